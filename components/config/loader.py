@@ -1,0 +1,173 @@
+"""Read the stack config from the Pulumi runtime, validate it, and report every problem at once.
+
+The Pulumi program calls :func:`load_stack_config`; the offline preview and the tests reach the same code
+through the same runtime config (``pulumi.runtime.set_all_config``), so there is one path for all three.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Iterable
+from typing import Any
+
+import pulumi
+from pulumi.runtime import config as runtime_config
+from pydantic import BaseModel, ValidationError
+
+from .base import PROJECT, ConfigIssue, join_path
+from .checks import run_checks
+from .stack import CONFIG_KEYS, StackConfig
+
+# Keys whose values must arrive as Pulumi secrets, with the top-level key that carries them.
+SECRET_PATHS: dict[str, tuple[str, ...]] = {
+    "ingress": ("ingress", "oidc", "clientSecret"),
+}
+
+
+class ConfigError(pulumi.RunError):
+    """The stack config is invalid. Raised before any resource is registered.
+
+    A ``RunError`` is printed by the Pulumi CLI without a stack trace; ``issues`` keeps the
+    individual problems for tools and tests.
+    """
+
+    def __init__(self, issues: Iterable[ConfigIssue]) -> None:
+        self.issues = list(issues)
+        lines = "\n".join(f"  {issue.render()}" for issue in self.issues)
+        super().__init__(f"invalid stack config ({len(self.issues)} problem(s)):\n{lines}")
+
+
+def _all_runtime_config() -> dict[str, Any]:
+    merged = dict(runtime_config.get_config_env())
+    merged.update(runtime_config.CONFIG.get())
+    return merged
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def load_stack_config() -> StackConfig:
+    """Validate the running stack's ``hyperpod-inference:*`` config (raises :class:`ConfigError`)."""
+    everything = _all_runtime_config()
+    prefix = f"{PROJECT}:"
+    values = {k[len(prefix) :]: _decode(v) for k, v in everything.items() if k.startswith(prefix)}
+    secret = {k[len(prefix) :] for k in values if runtime_config.is_config_secret(prefix + k)}
+    region = everything.get("aws:region")
+    return parse_stack_config(values, stack=pulumi.get_stack(), region=region, secret_keys=secret)
+
+
+def parse_stack_config(
+    values: dict[str, Any], *, stack: str, region: str | None, secret_keys: set[str] | frozenset[str] = frozenset()
+) -> StackConfig:
+    """Validate decoded config values (keys without the project prefix)."""
+    issues: list[ConfigIssue] = []
+    for key in values:
+        if key not in CONFIG_KEYS:
+            issues.append(ConfigIssue(key, f"unknown key; allowed keys are: {', '.join(CONFIG_KEYS)}"))
+    if region is None:
+        issues.append(
+            ConfigIssue(
+                "aws:region", "not set; set the stack's AWS region with `pulumi config set aws:region <region>`"
+            )
+        )
+    for key, path in SECRET_PATHS.items():
+        if key in values and _dig(values, path) is not None and key not in secret_keys:
+            issues.append(
+                ConfigIssue(
+                    join_path(*path),
+                    "must be a Pulumi secret (`pulumi config set --secret --path "
+                    f"{PROJECT}:{join_path(*path)} <value>`), not plain text",
+                )
+            )
+    raw = {k: v for k, v in values.items() if k in CONFIG_KEYS}
+    try:
+        cfg = StackConfig.model_validate({**raw, "stack": stack, "region": region or "unset-region-0"})
+    except ValidationError as err:
+        issues.extend(_issues_from_validation(err))
+        raise ConfigError(issues) from None
+    issues.extend(run_checks(cfg))
+    if issues:
+        raise ConfigError(issues)
+    return cfg
+
+
+def _dig(values: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(values, dict) or part not in values:
+            return None
+        values = values[part]
+    return values
+
+
+def _issues_from_validation(err: ValidationError) -> list[ConfigIssue]:
+    out: list[ConfigIssue] = []
+    for e in err.errors(include_url=False):
+        loc = [p for p in e["loc"] if not (isinstance(p, str) and _is_union_tag(p))]
+        path = join_path(*loc) if loc else "(root)"
+        if path == "region":
+            path = "aws:region"
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            allowed = _allowed_keys(StackConfig, loc[:-1])
+            hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
+            out.append(ConfigIssue(path, f"unknown key{hint}"))
+        elif kind == "missing":
+            out.append(ConfigIssue(path, "required key is missing"))
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            shown = e.get("input")
+            if isinstance(shown, (str, int, float)) and not isinstance(shown, bool) and "secret" not in path.lower():
+                msg = f"{msg} (got {shown!r})"
+            out.append(ConfigIssue(path, msg))
+    return out
+
+
+def _is_union_tag(part: str) -> bool:
+    # pydantic inserts the union member / validator name into loc (e.g. "function-after[...]", "str").
+    return "[" in part or part in {"str", "int", "float", "bool", "list", "dict"}
+
+
+def _allowed_keys(model: type[BaseModel], loc: list[Any]) -> list[str]:
+    """The keys a stack file may write at ``loc`` (walking through lists, dicts and optionals)."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, int) or current is None:
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = next((f for n, f in current.model_fields.items() if part in (f.alias or n, n)), None)
+            if field is None:
+                return []
+            current = field.annotation
+        else:
+            return []
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return [f.alias or n for n, f in current.model_fields.items() if not f.exclude]
+    return []
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Optional/list/dict/Annotated wrappers down to the model class they hold."""
+    for _ in range(5):
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (list, tuple, set):
+            tp = typing.get_args(tp)[0]
+        elif origin is dict:
+            tp = typing.get_args(tp)[1]
+        elif origin in (typing.Union, types.UnionType):
+            models = [a for a in typing.get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)]
+            tp = models[0] if len(models) == 1 else None
+        else:
+            break
+    return tp

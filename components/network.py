@@ -1,0 +1,147 @@
+"""Network: a VPC sized for HyperPod, or an existing VPC passed through.
+
+A new VPC gets, per configured AZ ID, a large private subnet (p5 nodes attach many ENIs and IPs) tagged
+``kubernetes.io/role/internal-elb`` and a public subnet tagged ``kubernetes.io/role/elb`` for the ALB;
+NAT gateways (one per AZ, or a single one); and the S3 gateway endpoint the inference operator requires
+(model weights and TLS certificates are read from S3 without crossing the NAT).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from .config.network import NetworkConfig, plan_subnets
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    network: NetworkConfig
+    region: str
+    nat_per_az: bool
+    eks_cluster_name: str = field(metadata={"doc": "Tagged on subnets so EKS and the LB controller discover them."})
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class Network(pulumi.ComponentResource):
+    """The VPC and subnets the EKS cluster, the HyperPod nodes, Redis and the ALB live in."""
+
+    vpc_id: pulumi.Output[str]
+    vpc_cidr: str
+    private_subnet_ids: dict[str, pulumi.Output[str]]
+    public_subnet_ids: dict[str, pulumi.Output[str]]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("hyperpod:network:Network", name, None, opts)
+        cfg = args.network
+        self.vpc_cidr = str(cfg.vpc_cidr)
+        if cfg.existing is not None:
+            self.vpc_id = pulumi.Output.from_input(cfg.existing.vpc_id)
+            self.private_subnet_ids = {
+                az: pulumi.Output.from_input(s) for az, s in cfg.existing.private_subnets.items()
+            }
+            self.public_subnet_ids = {az: pulumi.Output.from_input(s) for az, s in cfg.existing.public_subnets.items()}
+            self.s3_endpoint_id: pulumi.Output[str] | None = None
+        else:
+            self._create_vpc(name, args)
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _create_vpc(self, name: str, args: NetworkArgs) -> None:
+        cfg = args.network
+        plan = plan_subnets(cfg)
+        child = pulumi.ResourceOptions(parent=self)
+        cluster_tag = {f"kubernetes.io/cluster/{args.eks_cluster_name}": "shared"}
+
+        def tags(resource: str, **extra: str) -> dict[str, str]:
+            return {**args.tags, "Name": f"{name}-{resource}", **extra}
+
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=self.vpc_cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=tags("vpc"),
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags("igw"), opts=child)
+
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public-rt",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags=tags("public-rt"),
+            opts=child,
+        )
+        public: dict[str, aws.ec2.Subnet] = {}
+        private: dict[str, aws.ec2.Subnet] = {}
+        for az in cfg.availability_zone_ids:
+            public[az] = aws.ec2.Subnet(
+                f"{name}-public-{az}",
+                vpc_id=vpc.id,
+                cidr_block=str(plan.public[az]),
+                availability_zone_id=az,
+                map_public_ip_on_launch=False,
+                tags=tags(f"public-{az}", **{"kubernetes.io/role/elb": "1"}, **cluster_tag),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{az}-rta", subnet_id=public[az].id, route_table_id=public_rt.id, opts=child
+            )
+            private[az] = aws.ec2.Subnet(
+                f"{name}-private-{az}",
+                vpc_id=vpc.id,
+                cidr_block=str(plan.private[az]),
+                availability_zone_id=az,
+                tags=tags(f"private-{az}", **{"kubernetes.io/role/internal-elb": "1"}, **cluster_tag),
+                opts=child,
+            )
+
+        nat_azs = cfg.availability_zone_ids if args.nat_per_az else cfg.availability_zone_ids[:1]
+        nats: dict[str, aws.ec2.NatGateway] = {}
+        for az in nat_azs:
+            eip = aws.ec2.Eip(f"{name}-nat-{az}-eip", domain="vpc", tags=tags(f"nat-{az}-eip"), opts=child)
+            nats[az] = aws.ec2.NatGateway(
+                f"{name}-nat-{az}",
+                allocation_id=eip.id,
+                subnet_id=public[az].id,
+                tags=tags(f"nat-{az}"),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+            )
+
+        private_rts: list[aws.ec2.RouteTable] = []
+        for az in cfg.availability_zone_ids:
+            nat = nats.get(az) or nats[nat_azs[0]]
+            rt = aws.ec2.RouteTable(
+                f"{name}-private-{az}-rt",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+                tags=tags(f"private-{az}-rt"),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{az}-rta", subnet_id=private[az].id, route_table_id=rt.id, opts=child
+            )
+            private_rts.append(rt)
+
+        s3_endpoint = aws.ec2.VpcEndpoint(
+            f"{name}-s3-endpoint",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in private_rts],
+            tags=tags("s3-endpoint"),
+            opts=child,
+        )
+
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = {az: s.id for az, s in private.items()}
+        self.public_subnet_ids = {az: s.id for az, s in public.items()}
+        self.s3_endpoint_id = s3_endpoint.id

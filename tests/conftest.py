@@ -1,0 +1,58 @@
+"""Shared fixtures.
+
+``run`` runs the real program for a stack under mocks (fresh event loop, ``preview=False``, the stack's
+config) through :func:`tools.harness.run_stack`: the same path ``tools.preview`` takes. Tests that inspect
+resources must assert that resources were registered — use ``registered(run)``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.config.stackfile import load_stack_file, stack_path
+from tools.harness import StackRun, run_stack
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+CRDS = SHARED / "crds"
+STACKS = ("dev", "prod")
+
+
+def stack_mapping(stack: str) -> dict[str, Any]:
+    """A deep copy of a reference stack's ``config:`` mapping, for tests to mutate."""
+    return copy.deepcopy(load_stack_file(stack_path(stack)))
+
+
+def registered(run: StackRun) -> StackRun:
+    """Fail unless the run registered resources (guards against vacuous passes)."""
+    assert run.config_error is None, f"config error: {run.config_error}"
+    assert len(run.registrations) > 0, "the program registered no resources"
+    return run
+
+
+@pytest.fixture(scope="session")
+def stack_runs() -> dict[str, StackRun]:
+    """Each reference stack run once per session (tests only read these)."""
+    return {s: registered(run_stack(s)) for s in STACKS}
+
+
+@pytest.fixture
+def run() -> Callable[..., StackRun]:
+    """``run(stack, mapping=None)``: a fresh program run with an optional modified config mapping."""
+    return run_stack
+
+
+@pytest.fixture(scope="session")
+def crds_dir() -> Path:
+    if not CRDS.is_dir():
+        pytest.skip(f"../shared/crds not found at {CRDS}: the operator's CRDs are needed for schema tests")
+    return CRDS
+
+
+def load_yaml(path: Path) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))

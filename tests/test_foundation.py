@@ -1,0 +1,102 @@
+"""Foundation: the config contract, the offline preview's exit codes and the JSON Schema file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from components.config import ConfigError, StackConfig
+from components.config.schema import SCHEMA_PATH, stack_config_schema
+from tests.conftest import STACKS, stack_mapping
+from tools.preview import preview
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_reference_stacks_preview_clean(stack: str, stack_runs, capsys) -> None:
+    run = stack_runs[stack]
+    assert len(run.registrations) > 10
+    assert preview(stack) == 0
+    out = capsys.readouterr().out
+    assert "hyperpod:network:Network" in out
+
+
+def _errors(mapping: dict, capsys) -> tuple[int, str]:
+    code = preview("dev", mapping=mapping)
+    return code, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda m: m.__setitem__("hyperpod-inference:enviroment", "dev"), "hyperpod-inference:enviroment: unknown key"),
+        (
+            lambda m: m["hyperpod-inference:network"].__setitem__("cidrBlock", "10.0.0.0/16"),
+            "hyperpod-inference:network.cidrBlock: unknown key",
+        ),
+        (
+            lambda m: m.__setitem__("hyperpod-inference:environment", "production"),
+            "hyperpod-inference:environment: Input should be 'dev', 'staging' or 'prod'",
+        ),
+        (
+            lambda m: m["hyperpod-inference:cluster"]["instanceGroups"][0].__setitem__("instanceCount", -2),
+            "hyperpod-inference:cluster.instanceGroups[0].instanceCount",
+        ),
+        (
+            lambda m: m["hyperpod-inference:cluster"]["instanceGroups"][1].pop("instanceType"),
+            "hyperpod-inference:cluster.instanceGroups[1].instanceType: required key is missing",
+        ),
+        (lambda m: m.pop("hyperpod-inference:operator"), "hyperpod-inference:operator: required key is missing"),
+        (lambda m: m.pop("aws:region"), "hyperpod-inference:aws:region"),
+        (
+            lambda m: m["hyperpod-inference:network"].__setitem__("cidr", "10.0.0.0/28"),
+            "hyperpod-inference:network.cidr",
+        ),
+        (
+            lambda m: m["hyperpod-inference:cluster"].__setitem__("serviceIpv4Cidr", "10.192.0.0/20"),
+            "hyperpod-inference:cluster.serviceIpv4Cidr: 10.192.0.0/20 overlaps",
+        ),
+    ],
+    ids=[
+        "misspelt-top-key",
+        "misspelt-nested-key",
+        "bad-enum",
+        "negative-count",
+        "missing-field",
+        "missing-section",
+        "no-region",
+        "vpc-too-small",
+        "overlapping-cidrs",
+    ],
+)
+def test_config_errors_exit_2_naming_the_key(mutate, expected: str, capsys) -> None:
+    mapping = stack_mapping("dev")
+    mutate(mapping)
+    code, out = _errors(mapping, capsys)
+    assert code == 2, out
+    assert expected in out
+    assert "Traceback" not in out
+
+
+def test_all_errors_reported_at_once(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:enviroment"] = "dev"
+    mapping["hyperpod-inference:network"]["natGateway"] = "single"
+    result = run("dev", mapping)
+    assert isinstance(result.config_error, ConfigError)
+    paths = [i.path for i in result.config_error.issues]
+    assert "enviroment" in paths and "network.natGateway" in paths
+    assert result.registrations == [], "nothing may be registered when the config is invalid"
+
+
+def test_json_schema_file_is_current() -> None:
+    on_disk = json.loads(Path(SCHEMA_PATH).read_text(encoding="utf-8"))
+    assert on_disk == stack_config_schema(), "run `python -m components.config.schema` to regenerate stacks/schema.json"
+
+
+def test_schema_names_every_config_key() -> None:
+    props = stack_config_schema()["properties"]["config"]["properties"]
+    for key in ("hyperpod-inference:environment", "hyperpod-inference:endpoints", "aws:region"):
+        assert key in props
+    assert StackConfig.model_fields["environment"].description

@@ -1,0 +1,266 @@
+"""Pulumi mocks that behave like a small, honest AWS: realistic ids, ARNs and endpoints.
+
+Used by the test suite and by ``tools.preview``. ``RecordingMocks`` answers resource registrations and
+provider calls; ``GraphMonitor`` records every registration request (type, name, parent, dependencies,
+options) so tests, the policy pack bridge, the graph writer and the critical-path tool see the same graph.
+
+Outputs are a deterministic function of (type, name, inputs): two runs of a stack give the same ids.
+To teach the mocks a new resource type, add an entry to ``OUTPUTS``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import rpc
+from pulumi.runtime.mocks import MockMonitor
+
+ACCOUNT_ID = "123456789012"
+DEFAULT_REGION = "us-west-2"
+
+
+def _hex(*parts: str, n: int = 17) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
+
+
+def _ints(value: Any) -> Any:
+    """Inputs cross a protobuf Struct, so integers arrive as floats; give them back as ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+@dataclass
+class MockContext:
+    region: str
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+
+    @property
+    def physical_name(self) -> str:
+        given = self.inputs.get("name")
+        return given if isinstance(given, str) and given else f"{self.name}-{_hex(self.typ, self.name, n=7)}"
+
+    def arn(self, service: str, resource: str, region: bool = True) -> str:
+        return f"arn:aws:{service}:{self.region if region else ''}:{ACCOUNT_ID}:{resource}"
+
+
+OutputFn = Callable[[MockContext], dict[str, Any]]
+
+
+def _ec2(prefix: str) -> OutputFn:
+    def fn(ctx: MockContext) -> dict[str, Any]:
+        rid = f"{prefix}-{_hex(ctx.typ, ctx.name)}"
+        return {"id": rid, "arn": ctx.arn("ec2", f"{prefix}/{rid}")}
+
+    return fn
+
+
+def _role(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.physical_name
+    return {
+        "id": name,
+        "name": name,
+        "arn": ctx.arn("iam", f"role/{name}", region=False),
+        "uniqueId": "AROA" + _hex(name).upper(),
+    }
+
+
+def _policy(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.physical_name
+    arn = ctx.arn("iam", f"policy/{name}", region=False)
+    return {"id": arn, "name": name, "arn": arn}
+
+
+def _bucket(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.inputs.get("bucket") or ctx.physical_name
+    return {
+        "id": name,
+        "bucket": name,
+        "arn": f"arn:aws:s3:::{name}",
+        "bucketRegionalDomainName": f"{name}.s3.{ctx.region}.amazonaws.com",
+    }
+
+
+def _kms(ctx: MockContext) -> dict[str, Any]:
+    key_id = f"{_hex(ctx.name, n=8)}-{_hex(ctx.name, 'a', n=4)}-{_hex(ctx.name, 'b', n=4)}-{_hex(ctx.name, 'c', n=4)}-{_hex(ctx.name, 'd', n=12)}"
+    return {"id": key_id, "keyId": key_id, "arn": ctx.arn("kms", f"key/{key_id}")}
+
+
+def _vpc(ctx: MockContext) -> dict[str, Any]:
+    rid = f"vpc-{_hex(ctx.typ, ctx.name)}"
+    return {
+        "id": rid,
+        "arn": ctx.arn("ec2", f"vpc/{rid}"),
+        "defaultSecurityGroupId": f"sg-{_hex(rid, 'default')}",
+        "mainRouteTableId": f"rtb-{_hex(rid, 'main')}",
+    }
+
+
+def _subnet(ctx: MockContext) -> dict[str, Any]:
+    rid = f"subnet-{_hex(ctx.typ, ctx.name)}"
+    az_id = ctx.inputs.get("availabilityZoneId") or "usw2-az1"
+    return {
+        "id": rid,
+        "arn": ctx.arn("ec2", f"subnet/{rid}"),
+        "availabilityZone": f"{ctx.region}{'abcdef'[int(az_id[-1]) - 1]}",
+    }
+
+
+def _eks_cluster(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.inputs.get("name") or ctx.physical_name
+    oidc_id = _hex(name, "oidc", n=32).upper()
+    issuer = f"https://oidc.eks.{ctx.region}.amazonaws.com/id/{oidc_id}"
+    endpoint = f"https://{_hex(name, n=32).upper()}.gr7.{ctx.region}.eks.amazonaws.com"
+    return {
+        "id": name,
+        "name": name,
+        "arn": ctx.arn("eks", f"cluster/{name}"),
+        "endpoint": endpoint,
+        "identities": [{"oidcs": [{"issuer": issuer}]}],
+        "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"},
+        "vpcConfig": {**(ctx.inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": f"sg-{_hex(name, 'cluster')}"},
+        "status": "ACTIVE",
+    }
+
+
+def _sagemaker_cluster(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.inputs.get("clusterName") or ctx.physical_name
+    cid = _hex(name, n=12)
+    return {
+        "id": ctx.arn("sagemaker", f"cluster/{cid}"),
+        "clusterArn": ctx.arn("sagemaker", f"cluster/{cid}"),
+        "clusterStatus": "InService",
+    }
+
+
+# type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
+OUTPUTS: dict[str, OutputFn] = {
+    "aws:ec2/vpc:Vpc": _vpc,
+    "aws:ec2/subnet:Subnet": _subnet,
+    "aws:ec2/securityGroup:SecurityGroup": _ec2("sg"),
+    "aws:ec2/internetGateway:InternetGateway": _ec2("igw"),
+    "aws:ec2/natGateway:NatGateway": _ec2("nat"),
+    "aws:ec2/eip:Eip": lambda ctx: {
+        **_ec2("eipalloc")(ctx),
+        "publicIp": "203.0.113." + str(int(_hex(ctx.name, n=2), 16) % 250 + 1),
+    },
+    "aws:ec2/routeTable:RouteTable": _ec2("rtb"),
+    "aws:ec2/vpcEndpoint:VpcEndpoint": _ec2("vpce"),
+    "aws:ec2/vpcSecurityGroupIngressRule:VpcSecurityGroupIngressRule": _ec2("sgr"),
+    "aws:ec2/vpcSecurityGroupEgressRule:VpcSecurityGroupEgressRule": _ec2("sgr"),
+    "aws:iam/role:Role": _role,
+    "aws:iam/policy:Policy": _policy,
+    "aws:s3/bucketV2:BucketV2": _bucket,
+    "aws:s3/bucket:Bucket": _bucket,
+    "aws:kms/key:Key": _kms,
+    "aws:eks/cluster:Cluster": _eks_cluster,
+    "aws-native:sagemaker:Cluster": _sagemaker_cluster,
+}
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Answers registrations with realistic outputs and records what was registered."""
+
+    def __init__(self, region: str = DEFAULT_REGION) -> None:
+        self.region = region
+        self.resources: list[tuple[str, str, dict[str, Any]]] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        inputs = _ints(dict(args.inputs))
+        self.resources.append((args.typ, args.name, inputs))
+        ctx = MockContext(self.region, args.typ, args.name, inputs)
+        fn = OUTPUTS.get(args.typ)
+        if fn is not None:
+            extra = fn(ctx)
+        elif args.typ.startswith("aws:"):
+            service = args.typ.split(":")[1].split("/")[0]
+            extra = {
+                "id": ctx.physical_name,
+                "arn": ctx.arn(service, f"{args.typ.rsplit(':', 1)[-1].lower()}/{ctx.physical_name}"),
+            }
+        else:
+            extra = {"id": ctx.physical_name}
+        rid = extra.pop("id", ctx.physical_name)
+        return rid, {**inputs, **extra}
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
+        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/preview", "userId": "AIDAPREVIEW"}
+        if args.token == "aws:index/getRegion:getRegion":
+            return {"name": self.region, "region": self.region, "id": self.region}
+        if args.token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
+        return {}
+
+
+@dataclass
+class Registration:
+    """One resource registration as the engine saw it."""
+
+    type: str
+    name: str
+    urn: str
+    custom: bool
+    parent: str | None
+    inputs: dict[str, Any]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    dependencies: list[str] = field(default_factory=list)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    protect: bool = False
+    provider: str | None = None
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+
+
+class GraphMonitor(MockMonitor):
+    """A mock monitor that keeps every registration request, in order."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        inputs = _ints(rpc.deserialize_properties(request.object))
+        timeouts = {}
+        if request.HasField("customTimeouts"):
+            ct = request.customTimeouts
+            timeouts = {k: v for k, v in (("create", ct.create), ("update", ct.update), ("delete", ct.delete)) if v}
+        reg = self.resources.get(response.urn)
+        self.registrations.append(
+            Registration(
+                type=request.type,
+                name=request.name,
+                urn=response.urn,
+                custom=bool(request.custom),
+                parent=request.parent or None,
+                inputs=inputs,
+                outputs=_ints(dict(reg.state)) if reg is not None else {},
+                dependencies=list(request.dependencies),
+                property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
+                protect=bool(request.protect),
+                provider=request.provider or None,
+                custom_timeouts=timeouts,
+            )
+        )
+        return response
+
+    def of_type(self, typ: str) -> list[Registration]:
+        return [r for r in self.registrations if r.type == typ]
+
+    def named(self, typ: str, name: str) -> Registration:
+        found = [r for r in self.registrations if r.type == typ and r.name == name]
+        if len(found) != 1:
+            raise LookupError(f"{len(found)} registrations of {typ} named {name!r}")
+        return found[0]

@@ -22,6 +22,15 @@ network = Network(
     ),
 )
 
+# --- cluster layer: node security group, EKS, HyperPod cluster (issue 3) ---
+
+# --- inference operator: prerequisites, IAM, the add-on (issue 4) ---
+
+# --- KV cache L2, endpoints, inference gateway (issue 5) ---
+
+# --- ALB front door with OIDC (issue 6) ---
+
+# --- exports ---
 pulumi.export("environment", cfg.environment)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("privateSubnetIds", network.private_subnet_ids)

@@ -1,6 +1,6 @@
 """Offline preview: run the real program for a stack under Pulumi mocks, then the policy pack.
 
-    python -m tools.preview --stack dev [--out DIR] [--json]
+    python -m tools.preview --stack dev [--out DIR] [--json] [--critical-path] [--graph FILE]
 
 No AWS credentials, Pulumi CLI or provider plugins are needed. Prints the resource tree (type, name,
 parent), counts by type and every policy result as
@@ -25,6 +25,7 @@ from rich.tree import Tree
 from components.config.stackfile import load_stack_file, stack_path
 from policies.engine import PolicyResult, evaluate
 from policies.pack import POLICIES
+from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
 from tools.render import write_outputs
 
@@ -53,6 +54,8 @@ def preview(
     as_json: bool = False,
     mapping: dict[str, Any] | None = None,
     console: Console | None = None,
+    critical_path: bool = False,
+    graph: Path | None = None,
 ) -> int:
     """Run the preview and print it; returns the exit code."""
     console = console or Console(highlight=False, soft_wrap=True)
@@ -75,6 +78,8 @@ def preview(
     results = evaluate(POLICIES, run.registrations, _environment(mapping))
     mandatory = [r for r in results if r.level == "mandatory"]
     written = write_outputs(run.registrations, out) if out is not None else []
+    if graph is not None:
+        written += write_graph(run.registrations, graph)
 
     if as_json:
         print(json.dumps(_as_json(run, results, written), indent=2, default=str))
@@ -95,9 +100,25 @@ def preview(
                 console.print(f"[{style}]{r.render()}[/]", markup=True)
         else:
             console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
+        if critical_path:
+            console.print(_critical_path_table(run))
         for path in written:
             console.print(f"wrote {path}", markup=False)
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def _critical_path_table(run: StackRun) -> Table:
+    total, chain = Graph.build(run.registrations).critical_path()
+    table = Table(
+        title=f"deploy critical path: ~{total:.0f} min (typical create durations, tools/create_durations.yaml)"
+    )
+    table.add_column("#", justify="right")
+    table.add_column("resource")
+    table.add_column("type")
+    table.add_column("min", justify="right")
+    for i, reg in enumerate(chain, 1):
+        table.add_row(str(i), reg.name, reg.type, f"{create_minutes(reg):g}")
+    return table
 
 
 def _as_json(run: StackRun, results: list[PolicyResult], written: list[Path]) -> dict[str, Any]:
@@ -116,10 +137,18 @@ def _as_json(run: StackRun, results: list[PolicyResult], written: list[Path]) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser.add_argument(
+        "--stack-file", type=Path, help="read the config from this file instead of stacks/Pulumi.<stack>.yaml"
+    )
     parser.add_argument("--out", type=Path, help="write Kubernetes YAML and a CloudFormation template here")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of the tree")
+    parser.add_argument("--critical-path", action="store_true", help="print the longest chain of typical create times")
+    parser.add_argument("--graph", type=Path, help="write the resource graph: FILE.dot, FILE.mmd (Mermaid) or FILE.svg")
     args = parser.parse_args(argv)
-    return preview(args.stack, out=args.out, as_json=args.json)
+    mapping = load_stack_file(args.stack_file) if args.stack_file else None
+    return preview(
+        args.stack, mapping=mapping, out=args.out, as_json=args.json, critical_path=args.critical_path, graph=args.graph
+    )
 
 
 if __name__ == "__main__":

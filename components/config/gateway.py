@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from .base import Model
+from policies import compatibility as compat
+
+from .base import ConfigIssue, Model
+from .checks import cross_check
+
+if TYPE_CHECKING:
+    from .stack import StackConfig
 
 
 class GatewayConfig(Model):
@@ -16,3 +23,17 @@ class GatewayConfig(Model):
     spec: dict[str, Any] = Field(
         default_factory=dict, description="The InferenceGatewayConfig spec, as in the AWS docs."
     )
+
+
+@cross_check
+def _gateway_needs_addon(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """The managed Inference Gateway ships only in add-on releases the table marks (D4: v2.0.0-eksbuild.2+)."""
+    version = cfg.operator.addon_version
+    if not cfg.gateway.enabled or not compat.is_known_addon(version):
+        return
+    if not compat.addon(version).inference_gateway:
+        first = next(a.addon_version for a in compat.load_compatibility().addons if a.inference_gateway)
+        yield ConfigIssue(
+            "gateway.enabled",
+            f"the managed Inference Gateway needs add-on {first} or later; operator.addonVersion pins {version}",
+        )

@@ -1,0 +1,283 @@
+"""Typed access to ``policies/compatibility.yaml``: add-on → operator → images → features → defects.
+
+The table is data, kept in one YAML file with a public source on every row; this module only types and
+queries it. Both the stack-config checks (``components/config``) and the policy pack (``policies/rules.py``)
+call these helpers, so a new add-on release is one YAML edit.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+TABLE_PATH = Path(__file__).resolve().parent / "compatibility.yaml"
+
+IEC = "InferenceEndpointConfig"
+JSM = "JumpStartModel"
+_KIND_CODES = {"IEC": IEC, "JSM": JSM}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class VersionBound(_Strict):
+    """Either an exact supported version or a minimum."""
+
+    exact: str | None = None
+    min: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> VersionBound:
+        if (self.exact is None) == (self.min is None):
+            raise ValueError("give exactly one of exact/min")
+        return self
+
+    def allows(self, version: str) -> bool:
+        got = parse_version(version)
+        if got is None:
+            return False
+        if self.exact is not None:
+            return got == parse_version(self.exact)
+        assert self.min is not None
+        bound = parse_version(self.min)
+        return bound is not None and got >= bound
+
+    def describe(self) -> str:
+        return f"exactly {self.exact}" if self.exact is not None else f">= {self.min}"
+
+
+class ImageSet(_Strict):
+    lmcache: VersionBound
+    vllm: VersionBound
+    source: str
+
+
+class AddonRelease(_Strict):
+    addon_version: str = Field(alias="addonVersion")
+    operator_version: str = Field(alias="operatorVersion")
+    released: str | None = None
+    image_set: str = Field(alias="imageSet")
+    crd_history_file: str = Field(alias="crdHistoryFile")
+    later_fields: tuple[str, ...] = Field(alias="laterFields")
+    required_configuration: tuple[str, ...] = Field(alias="requiredConfiguration")
+    inference_gateway: bool = Field(default=False, alias="inferenceGateway")
+    sources: tuple[str, ...]
+
+    @property
+    def operator(self) -> tuple[int, ...]:
+        return operator_tuple(self.operator_version)
+
+
+class Feature(_Strict):
+    path: str
+    value: str | None = None
+    introduced_in: str = Field(alias="introducedIn")
+    kinds: tuple[Literal["IEC", "JSM"], ...]
+    sources: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.path}: {self.value}" if self.value is not None else self.path
+
+    def applies_to(self, kind: str) -> bool:
+        return any(_KIND_CODES[k] == kind for k in self.kinds)
+
+
+class DefectCondition(_Strict):
+    path: str
+    equals: Any
+
+
+class Defect(_Strict):
+    id: str
+    addon_versions: tuple[str, ...] = Field(default=(), alias="addonVersions")
+    operator_below: str | None = Field(default=None, alias="operatorBelow")
+    when: tuple[DefectCondition, ...]
+    description: str
+    workaround: str
+    sources: tuple[str, ...]
+
+    def affects(self, release: AddonRelease) -> bool:
+        if release.addon_version in self.addon_versions:
+            return True
+        return self.operator_below is not None and release.operator < operator_tuple(self.operator_below)
+
+    def triggered_by(self, spec: dict[str, Any]) -> list[str]:
+        """The spec paths whose values trigger this defect."""
+        hits = []
+        for cond in self.when:
+            found, value = dig(spec, cond.path)
+            if found and _same(value, cond.equals):
+                hits.append(cond.path)
+        return hits
+
+
+class CompatibilityTable(_Strict):
+    sources: dict[str, str]
+    image_sets: dict[str, ImageSet] = Field(alias="imageSets")
+    addons: tuple[AddonRelease, ...]
+    features: tuple[Feature, ...]
+    defects: tuple[Defect, ...]
+
+    @model_validator(mode="after")
+    def _cross_refs(self) -> CompatibilityTable:
+        cited: list[str] = [s.source for s in self.image_sets.values()]
+        for a in self.addons:
+            if a.image_set not in self.image_sets:
+                raise ValueError(f"{a.addon_version}: unknown imageSet {a.image_set}")
+            cited.extend(a.sources)
+        for f in self.features:
+            cited.extend(f.sources)
+        for d in self.defects:
+            cited.extend(d.sources)
+            for v in d.addon_versions:
+                if v not in {a.addon_version for a in self.addons}:
+                    raise ValueError(f"defect {d.id}: unknown add-on {v}")
+        unknown = sorted(set(cited) - set(self.sources))
+        if unknown:
+            raise ValueError(f"unknown source keys: {', '.join(unknown)}")
+        return self
+
+
+@functools.cache
+def load_compatibility() -> CompatibilityTable:
+    """The parsed table (cached: the file is read once per process)."""
+    return CompatibilityTable.model_validate(yaml.safe_load(TABLE_PATH.read_text(encoding="utf-8")))
+
+
+# --- helpers -----------------------------------------------------------------------------------------
+
+
+def operator_tuple(version: str) -> tuple[int, ...]:
+    """``"3.1.2"`` → ``(3, 1, 2)``; a shorter version sorts before its patch releases (3.1 < 3.1.2)."""
+    return tuple(int(p) for p in version.split("."))
+
+
+_IMAGE_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:\.?post(\d+))?")
+
+
+def parse_version(text: str) -> tuple[int, int, int, int] | None:
+    """``v0.3.9post2`` → ``(0, 3, 9, 2)``; anything that is not such a version → ``None``."""
+    m = _IMAGE_VERSION.fullmatch(text.strip())
+    if m is None:
+        return None
+    return (int(m[1]), int(m[2]), int(m[3]), int(m[4] or 0))
+
+
+def addon_versions() -> list[str]:
+    return [a.addon_version for a in load_compatibility().addons]
+
+
+def addon(version: str) -> AddonRelease:
+    """The release row of an add-on version (``KeyError`` naming the known versions if absent)."""
+    for a in load_compatibility().addons:
+        if a.addon_version == version:
+            return a
+    raise KeyError(f"add-on {version} is not in the compatibility table; known: {', '.join(addon_versions())}")
+
+
+def is_known_addon(version: str) -> bool:
+    return version in addon_versions()
+
+
+def minimum_addon_for(operator_version: str) -> AddonRelease | None:
+    """The oldest add-on release whose operator is at least ``operator_version``."""
+    need = operator_tuple(operator_version)
+    return next((a for a in load_compatibility().addons if a.operator >= need), None)
+
+
+def dig(data: Any, path: str) -> tuple[bool, Any]:
+    """``(present, value)`` of a dotted path in nested dicts."""
+    for part in path.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return False, None
+        data = data[part]
+    return True, data
+
+
+def _same(value: Any, expected: Any) -> bool:
+    if isinstance(value, str) and isinstance(expected, str):
+        return value.lower() == expected.lower()
+    return bool(value == expected and type(value) is type(expected))
+
+
+def features_missing(spec: dict[str, Any], addon_version: str, kind: str = IEC) -> list[tuple[str, str, Feature]]:
+    """Spec features the pinned add-on's operator does not have: ``(path, introduced_in, feature)``.
+
+    ``path`` is the spec path where the feature is used; ``introduced_in`` the operator version that added it.
+    """
+    release = addon(addon_version)
+    out = []
+    for feature in load_compatibility().features:
+        if not feature.applies_to(kind) or release.operator >= operator_tuple(feature.introduced_in):
+            continue
+        found, value = dig(spec, feature.path)
+        if not found or value is None:
+            continue
+        if feature.value is not None and not _same(value, feature.value):
+            continue
+        out.append((feature.path, feature.introduced_in, feature))
+    return out
+
+
+def image_component(image: str) -> tuple[Literal["lmcache", "vllm"] | None, str | None]:
+    """Which versioned component an image is (LMCache or vLLM) and the version its tag names, if any."""
+    ref = image.split("@", 1)[0]
+    repo, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+    name = repo.lower()
+    component: Literal["lmcache", "vllm"] | None
+    if "lmcache" in name:
+        component = "lmcache"
+    elif "vllm" in name:
+        component = "vllm"
+    else:
+        component = None
+    version = tag if tag and parse_version(tag) is not None else None
+    return component, version
+
+
+def image_requirement(image: str, addon_version: str) -> str | None:
+    """What the pinned add-on needs of this image, e.g. ``LMCache >= 0.4.3``; ``None`` if not LMCache/vLLM."""
+    component, _ = image_component(image)
+    if component is None:
+        return None
+    table = load_compatibility()
+    bound = getattr(table.image_sets[addon(addon_version).image_set], component)
+    return f"{'LMCache' if component == 'lmcache' else 'vLLM'} {bound.describe()}"
+
+
+def image_versions_ok(image: str, addon_version: str) -> bool | None:
+    """Whether an LMCache/vLLM image's tagged version is supported by the pinned add-on's operator.
+
+    ``None`` when it cannot be told: the image is neither LMCache nor vLLM, or its tag is not a version
+    (``latest``, a DLC tag such as ``server-hyperpod-cuda-v1.1``).
+    """
+    component, version = image_component(image)
+    if component is None or version is None:
+        return None
+    table = load_compatibility()
+    bound: VersionBound = getattr(table.image_sets[addon(addon_version).image_set], component)
+    return bound.allows(version)
+
+
+def known_defects(spec: dict[str, Any], addon_version: str) -> list[tuple[Defect, list[str]]]:
+    """Defects of the pinned add-on that this spec triggers, each with the triggering spec paths."""
+    release = addon(addon_version)
+    out = []
+    for defect in load_compatibility().defects:
+        if defect.affects(release):
+            hits = defect.triggered_by(spec)
+            if hits:
+                out.append((defect, hits))
+    return out
+
+
+def source_urls(keys: tuple[str, ...] | list[str]) -> str:
+    table = load_compatibility()
+    return ", ".join(table.sources[k] for k in keys)

@@ -1,0 +1,127 @@
+"""The compatibility table: its data, its query helpers, and the config checks built on it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from components.config import ConfigError, parse_stack_config
+from policies import compatibility as compat
+from tests.conftest import CRDS, stack_mapping
+
+
+def _parse(mapping: dict[str, Any]) -> Any:
+    values = {k.split(":", 1)[1]: v for k, v in mapping.items() if k.startswith("hyperpod-inference:")}
+    return parse_stack_config(values, stack="dev", region=mapping["aws:region"])
+
+
+def _issues(mapping: dict[str, Any]) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as err:
+        _parse(mapping)
+    return [(i.path, i.message) for i in err.value.issues]
+
+
+def test_table_rows_cite_sources_and_are_ordered() -> None:
+    table = compat.load_compatibility()
+    versions = [a.addon_version for a in table.addons]
+    assert versions[0] == "v1.0.0-eksbuild.1"
+    assert "v1.5.0-eksbuild.1" in versions and versions[-1] == "v2.0.0-eksbuild.2"
+    operators = [a.operator for a in table.addons]
+    assert operators == sorted(operators)
+    for row in (*table.addons, *table.features, *table.defects):
+        assert row.sources, row
+        for key in row.sources:
+            assert table.sources[key].startswith("https://")
+    assert compat.load_compatibility() is table  # cached
+
+
+def test_operator_versions_of_known_addons() -> None:
+    assert compat.addon("v1.3.0-eksbuild.1").operator_version == "3.2"
+    assert compat.addon("v1.2.0-eksbuild.1").required_configuration == ("hyperpodClusterArn",)
+    assert compat.addon("v1.0.0-eksbuild.1").required_configuration == ()
+    assert compat.addon("v2.0.0-eksbuild.2").inference_gateway
+    assert not compat.addon("v1.5.0-eksbuild.1").inference_gateway
+    with pytest.raises(KeyError, match=r"v1\.0\.0-eksbuild\.1"):
+        compat.addon("v9.9.9-eksbuild.1")
+    assert compat.minimum_addon_for("3.2").addon_version == "v1.3.0-eksbuild.1"  # type: ignore[union-attr]
+    assert compat.minimum_addon_for("3.1").addon_version == "v1.2.0-eksbuild.1"  # type: ignore[union-attr]
+    assert compat.minimum_addon_for("9.0") is None
+
+
+def test_crd_history_files_exist_for_each_release() -> None:
+    history = CRDS / "history"
+    if not history.is_dir():
+        pytest.skip(f"{history} not found: CRD history files are needed")
+    for a in compat.load_compatibility().addons:
+        name = a.crd_history_file
+        path = CRDS / "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
+        if name != "current":
+            path = history / name
+        assert path.is_file(), f"{a.addon_version}: {path}"
+
+
+@pytest.mark.parametrize(
+    ("image", "addon", "ok"),
+    [
+        ("lmcache/vllm-openai:v0.4.3", "v1.3.0-eksbuild.1", True),
+        ("lmcache/vllm-openai:v0.3.9post2", "v1.3.0-eksbuild.1", False),
+        ("lmcache/vllm-openai:v0.3.9post2", "v1.2.0-eksbuild.1", True),
+        ("lmcache/vllm-openai:v0.4.3", "v1.2.0-eksbuild.1", False),
+        ("vllm/vllm-openai:v0.19.1", "v1.4.0-eksbuild.1", True),
+        ("vllm/vllm-openai:v0.18.0", "v1.4.0-eksbuild.1", False),
+        ("vllm/vllm-openai:v0.11.1", "v1.0.0-eksbuild.1", True),
+        ("public.ecr.aws/deep-learning-containers/vllm:server-hyperpod-cuda-v1.1", "v1.4.0-eksbuild.1", None),
+        ("lmsysorg/sglang:v0.5.2", "v1.4.0-eksbuild.1", None),
+        ("registry.local:5000/lmcache/vllm-openai", "v1.4.0-eksbuild.1", None),
+    ],
+)
+def test_image_versions_ok(image: str, addon: str, ok: bool | None) -> None:
+    assert compat.image_versions_ok(image, addon) is ok
+
+
+def test_features_missing_and_defects() -> None:
+    spec = {
+        "pdSpec": {"prefillSpec": {}, "decodingSpec": {}},
+        "modelSourceConfig": {"modelSourceType": "huggingface"},
+        "loadBalancer": {"idleTimeoutSeconds": 120},
+    }
+    missing = {(p, v) for p, v, _ in compat.features_missing(spec, "v1.2.0-eksbuild.1")}
+    assert missing == {("pdSpec", "3.2"), ("loadBalancer.idleTimeoutSeconds", "3.3")}
+    assert {p for p, _, _ in compat.features_missing(spec, "v1.0.0-eksbuild.1")} >= {
+        "modelSourceConfig.modelSourceType"
+    }
+    assert compat.features_missing(spec, "v1.4.0-eksbuild.1") == []
+
+    redis = {"kvCacheSpec": {"enableL2Cache": True, "l2CacheSpec": {"l2CacheBackend": "Redis"}}}
+    assert [d.id for d, _ in compat.known_defects(redis, "v1.3.0-eksbuild.1")] == ["redis-l2-ignored"]
+    assert compat.known_defects(redis, "v1.4.0-eksbuild.1") == []
+    off = {"kvCacheSpec": {"enableL1Cache": False}}
+    assert [(d.id, hits) for d, hits in compat.known_defects(off, "v1.2.1-eksbuild.1")] == [
+        ("cache-disable-ignored", ["kvCacheSpec.enableL1Cache"])
+    ]
+    assert compat.known_defects(off, "v1.4.0-eksbuild.1") == []
+
+
+def test_unknown_addon_is_a_config_error_listing_allowed() -> None:
+    m = stack_mapping("dev")
+    m["hyperpod-inference:operator"]["addonVersion"] = "v1.1.0-eksbuild.1"
+    issues = dict(_issues(m))
+    msg = issues["operator.addonVersion"]
+    assert "v1.1.0-eksbuild.1" in msg and "v1.0.0-eksbuild.1" in msg and "v2.0.0-eksbuild.2" in msg
+
+
+def test_feature_newer_than_addon_is_error_at_spec_path() -> None:
+    m = stack_mapping("prod")
+    m["hyperpod-inference:operator"]["addonVersion"] = "v1.2.1-eksbuild.1"
+    issues = dict(_issues(m))
+    msg = issues["endpoints[1].spec.pdSpec"]
+    assert "pdSpec" in msg and "3.2" in msg and "v1.3.0-eksbuild.1" in msg and "v1.2.1-eksbuild.1" in msg
+
+
+def test_gateway_needs_v2_addon() -> None:
+    m = stack_mapping("dev")
+    m["hyperpod-inference:gateway"] = {"enabled": True}
+    issues = dict(_issues(m))
+    assert re.search(r"v2\.0\.0-eksbuild\.2.*v1\.\d\.\d-eksbuild\.1", issues["gateway.enabled"])

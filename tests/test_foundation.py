@@ -100,3 +100,30 @@ def test_schema_names_every_config_key() -> None:
     for key in ("hyperpod-inference:environment", "hyperpod-inference:endpoints", "aws:region"):
         assert key in props
     assert StackConfig.model_fields["environment"].description
+
+
+def test_cli_exit_code_for_misspelt_key_in_stack_file(tmp_path) -> None:
+    """End to end through the command line: a stack file with a typo exits 2 and names the key."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tools.harness import ROOT
+
+    doc = {"config": stack_mapping("dev")}
+    doc["config"]["hyperpod-inference:cluster"]["instanceGroup"] = doc["config"]["hyperpod-inference:cluster"].pop(
+        "instanceGroups"
+    )
+    path = tmp_path / "Pulumi.typo.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.preview", "--stack", "typo", "--stack-file", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "hyperpod-inference:cluster.instanceGroup: unknown key" in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr

@@ -2,12 +2,22 @@
 
 ``policies/__main__.py`` wraps exactly this list in a ``PolicyPack``; never import that file (its
 constructor starts a gRPC server and blocks).
+
+Enforcement: each policy's ``enforcement_level`` in code is the prod behaviour; ``config.<env>.json``
+(the ``--policy-pack-config`` file) relaxes what the issue's table allows outside prod. Policy config
+defaults are applied in code (``cfg.get(x, default)``), because the Python SDK does not apply schema
+defaults — so the offline engine and the CLI resolve the same behaviour.
 """
 
 from __future__ import annotations
 
-from pulumi_policy import Policy
+from pulumi_policy import EnforcementLevel, Policy
+
+from .baselines import BASELINE_POLICIES
 
 PACK_NAME = "hyperpod-inference"
 
-POLICIES: list[Policy] = []
+# The pack-wide fallback for a policy without its own level (every policy here sets one).
+PACK_ENFORCEMENT = EnforcementLevel.ADVISORY
+
+POLICIES: list[Policy] = [*BASELINE_POLICIES]

@@ -1,0 +1,406 @@
+"""Security baselines on the provider resources every layer registers.
+
+Each policy checks the provider's real input shape (camelCase, as the engine passes it) and names the
+AWS document it encodes. Enforcement in code is the prod behaviour; ``config.dev.json`` and
+``config.staging.json`` relax the ones the issue's table marks "mandatory / advisory".
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from .graph import (
+    BUCKET_POLICY,
+    BUCKETS,
+    EKS_ADDON,
+    EKS_CLUSTER,
+    EKS_COMPONENT,
+    HYPERPOD_CLUSTER,
+    IAM_ROLE,
+    INFERENCE_ADDON,
+    LISTENER_RULES,
+    LISTENERS,
+    PUBLIC_ACCESS_BLOCK,
+    REPLICATION_GROUP,
+    SECURITY_GROUP,
+    SG_EGRESS_RULE,
+    SG_INGRESS_RULE,
+    SG_RULE,
+    SSE_CONFIGS,
+    as_json,
+    as_list,
+    crd_kind,
+    depends_on,
+    deps,
+    get,
+    of_type,
+    truthy,
+)
+
+MANDATORY = EnforcementLevel.MANDATORY
+
+# --- gateway-requires-jwt ---------------------------------------------------------------------------
+
+
+def _gateway_requires_jwt(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if crd_kind(args.resource_type) != "InferenceGatewayConfig":
+        return
+    provider = get(args.props, "spec", "auth", "jwt", "provider")
+    missing = [k for k in ("name", "issuer") if not get(provider, k)]
+    if not get(provider, "remoteJWKS", "uri"):
+        missing.append("remoteJWKS.uri")
+    if provider is None:
+        report("spec.auth.jwt is not set: the gateway then accepts any request from inside the VPC")
+    elif missing:
+        report(f"spec.auth.jwt.provider is missing {', '.join(missing)}")
+
+
+gateway_requires_jwt = ResourceValidationPolicy(
+    name="gateway-requires-jwt",
+    description="InferenceGatewayConfig must validate JWTs (spec.auth.jwt.provider with name, issuer, "
+    "remoteJWKS.uri); without it the gateway accepts any request inside the VPC. AWS docs: "
+    "sagemaker-hyperpod-model-deployment-inference-gateway (InferenceGatewayConfig auth.jwt).",
+    validate=_gateway_requires_jwt,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- alb-requires-authentication --------------------------------------------------------------------
+
+AUTH_ACTIONS = ("authenticate-oidc", "authenticate-cognito")
+
+
+def _unauthenticated_forward(actions: Any) -> bool:
+    """True when, in order, a forward action comes before any authenticate-oidc/-cognito action."""
+    listed = [a for a in as_list(actions) if isinstance(a, dict)]
+    ordered = sorted(enumerate(listed), key=lambda ia: (get(ia[1], "order", default=1e9), ia[0]))
+    for _, action in ordered:
+        kind = str(get(action, "type", default="")).lower()
+        if kind in AUTH_ACTIONS:
+            return False
+        if kind == "forward" or get(action, "targetGroupArn") or get(action, "forward"):
+            return True
+    return False
+
+
+def _is_https(listener: PolicyResource) -> bool:
+    return str(get(listener.props, "protocol", default="")).upper() == "HTTPS"
+
+
+def _alb_requires_authentication(args: StackValidationArgs, report: ReportViolation) -> None:
+    listeners = of_type(args, *LISTENERS)
+    for listener in listeners:
+        if _is_https(listener) and _unauthenticated_forward(get(listener.props, "defaultActions")):
+            report(
+                "HTTPS listener's default action forwards without an authenticate-oidc or "
+                "authenticate-cognito action before it",
+                listener.urn,
+            )
+    for rule in of_type(args, *LISTENER_RULES):
+        parents = deps(rule, "listenerArn", *LISTENERS)
+        if parents and not any(_is_https(p) for p in parents):
+            continue  # an HTTP listener cannot authenticate; its rules only redirect
+        if _unauthenticated_forward(get(rule.props, "actions")):
+            report(
+                "listener rule forwards without an authenticate-oidc or authenticate-cognito action before it",
+                rule.urn,
+            )
+
+
+alb_requires_authentication = StackValidationPolicy(
+    name="alb-requires-authentication",
+    description="An HTTPS ALB listener (and its rules) must authenticate (authenticate-oidc or "
+    "authenticate-cognito, ordered before forward) before forwarding to inference endpoints. AWS docs: "
+    "Elastic Load Balancing 'Authenticate users using an Application Load Balancer' (listener-authenticate-users).",
+    validate=_alb_requires_authentication,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- execution-role-name-prefix ---------------------------------------------------------------------
+
+ROLE_PREFIX = "SageMakerHyperPodInference"
+OPERATOR_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
+
+
+def _role_name_from_arn(arn: str) -> str:
+    return arn.rsplit("/", 1)[-1] if ":role/" in arn else arn
+
+
+def _role_names(role: PolicyResource) -> list[str]:
+    """The names the role can have: its ``name``, or its ``namePrefix`` (the generated suffix follows)."""
+    return [str(v) for v in (get(role.props, "name"), get(role.props, "namePrefix")) if v]
+
+
+def _execution_role_name_prefix(args: StackValidationArgs, report: ReportViolation) -> None:
+    prefix = str(args.get_config().get("prefix", ROLE_PREFIX))
+    for addon in of_type(args, EKS_ADDON):
+        if get(addon.props, "addonName") != INFERENCE_ADDON:
+            continue
+        # The roles configurationValues was built from that the operator's service account assumes.
+        execution = [
+            r
+            for r in deps(addon, "configurationValues", IAM_ROLE)
+            if OPERATOR_SERVICE_ACCOUNT in str(get(r.props, "assumeRolePolicy"))
+        ]
+        for role in execution:
+            if not any(n.startswith(prefix) for n in _role_names(role)):
+                report(f"operator execution role {_role_names(role) or [role.name]} is not named {prefix}*", role.urn)
+        arn = get(as_json(get(addon.props, "configurationValues")), "executionRoleArn")
+        if not isinstance(arn, str) or not arn:
+            if not execution:
+                report("add-on configurationValues sets no executionRoleArn", addon.urn)
+            continue
+        name = _role_name_from_arn(arn)
+        if name.startswith(prefix) or any(n.startswith(prefix) for r in execution for n in _role_names(r)):
+            continue
+        if not execution:
+            report(
+                f"add-on executionRoleArn names role {name!r}; the operator chart (isAddOn) and the managed "
+                f"policy's iam:PassRole need a role named {prefix}*",
+                addon.urn,
+            )
+
+
+execution_role_name_prefix = StackValidationPolicy(
+    name="execution-role-name-prefix",
+    description="The inference operator's execution role (add-on configurationValues.executionRoleArn) must be "
+    "named SageMakerHyperPodInference*: the chart requires it when installed as an add-on and "
+    "AmazonSageMakerHyperPodInferenceAccess only allows iam:PassRole on that prefix. AWS docs: "
+    "sagemaker-hyperpod-model-deployment-setup (operator execution role); seed operator-facts §9-10.",
+    validate=_execution_role_name_prefix,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- efa-security-group-self-rules ------------------------------------------------------------------
+
+ALL_PROTOCOLS = ("-1", "all")
+
+
+def _all_traffic(protocol: Any, from_port: Any = None, to_port: Any = None) -> bool:
+    if str(protocol).lower() in ALL_PROTOCOLS:
+        return True
+    return False
+
+
+def _inline_self(sg: PolicyResource, direction: str) -> bool:
+    return any(
+        isinstance(rule, dict) and truthy(get(rule, "self")) and _all_traffic(get(rule, "protocol"))
+        for rule in as_list(get(sg.props, direction))
+    )
+
+
+def _standalone_self(args: StackValidationArgs, sg: PolicyResource, direction: str) -> bool:
+    typ = SG_INGRESS_RULE if direction == "ingress" else SG_EGRESS_RULE
+    for rule in of_type(args, typ):
+        if not depends_on(rule, "securityGroupId", sg):
+            continue
+        own = get(rule.props, "securityGroupId")
+        refers_to_self = depends_on(rule, "referencedSecurityGroupId", sg, literal=own)
+        if refers_to_self and _all_traffic(get(rule.props, "ipProtocol")):
+            return True
+    for rule in of_type(args, SG_RULE):
+        if get(rule.props, "type") != direction or not depends_on(rule, "securityGroupId", sg):
+            continue
+        own = get(rule.props, "securityGroupId")
+        refers_to_self = truthy(get(rule.props, "self")) or depends_on(rule, "sourceSecurityGroupId", sg, literal=own)
+        if refers_to_self and _all_traffic(get(rule.props, "protocol")):
+            return True
+    return False
+
+
+def _efa_security_group_self_rules(args: StackValidationArgs, report: ReportViolation) -> None:
+    for cluster in of_type(args, HYPERPOD_CLUSTER):
+        for sg in deps(cluster, "vpcConfig", SECURITY_GROUP):
+            missing = [d for d in ("ingress", "egress") if not (_inline_self(sg, d) or _standalone_self(args, sg, d))]
+            if missing:
+                report(
+                    f"HyperPod node security group (vpcConfig.securityGroupIds of {cluster.name}) has no "
+                    f"all-traffic self-referencing {' or '.join(missing)} rule; EFA needs both",
+                    sg.urn,
+                )
+
+
+efa_security_group_self_rules = StackValidationPolicy(
+    name="efa-security-group-self-rules",
+    description="A HyperPod node security group must allow all traffic to and from itself (self ingress and "
+    "self egress), which EFA requires. AWS docs: sagemaker-hyperpod-prerequisites (security group for EFA) and "
+    "EC2 'Get started with EFA' (step 1, security group).",
+    validate=_efa_security_group_self_rules,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- redis-encryption -------------------------------------------------------------------------------
+
+
+def _redis_encryption(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != REPLICATION_GROUP:
+        return
+    problems = []
+    if not truthy(get(args.props, "transitEncryptionEnabled")):
+        problems.append("transitEncryptionEnabled is not true")
+    elif str(get(args.props, "transitEncryptionMode", default="required")).lower() == "preferred":
+        problems.append("transitEncryptionMode is preferred (plaintext clients still accepted)")
+    if not truthy(get(args.props, "atRestEncryptionEnabled")):
+        problems.append("atRestEncryptionEnabled is not true")
+    if problems:
+        report("; ".join(problems))
+
+
+redis_encryption = ResourceValidationPolicy(
+    name="redis-encryption",
+    description="The ElastiCache (Redis/Valkey) L2 KV cache must encrypt in transit (TLS, mode required) and at "
+    "rest. AWS docs: ElastiCache 'Data security in Amazon ElastiCache' (in-transit-encryption, at-rest-encryption).",
+    validate=_redis_encryption,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- s3-bucket-private-encrypted --------------------------------------------------------------------
+
+PAB_FLAGS = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+SSE_ALGORITHMS = ("aws:kms", "aws:kms:dsse", "AES256")
+
+
+def _attached(resource: PolicyResource, bucket: PolicyResource) -> bool:
+    return depends_on(resource, "bucket", bucket, literal=get(bucket.props, "bucket"))
+
+
+def _sse_ok(rules: Any) -> bool:
+    return any(
+        get(rule, "applyServerSideEncryptionByDefault", "sseAlgorithm") in SSE_ALGORITHMS for rule in as_list(rules)
+    )
+
+
+def _tls_only(policy: Any) -> bool:
+    """A Deny statement conditioned on aws:SecureTransport false."""
+    doc = as_json(policy)
+    for stmt in as_list(get(doc, "Statement")):
+        if get(stmt, "Effect") != "Deny":
+            continue
+        for values in (get(stmt, "Condition", "Bool") or {}, get(stmt, "Condition", "BoolIfExists") or {}):
+            if str(values.get("aws:SecureTransport", "")).lower() == "false":
+                return True
+    return False
+
+
+def _s3_bucket_private_encrypted(args: StackValidationArgs, report: ReportViolation) -> None:
+    pabs = of_type(args, PUBLIC_ACCESS_BLOCK)
+    sses = of_type(args, *SSE_CONFIGS)
+    policies = of_type(args, BUCKET_POLICY)
+    for bucket in of_type(args, *BUCKETS):
+        missing = []
+        if not any(_attached(p, bucket) and all(truthy(get(p.props, f)) for f in PAB_FLAGS) for p in pabs):
+            missing.append(f"a public-access block with {', '.join(PAB_FLAGS)} all true")
+        inline_sse = get(bucket.props, "serverSideEncryptionConfiguration", "rule")
+        if not (
+            any(_attached(s, bucket) and _sse_ok(get(s.props, "rules")) for s in sses) or _sse_ok(as_list(inline_sse))
+        ):
+            missing.append("default encryption (SSE-S3 or SSE-KMS)")
+        if not (
+            any(_attached(p, bucket) and _tls_only(get(p.props, "policy")) for p in policies)
+            or _tls_only(get(bucket.props, "policy"))
+        ):
+            missing.append("a bucket policy denying aws:SecureTransport=false")
+        if missing:
+            report(f"bucket lacks {'; '.join(missing)}", bucket.urn)
+
+
+s3_bucket_private_encrypted = StackValidationPolicy(
+    name="s3-bucket-private-encrypted",
+    description="Every bucket this package creates (model artifacts, TLS certificates) must block public access, "
+    "encrypt by default and deny non-TLS requests. AWS docs: Amazon S3 'Security best practices' "
+    "(access-control-block-public-access, bucket-encryption, aws:SecureTransport bucket policy).",
+    validate=_s3_bucket_private_encrypted,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- eks-endpoint-private ---------------------------------------------------------------------------
+
+
+def _open_to_world(cidrs: list[Any]) -> bool:
+    for cidr in cidrs:
+        try:
+            if ipaddress.ip_network(str(cidr), strict=False).prefixlen == 0:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _eks_endpoint_private(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == EKS_CLUSTER:
+        vpc = get(args.props, "vpcConfig", default={})
+        public, cidrs = get(vpc, "endpointPublicAccess", default=True), get(vpc, "publicAccessCidrs")
+        where = "vpcConfig."
+    elif args.resource_type == EKS_COMPONENT:
+        public, cidrs = get(args.props, "endpointPublicAccess", default=True), get(args.props, "publicAccessCidrs")
+        where = ""
+    else:
+        return
+    if not truthy(public):
+        return
+    cidrs = as_list(cidrs)
+    if not cidrs:
+        report(f"{where}endpointPublicAccess is on and {where}publicAccessCidrs defaults to 0.0.0.0/0")
+    elif _open_to_world(cidrs):
+        report(f"{where}publicAccessCidrs opens the public Kubernetes API endpoint to the internet ({cidrs})")
+
+
+eks_endpoint_private = ResourceValidationPolicy(
+    name="eks-endpoint-private",
+    description="The EKS API server endpoint must not be public to 0.0.0.0/0: keep it private, or list the "
+    "allowed CIDRs. AWS docs: EKS 'Cluster API server endpoint' (cluster-endpoint) and the EKS Best Practices "
+    "Guide (security: make the endpoint private).",
+    validate=_eks_endpoint_private,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- stateful-resources-protected -------------------------------------------------------------------
+
+STATEFUL = {HYPERPOD_CLUSTER: "HyperPod cluster", REPLICATION_GROUP: "ElastiCache replication group"}
+STATEFUL.update({b: "S3 bucket" for b in BUCKETS})
+
+
+def _stateful_resources_protected(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    what = STATEFUL.get(args.resource_type)
+    if what is not None and not args.opts.protect:
+        report(f"{what} is not protected (ResourceOptions(protect=True)); a stray destroy would delete its state")
+
+
+stateful_resources_protected = ResourceValidationPolicy(
+    name="stateful-resources-protected",
+    description="Stateful resources — the HyperPod cluster (nodes, instance storage), the ElastiCache L2 cache "
+    "and S3 buckets — must carry Pulumi deletion protection (protect). Pulumi docs: resource option 'protect'; "
+    "seed README 'Secure defaults: deletion protection in prod'.",
+    validate=_stateful_resources_protected,
+    enforcement_level=MANDATORY,
+    severity=Severity.MEDIUM,
+)
+
+BASELINE_POLICIES = [
+    gateway_requires_jwt,
+    alb_requires_authentication,
+    execution_role_name_prefix,
+    efa_security_group_self_rules,
+    redis_encryption,
+    s3_bucket_private_encrypted,
+    eks_endpoint_private,
+    stateful_resources_protected,
+]

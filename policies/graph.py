@@ -1,0 +1,106 @@
+"""Helpers the policies share: reading camelCase props and following the resource graph.
+
+The analyzer hands policies the engine's inputs: camelCase keys, numbers as floats (the offline engine
+gives ints), nested objects as dicts. Stack policies join resources the way the engine knows them — by
+``property_dependencies`` (which resource an input came from) first, and by equal literal values second
+(for ids written by hand or resources outside the stack).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pulumi_policy import PolicyResource, StackValidationArgs
+
+CRD_GROUP = "inference.sagemaker.aws.amazon.com"
+
+# Provider type tokens (pulumi.get_type_token of the SDK classes).
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+EKS_COMPONENT = "eks:index:Cluster"
+EKS_ADDON = "aws:eks/addon:Addon"
+IAM_ROLE = "aws:iam/role:Role"
+REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
+BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+SSE_CONFIGS = (
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
+)
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+LISTENERS = ("aws:lb/listener:Listener", "aws:alb/listener:Listener")
+LISTENER_RULES = ("aws:lb/listenerRule:ListenerRule", "aws:alb/listenerRule:ListenerRule")
+
+INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
+
+
+def get(data: Any, *path: str, default: Any = None) -> Any:
+    """``data[path[0]][path[1]]...`` through dicts, or ``default`` when any step is missing."""
+    for key in path:
+        if not isinstance(data, Mapping) or key not in data:
+            return default
+        data = data[key]
+    return default if data is None else data
+
+
+def truthy(value: Any) -> bool:
+    """A boolean input, also when it arrived as a string (``"true"``)."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
+
+
+def as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def as_json(value: Any) -> Any:
+    """A JSON document input (IAM policy, add-on configurationValues) as data; ``None`` if unparseable."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def crd_kind(resource_type: str) -> str | None:
+    """``kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig`` → the kind, else None.
+
+    ``pulumi_kubernetes.apiextensions.CustomResource`` registers as ``kubernetes:<apiVersion>:<kind>``; any
+    served version of the operator's group counts, so a hand-written v1alpha1 resource is checked too.
+    """
+    parts = resource_type.split(":")
+    if len(parts) != 3 or parts[0] != "kubernetes" or not parts[1].startswith(CRD_GROUP + "/"):
+        return None
+    return parts[2]
+
+
+def of_type(args: StackValidationArgs, *types: str) -> list[PolicyResource]:
+    return [r for r in args.resources if r.resource_type in types]
+
+
+def deps(resource: PolicyResource, key: str, *types: str) -> list[PolicyResource]:
+    """The resources input ``key`` of ``resource`` came from (optionally only of ``types``)."""
+    found = (resource.property_dependencies or {}).get(key) or []
+    return [d for d in found if not types or d.resource_type in types]
+
+
+def depends_on(resource: PolicyResource, key: str, target: PolicyResource, *, literal: Any = None) -> bool:
+    """Whether input ``key`` of ``resource`` refers to ``target``: by property dependency, or by value."""
+    if any(d.urn == target.urn for d in deps(resource, key)):
+        return True
+    value = get(resource.props, key)
+    return literal is not None and value is not None and value == literal
+
+
+def names(resources: Iterable[PolicyResource]) -> str:
+    return ", ".join(sorted(r.name for r in resources))

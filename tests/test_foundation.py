@@ -127,3 +127,10 @@ def test_cli_exit_code_for_misspelt_key_in_stack_file(tmp_path) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     assert "hyperpod-inference:cluster.instanceGroup: unknown key" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_stack_exports_are_resolved_mock_values(stack_runs) -> None:
+    run = stack_runs["dev"]
+    assert run.outputs["environment"] == "dev"
+    assert run.outputs["vpcId"].startswith("vpc-")
+    assert set(run.outputs["privateSubnetIds"]) == {"usw2-az1", "usw2-az2"}

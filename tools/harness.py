@@ -32,6 +32,7 @@ class StackRun:
     monitor: GraphMonitor
     mocks: RecordingMocks
     outputs: dict[str, Any]
+    secret_outputs: frozenset[str] = frozenset()
     config_error: ConfigError | None = None
 
     @property
@@ -67,25 +68,40 @@ def run_stack(
     monitor = GraphMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(config, secret_keys)
-    outputs: dict[str, Any] = {}
 
     def program() -> None:
-        namespace = runpy.run_path(str(main), run_name="__pulumi_main__")
-        outputs.update({k: v for k, v in namespace.items() if k == "__exports__"})
+        runpy.run_path(str(main), run_name="__pulumi_main__")
 
     error: ConfigError | None = None
+    outputs: dict[str, Any] = {}
+    secrets: set[str] = set()
     try:
         pulumi.runtime.test(program)()
+        root = settings.get_root_resource()
+        for key, value in dict(getattr(root, "outputs", None) or {}).items():
+            outputs[key], is_secret = _resolved(value)
+            if is_secret:
+                secrets.add(key)
     except ConfigError as err:
         error = err
     finally:
-        stack_outputs = _stack_outputs()
         loop.close()
         asyncio.set_event_loop(None)
-    return StackRun(stack=stack, monitor=monitor, mocks=mocks, outputs=stack_outputs, config_error=error)
+    return StackRun(stack, monitor, mocks, outputs, frozenset(secrets), error)
 
 
-def _stack_outputs() -> dict[str, Any]:
-    root = settings.get_root_resource()
-    exports = getattr(root, "outputs", None) if root is not None else None
-    return dict(exports or {})
+def _resolved(value: Any) -> tuple[Any, bool]:
+    """The settled value of a stack export (Outputs nested in dicts/lists included) and its secretness."""
+    if isinstance(value, pulumi.Output):
+        data = value._data  # one future holding value and secretness; settled once the run completed
+        if not data.done():
+            return None, False
+        inner, inner_secret = _resolved(data.result().value)
+        return inner, inner_secret or bool(data.result().is_secret)
+    if isinstance(value, dict):
+        pairs = {k: _resolved(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, any(s for _, s in pairs.values())
+    if isinstance(value, list):
+        items = [_resolved(v) for v in value]
+        return [v for v, _ in items], any(s for _, s in items)
+    return value, False

@@ -91,6 +91,11 @@ def preview(
         for typ, n in sorted(Counter(r.type for r in run.registrations).items()):
             table.add_row(typ, str(n))
         console.print(table)
+        if run.outputs:
+            console.print("[bold]stack outputs[/] (mock values):")
+            for key, value in run.outputs.items():
+                shown = "[secret]" if key in run.secret_outputs else json.dumps(value, default=str)
+                console.print(f"  {key}: {shown}", markup=False)
         if results:
             console.print(
                 f"[bold]policy results[/] ({len(mandatory)} mandatory, {len(results) - len(mandatory)} advisory):"
@@ -129,6 +134,7 @@ def _as_json(run: StackRun, results: list[PolicyResult], written: list[Path]) ->
             for r in run.registrations
         ],
         "counts": dict(sorted(Counter(r.type for r in run.registrations).items())),
+        "outputs": {k: ("[secret]" if k in run.secret_outputs else v) for k, v in run.outputs.items()},
         "policyResults": [r.__dict__ for r in results],
         "written": [str(p) for p in written],
     }

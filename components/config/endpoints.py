@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from policies import compatibility as compat
+from policies import rules
 
 from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
@@ -59,3 +60,88 @@ def _features_supported(cfg: StackConfig) -> Iterator[ConfigIssue]:
                 f"`{feature.label}` needs operator {introduced}+ (add-on {need} or later); "
                 f"operator.addonVersion pins {version} (operator {compat.addon(version).operator_version})",
             )
+
+
+CR_GROUP_VERSION = "inference.sagemaker.aws.amazon.com/v1"
+
+
+def custom_resource(ep: EndpointConfig, cfg: StackConfig) -> dict[str, Any]:
+    """The custom resource an endpoint renders to, as the rules see it at config time.
+
+    The engine travels as the ``hyperpod-inference/engine`` label. With ``l2CacheBackend: redis`` and no
+    ``l2CacheLocalUrl`` written, the package wires the URL of its own ElastiCache group; a stand-in with the
+    scheme that group will have (``rediss://`` with transit encryption) takes its place here.
+    """
+    spec = ep.spec_dict()
+    l2 = (spec.get("kvCacheSpec") or {}).get("l2CacheSpec") or {}
+    if (
+        str(l2.get("l2CacheBackend", "")).lower() == "redis"
+        and not l2.get("l2CacheLocalUrl")
+        and cfg.kv_cache.l2_backend == "redis"
+    ):
+        scheme = "rediss" if cfg.kv_cache.redis.transit_encryption else "redis"
+        kv = dict(spec["kvCacheSpec"])
+        kv["l2CacheSpec"] = {**l2, "l2CacheLocalUrl": f"{scheme}://kvcache.{cfg.name_prefix}:{cfg.kv_cache.redis.port}"}
+        spec = {**spec, "kvCacheSpec": kv}
+    return {
+        "apiVersion": CR_GROUP_VERSION,
+        "kind": ep.kind,
+        "metadata": {"name": ep.name, "namespace": ep.namespace, "labels": {rules.ENGINE_LABEL: ep.engine}},
+        "spec": spec,
+    }
+
+
+def rule_context(cfg: StackConfig) -> rules.RuleContext:
+    return rules.RuleContext(
+        environment=cfg.environment,
+        addon_version=cfg.operator.addon_version,
+        instance_types=frozenset(g.instance_type for g in cfg.cluster.instance_groups),
+    )
+
+
+# Covered by _features_supported with a more precise message; the policy pack still runs it.
+_RULES_NOT_AT_CONFIG_TIME = frozenset({"feature-supported-by-addon-version"})
+
+
+@cross_check
+def _endpoint_rules(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """The policy rules that are mandatory for this environment, run before anything is registered."""
+    if not compat.is_known_addon(cfg.operator.addon_version):
+        return
+    ctx = rule_context(cfg)
+    for i, ep in enumerate(cfg.endpoints):
+        cr = custom_resource(ep, cfg)
+        for rule in rules.RULES.values():
+            if rule.name in _RULES_NOT_AT_CONFIG_TIME or rule.level(cr, ctx) != "mandatory":
+                continue
+            for v in rule.check(cr, ctx):
+                where = join_path("endpoints", i, "spec", *v.path.split(".")) if v.path else join_path("endpoints", i)
+                yield ConfigIssue(where, f"{v} [{rule.name}]")
+
+
+@cross_check
+def _redis_backend_needs_kvcache_redis(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """An endpoint asking for the Redis L2 backend needs the stack's ElastiCache (``kvCache.l2Backend: redis``)."""
+    for i, ep in enumerate(cfg.endpoints):
+        backend = compat.dig(ep.spec_dict(), "kvCacheSpec.l2CacheSpec.l2CacheBackend")[1]
+        if isinstance(backend, str) and backend.lower() == "redis" and cfg.kv_cache.l2_backend != "redis":
+            yield ConfigIssue(
+                join_path("endpoints", i, "spec", "kvCacheSpec", "l2CacheSpec", "l2CacheBackend"),
+                f"redis needs kvCache.l2Backend: redis (the stack's ElastiCache); kvCache.l2Backend is "
+                f"{cfg.kv_cache.l2_backend}",
+            )
+
+
+@cross_check
+def _unique_endpoints(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """Two endpoints with one (namespace, name) would be the same Kubernetes object."""
+    seen: dict[tuple[str, str], int] = {}
+    for i, ep in enumerate(cfg.endpoints):
+        key = (ep.namespace, ep.name)
+        if key in seen:
+            yield ConfigIssue(
+                join_path("endpoints", i, "name"),
+                f"{ep.namespace}/{ep.name} is already endpoints[{seen[key]}]; (namespace, name) must be unique",
+            )
+        else:
+            seen[key] = i

@@ -1,0 +1,474 @@
+"""The semantic rules of hyperpod-inference: pure functions over operator custom resources.
+
+One source of truth for two callers: the stack-config checks (``components/config/endpoints.py`` runs the
+rules that are mandatory for the environment on the custom resources a stack will render) and the
+CrossGuard policy pack (which wraps :data:`RULES` into ``pulumi_policy`` policies over the registered
+``kubernetes:inference.sagemaker.aws.amazon.com/v1:*`` resources).
+
+A rule takes a custom-resource dict ``{apiVersion, kind, metadata: {labels}, spec}`` and a
+:class:`RuleContext`, and returns a list of :class:`Violation` (a ``str`` carrying the spec path it is about,
+so config errors can point at ``endpoints[i].spec.<path>``). The CRDs have no CEL validation (operator-facts
+§3), so none of these are enforced by the API server; the operator rejects or silently ignores them later.
+
+Sources: D1 caching-and-routing, D2 request-limits, D3 DPD, D4 inference-gateway, D5 release notes (AWS docs,
+URLs in ``policies/compatibility.yaml``); "seed" is the design document's section of the same name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from . import compatibility as compat
+
+ENGINE_LABEL = "hyperpod-inference/engine"
+"""Label carrying ``endpoints[].engine`` on every rendered custom resource (vllm | sglang | other)."""
+
+Environment = Literal["dev", "staging", "prod"]
+Level = Literal["mandatory", "advisory", "disabled"]
+ENVIRONMENTS: tuple[Environment, ...] = ("dev", "staging", "prod")
+
+EFA_INSTANCE_TYPES = frozenset(
+    {"ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge", "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge"}
+)
+"""Instance types with EFA and GPUDirect RDMA, the only ones DPD supports (D3)."""
+
+DEFAULT_INVOCATION_ENDPOINT = "invocations"  # CRD default of spec.invocationEndpoint
+DEFAULT_MODEL_METRICS_PORT = 8080  # CRD default of spec.metrics.modelMetrics.port
+
+
+class Violation(str):
+    """A violation message; ``path`` is the dotted spec path it concerns ("" for the resource as a whole)."""
+
+    path: str
+
+    def __new__(cls, message: str, path: str = "") -> Violation:
+        obj = super().__new__(cls, message)
+        obj.path = path
+        return obj
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a rule may know beyond the resource itself.
+
+    ``instance_types`` is the set of HyperPod instance-group instance types of the stack; ``None`` means
+    unknown (the rule that needs it is then skipped rather than guessing).
+    """
+
+    environment: Environment
+    addon_version: str
+    instance_types: frozenset[str] | None = None
+
+
+# --- reading a custom resource ----------------------------------------------------------------------
+
+
+def spec_of(cr: Mapping[str, Any]) -> dict[str, Any]:
+    spec = cr.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def get(data: Any, path: str, default: Any = None) -> Any:
+    found, value = compat.dig(data, path)
+    return value if found and value is not None else default
+
+
+def engine_of(cr: Mapping[str, Any]) -> str:
+    """The model server: the ``hyperpod-inference/engine`` label, else inferred from the worker image."""
+    labels = get(cr, "metadata.labels", {}) or {}
+    label = labels.get(ENGINE_LABEL) if isinstance(labels, dict) else None
+    if label in ("vllm", "sglang", "other"):
+        return str(label)
+    image = str(get(spec_of(cr), "worker.image", "")).lower()
+    if "vllm" in image or "lmcache" in image:
+        return "vllm"
+    if "sglang" in image:
+        return "sglang"
+    return "other"
+
+
+def instance_types_of(cr: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(spec path, instance type)`` for every instance type the resource asks for."""
+    spec = spec_of(cr)
+    out: list[tuple[str, str]] = []
+    if isinstance(spec.get("instanceType"), str):
+        out.append(("instanceType", spec["instanceType"]))
+    for i, t in enumerate(spec.get("instanceTypes") or []):
+        out.append((f"instanceTypes[{i}]", str(t)))
+    if isinstance(get(spec, "server.instanceType"), str):
+        out.append(("server.instanceType", spec["server"]["instanceType"]))
+    return out
+
+
+def _routing(spec: Mapping[str, Any]) -> tuple[bool, str]:
+    irs = spec.get("intelligentRoutingSpec") or {}
+    return bool(irs.get("enabled", False)), str(irs.get("routingStrategy", "prefixaware"))
+
+
+def _kv_cache_on(spec: Mapping[str, Any], addon_version: str | None = None) -> bool:
+    """Whether kvCacheSpec turns a cache tier on (before operator 3.3 ``false`` was ignored, D5)."""
+    kv = spec.get("kvCacheSpec")
+    if not isinstance(kv, dict):
+        return False
+    if kv.get("enableL1Cache", True) is not False or kv.get("enableL2Cache", False) is True:
+        return True
+    if addon_version and compat.is_known_addon(addon_version):
+        return compat.addon(addon_version).operator < (3, 3)
+    return False
+
+
+def _l2_backend(spec: Mapping[str, Any]) -> str | None:
+    backend = get(spec, "kvCacheSpec.l2CacheSpec.l2CacheBackend")
+    return str(backend).lower() if backend is not None else None
+
+
+# --- the rules ------------------------------------------------------------------------------------------
+
+
+def kvaware_requires_vllm_completions(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """kvaware routing: vLLM only, invocationEndpoint ending in ``completions`` but not ``chat/completions``.
+
+    A JumpStartModel has no ``invocationEndpoint``: the operator serves it on its default path, which is not
+    ``/completions``, so kvaware on a JumpStartModel is always a violation (use prefixaware there).
+    """
+    spec = spec_of(cr)
+    enabled, strategy = _routing(spec)
+    if not enabled or strategy != "kvaware":
+        return []
+    out = []
+    engine = engine_of(cr)
+    if engine != "vllm":
+        out.append(
+            Violation(
+                f"routingStrategy kvaware needs a vLLM engine; this endpoint runs {engine}",
+                "intelligentRoutingSpec.routingStrategy",
+            )
+        )
+    if cr.get("kind") == compat.JSM:
+        out.append(
+            Violation(
+                "routingStrategy kvaware needs invocationEndpoint /completions, which a JumpStartModel "
+                "cannot set; use prefixaware",
+                "intelligentRoutingSpec.routingStrategy",
+            )
+        )
+        return out
+    endpoint = str(spec.get("invocationEndpoint", DEFAULT_INVOCATION_ENDPOINT)).rstrip("/")
+    if not endpoint.endswith("completions") or endpoint.endswith("chat/completions"):
+        out.append(
+            Violation(
+                f"routingStrategy kvaware needs invocationEndpoint ending in /completions (e.g. "
+                f"v1/completions), not chat/completions; got {endpoint!r}",
+                "invocationEndpoint",
+            )
+        )
+    return out
+
+
+def kv_cache_requires_vllm(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """The managed tiered KV cache (L1/L2) works only with vLLM-based containers (D1)."""
+    spec = spec_of(cr)
+    engine = engine_of(cr)
+    if engine != "vllm" and _kv_cache_on(spec, ctx.addon_version):
+        return [Violation(f"kvCacheSpec needs a vLLM engine (LMCache); this endpoint runs {engine}", "kvCacheSpec")]
+    return []
+
+
+def gateway_excludes_intelligent_routing(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """``inferenceGateway.enabled`` and ``intelligentRoutingSpec.enabled`` are mutually exclusive (D4)."""
+    spec = spec_of(cr)
+    if get(spec, "inferenceGateway.enabled") is True and _routing(spec)[0]:
+        return [
+            Violation(
+                "inferenceGateway.enabled and intelligentRoutingSpec.enabled are mutually exclusive; "
+                "the gateway does model-aware routing itself",
+                "inferenceGateway.enabled",
+            )
+        ]
+    return []
+
+
+def request_limits_require_metrics(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """``worker.requestLimits`` is enforced by the nginx sidecar, created only when metrics are enabled (D2)."""
+    spec = spec_of(cr)
+    if get(spec, "worker.requestLimits") is not None and get(spec, "metrics.enabled", True) is False:
+        return [
+            Violation(
+                "worker.requestLimits needs metrics.enabled: true (the limiting sidecar only exists with metrics)",
+                "metrics.enabled",
+            )
+        ]
+    return []
+
+
+def dpd_requires_efa_instances(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """pdSpec (disaggregated prefill/decode) needs EFA + GPUDirect RDMA instances (D3)."""
+    spec = spec_of(cr)
+    if spec.get("pdSpec") is None:
+        return []
+    allowed = ", ".join(sorted(EFA_INSTANCE_TYPES))
+    types = instance_types_of(cr)
+    if not types:
+        return [Violation(f"pdSpec needs instanceType (or instanceTypes) from: {allowed}", "pdSpec")]
+    return [
+        Violation(f"pdSpec needs an EFA instance type ({allowed}); got {t}", path)
+        for path, t in types
+        if t not in EFA_INSTANCE_TYPES
+    ]
+
+
+def endpoint_instance_type_in_cluster(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """An endpoint's instance types must exist among the stack's HyperPod instance groups (seed §5 gap 1)."""
+    if ctx.instance_types is None:
+        return []
+    have = ", ".join(sorted(ctx.instance_types)) or "none"
+    return [
+        Violation(f"instance type {t} is not in any HyperPod instance group (groups have: {have})", path)
+        for path, t in instance_types_of(cr)
+        if t not in ctx.instance_types
+    ]
+
+
+def instance_selection_exclusive(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """instanceType, instanceTypes and nodeAffinity are mutually exclusive (CRD descriptions, v3.0)."""
+    spec = spec_of(cr)
+    used = [k for k in ("instanceType", "instanceTypes", "nodeAffinity") if spec.get(k) not in (None, [], {})]
+    if len(used) > 1:
+        return [Violation(f"{' and '.join(used)} are mutually exclusive; set only one", used[1])]
+    return []
+
+
+def router_metrics_port_matches_worker(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """Router/cache metrics need metrics.enabled and modelMetrics.port == worker containerPort (D1)."""
+    spec = spec_of(cr)
+    if not _routing(spec)[0] and not _kv_cache_on(spec):
+        return []
+    if get(spec, "metrics.enabled", True) is False:
+        return [Violation("intelligent routing / KV cache metrics need metrics.enabled: true", "metrics.enabled")]
+    worker_port = get(spec, "worker.modelInvocationPort.containerPort")
+    if worker_port is None:
+        return []
+    port = get(spec, "metrics.modelMetrics.port", DEFAULT_MODEL_METRICS_PORT)
+    if port != worker_port:
+        return [
+            Violation(
+                f"metrics.modelMetrics.port ({port}) must equal worker.modelInvocationPort.containerPort "
+                f"({worker_port}) for router and cache metrics",
+                "metrics.modelMetrics.port",
+            )
+        ]
+    return []
+
+
+def feature_supported_by_addon_version(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """Spec fields newer than the pinned add-on's operator are ignored or rejected (D5, compatibility.yaml)."""
+    if not compat.is_known_addon(ctx.addon_version):
+        return [Violation(f"add-on {ctx.addon_version} is not in the compatibility table")]
+    out = []
+    for path, introduced, feature in compat.features_missing(spec_of(cr), ctx.addon_version, str(cr.get("kind"))):
+        minimum = compat.minimum_addon_for(introduced)
+        need = minimum.addon_version if minimum else f"operator {introduced}"
+        out.append(
+            Violation(
+                f"`{feature.label}` needs operator {introduced}+ (add-on {need} or later); pinned "
+                f"add-on is {ctx.addon_version}",
+                path,
+            )
+        )
+    return out
+
+
+def image_compatible_with_operator(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """LMCache/vLLM image versions must match the operator's supported set (D1 compatibility table).
+
+    Images whose tag is not a version (``latest``, DLC tags) cannot be judged and pass.
+    """
+    image = get(spec_of(cr), "worker.image")
+    if not isinstance(image, str) or not compat.is_known_addon(ctx.addon_version):
+        return []
+    if compat.image_versions_ok(image, ctx.addon_version) is False:
+        need = compat.image_requirement(image, ctx.addon_version)
+        return [
+            Violation(
+                f"image {image} is not supported by add-on {ctx.addon_version} "
+                f"(operator {compat.addon(ctx.addon_version).operator_version}) which needs {need}",
+                "worker.image",
+            )
+        ]
+    return []
+
+
+def l2_redis_wired(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """``l2CacheBackend: redis`` needs ``l2CacheLocalUrl`` (the only Redis URL field), ``rediss://`` in prod (D1)."""
+    spec = spec_of(cr)
+    if _l2_backend(spec) != "redis":
+        return []
+    url = get(spec, "kvCacheSpec.l2CacheSpec.l2CacheLocalUrl")
+    path = "kvCacheSpec.l2CacheSpec.l2CacheLocalUrl"
+    if not url:
+        return [Violation("l2CacheBackend redis needs l2CacheLocalUrl (the Redis/Valkey URL)", path)]
+    if ctx.environment == "prod" and not str(url).startswith("rediss://"):
+        return [Violation(f"prod needs a TLS Redis URL (rediss://...); got {str(url).split('://')[0]}://", path)]
+    return []
+
+
+def known_addon_defect(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """Known defects of the pinned add-on that this spec would hit (compatibility.yaml ``defects``)."""
+    if not compat.is_known_addon(ctx.addon_version):
+        return []
+    return [
+        Violation(
+            f"{defect.description.strip()} Workaround: {defect.workaround} ({compat.source_urls(defect.sources)})", path
+        )
+        for defect, paths in compat.known_defects(spec_of(cr), ctx.addon_version)
+        for path in paths
+    ]
+
+
+def tieredstorage_on_non_p_instance(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """Managed tiered storage L2 was observed not to be created on non-P instances (seed; not in AWS docs)."""
+    if _l2_backend(spec_of(cr)) != "tieredstorage":
+        return []
+    return [
+        Violation(
+            f"l2CacheBackend tieredstorage on {t}: the managed tiered KV cache has been observed to be "
+            "created only on P-family instances (unconfirmed by AWS docs)",
+            path,
+        )
+        for path, t in instance_types_of(cr)
+        if not t.startswith("ml.p")
+    ]
+
+
+# --- the catalogue --------------------------------------------------------------------------------------
+
+RuleFn = Callable[[Mapping[str, Any], RuleContext], list[Violation]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A catalogue entry: what a policy-pack wrapper needs (name, description, enforcement per environment)."""
+
+    name: str
+    fn: RuleFn
+    description: str
+    enforcement: Mapping[str, Level] = field(default_factory=lambda: dict.fromkeys(ENVIRONMENTS, "mandatory"))
+    level_override: Callable[[Mapping[str, Any], RuleContext], Level | None] | None = None
+
+    def level(self, cr: Mapping[str, Any], ctx: RuleContext) -> Level:
+        """Enforcement for this resource: the per-environment default unless the rule escalates it."""
+        if self.level_override is not None:
+            override = self.level_override(cr, ctx)
+            if override is not None:
+                return override
+        return self.enforcement[ctx.environment]
+
+    def check(self, cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+        return self.fn(cr, ctx)
+
+
+def _image_level(cr: Mapping[str, Any], ctx: RuleContext) -> Level | None:
+    enabled, strategy = _routing(spec_of(cr))
+    return "mandatory" if ctx.environment == "prod" and enabled and strategy == "kvaware" else None
+
+
+_ADVISORY: Mapping[str, Level] = dict.fromkeys(ENVIRONMENTS, "advisory")
+
+_CATALOGUE = (
+    Rule(
+        "kvaware-requires-vllm-completions",
+        kvaware_requires_vllm_completions,
+        "kvaware routing works only with vLLM and invocationEndpoint /completions, not /v1/chat/completions "
+        "(AWS docs: HyperPod caching and routing; seed: kvaware constraints).",
+    ),
+    Rule(
+        "kv-cache-requires-vllm",
+        kv_cache_requires_vllm,
+        "The managed tiered KV cache supports only vLLM-based containers (AWS docs: caching and routing).",
+    ),
+    Rule(
+        "gateway-excludes-intelligent-routing",
+        gateway_excludes_intelligent_routing,
+        "inferenceGateway.enabled and intelligentRoutingSpec.enabled are mutually exclusive "
+        "(AWS docs: Inference Gateway; seed: managed Inference Gateway v3.6+).",
+    ),
+    Rule(
+        "request-limits-require-metrics",
+        request_limits_require_metrics,
+        "worker.requestLimits needs metrics.enabled: the nginx sidecar enforcing it exists only with metrics "
+        "(AWS docs: request limits).",
+    ),
+    Rule(
+        "dpd-requires-efa-instances",
+        dpd_requires_efa_instances,
+        "pdSpec needs ml.p5/p5e/p5en.48xlarge or ml.p6-b200/p6-b300.48xlarge (EFA, GPUDirect RDMA) "
+        "(AWS docs: disaggregated prefill and decode; seed: DPD).",
+    ),
+    Rule(
+        "endpoint-instance-type-in-cluster",
+        endpoint_instance_type_in_cluster,
+        "An endpoint's instance types must be HyperPod instance groups of the same stack (anchors §5 gap 1).",
+    ),
+    Rule(
+        "instance-selection-exclusive",
+        instance_selection_exclusive,
+        "instanceType, instanceTypes and nodeAffinity are mutually exclusive (CRD field descriptions, operator 3.0).",
+    ),
+    Rule(
+        "router-metrics-port-matches-worker",
+        router_metrics_port_matches_worker,
+        "Router and cache metrics need metrics.enabled and metrics.modelMetrics.port equal to the worker's "
+        "containerPort (AWS docs: caching and routing).",
+        _ADVISORY,
+    ),
+    Rule(
+        "feature-supported-by-addon-version",
+        feature_supported_by_addon_version,
+        "Spec fields must exist in the pinned add-on's operator release (AWS docs: release notes; "
+        "policies/compatibility.yaml).",
+    ),
+    Rule(
+        "image-compatible-with-operator",
+        image_compatible_with_operator,
+        "LMCache/vLLM images must match the operator's supported versions: >= v3.1.3 needs LMCache >= 0.4.3 / "
+        "vLLM >= 0.19.1, older LMCache 0.3.9post2 / vLLM 0.11.1 (AWS docs: caching and routing compatibility; "
+        "seed: compatibility matrix). Mandatory for kvaware endpoints in prod.",
+        _ADVISORY,
+        _image_level,
+    ),
+    Rule(
+        "l2-redis-wired",
+        l2_redis_wired,
+        "l2CacheBackend redis needs l2CacheLocalUrl, and a TLS rediss:// URL in prod "
+        "(AWS docs: caching and routing; anchors §4 pain point 7).",
+    ),
+    Rule(
+        "known-addon-defect",
+        known_addon_defect,
+        "Known defects of the pinned add-on hit by this spec, e.g. aws/sagemaker-hyperpod-cli#431 "
+        "(policies/compatibility.yaml defects).",
+        _ADVISORY,
+    ),
+    Rule(
+        "tieredstorage-on-non-p-instance",
+        tieredstorage_on_non_p_instance,
+        "Managed tiered KV storage has been observed only on P-family instances (seed: open item; not in AWS docs).",
+        _ADVISORY,
+    ),
+)
+
+RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
+"""Every rule by its stable name."""
+
+
+def evaluate(cr: Mapping[str, Any], ctx: RuleContext) -> list[tuple[Rule, Level, Violation]]:
+    """All violations of a custom resource, each with its rule and resolved enforcement level."""
+    out = []
+    for rule in RULES.values():
+        violations = rule.check(cr, ctx)
+        if violations:
+            level = rule.level(cr, ctx)
+            out.extend((rule, level, v) for v in violations)
+    return out

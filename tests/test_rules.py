@@ -1,0 +1,335 @@
+"""Every rule of policies/rules.py: a violating custom resource and the nearest valid variant."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from policies import rules
+from policies.rules import RULES, RuleContext
+
+DEV = RuleContext("dev", "v1.4.0-eksbuild.1", frozenset({"ml.p5.48xlarge", "ml.g5.8xlarge", "ml.p6-b200.48xlarge"}))
+PROD = RuleContext("prod", "v1.4.0-eksbuild.1", DEV.instance_types)
+
+
+def base_cr(**labels: str) -> dict[str, Any]:
+    """A valid vLLM InferenceEndpointConfig with prefixaware routing and an L1 cache."""
+    return {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+        "kind": "InferenceEndpointConfig",
+        "metadata": {"name": "m", "namespace": "inference", "labels": dict(labels)},
+        "spec": {
+            "modelName": "m",
+            "instanceType": "ml.p5.48xlarge",
+            "invocationEndpoint": "v1/completions",
+            "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": "b", "region": "us-east-1"}},
+            "metrics": {"enabled": True, "modelMetrics": {"port": 8000}},
+            "kvCacheSpec": {"enableL1Cache": True},
+            "intelligentRoutingSpec": {"enabled": True, "routingStrategy": "prefixaware"},
+            "worker": {
+                "image": "lmcache/vllm-openai:v0.4.3",
+                "modelInvocationPort": {"containerPort": 8000, "name": "http"},
+                "modelVolumeMount": {"name": "model-weights"},
+                "resources": {},
+            },
+        },
+    }
+
+
+def jsm_cr() -> dict[str, Any]:
+    return {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+        "kind": "JumpStartModel",
+        "metadata": {"name": "j", "labels": {rules.ENGINE_LABEL: "vllm"}},
+        "spec": {
+            "model": {"modelId": "meta-textgeneration-llama-3-1-8b", "acceptEula": True},
+            "server": {"instanceType": "ml.g5.8xlarge"},
+            "intelligentRoutingSpec": {"enabled": True, "routingStrategy": "prefixaware"},
+        },
+    }
+
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _set(path: str, value: Any) -> Mutation:
+    def apply(cr: dict[str, Any]) -> None:
+        node = cr
+        parts = path.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+
+    return apply
+
+
+def _del(path: str) -> Mutation:
+    def apply(cr: dict[str, Any]) -> None:
+        node = cr
+        parts = path.split(".")
+        for p in parts[:-1]:
+            node = node[p]
+        del node[parts[-1]]
+
+    return apply
+
+
+def _all(*ms: Mutation) -> Mutation:
+    def apply(cr: dict[str, Any]) -> None:
+        for m in ms:
+            m(cr)
+
+    return apply
+
+
+KVAWARE = _set("spec.intelligentRoutingSpec.routingStrategy", "kvaware")
+REDIS = _set("spec.kvCacheSpec", {"enableL2Cache": True, "l2CacheSpec": {"l2CacheBackend": "redis"}})
+PD = _set("spec.pdSpec", {"prefillSpec": {"replicas": 1}, "decodingSpec": {"replicas": 1}})
+
+# (rule, context, violating mutation, nearest valid mutation, expected spec path of the violation, text in message)
+CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
+    (
+        "kvaware-requires-vllm-completions",
+        DEV,
+        _all(KVAWARE, _set("spec.invocationEndpoint", "v1/chat/completions")),
+        KVAWARE,
+        "invocationEndpoint",
+        "chat/completions",
+    ),
+    (
+        "kvaware-requires-vllm-completions",
+        DEV,
+        _all(KVAWARE, _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"})),
+        KVAWARE,
+        "intelligentRoutingSpec.routingStrategy",
+        "sglang",
+    ),
+    (
+        "kvaware-requires-vllm-completions",
+        DEV,
+        _all(KVAWARE, _del("spec.invocationEndpoint")),
+        _all(KVAWARE, _set("spec.invocationEndpoint", "completions")),
+        "invocationEndpoint",
+        "'invocations'",
+    ),
+    (
+        "kv-cache-requires-vllm",
+        DEV,
+        _set("spec.worker.image", "lmsysorg/sglang:v0.5.2"),
+        _all(_set("spec.worker.image", "lmsysorg/sglang:v0.5.2"), _del("spec.kvCacheSpec")),
+        "kvCacheSpec",
+        "sglang",
+    ),
+    (
+        "gateway-excludes-intelligent-routing",
+        DEV,
+        _set("spec.inferenceGateway", {"enabled": True}),
+        _all(_set("spec.inferenceGateway", {"enabled": True}), _set("spec.intelligentRoutingSpec.enabled", False)),
+        "inferenceGateway.enabled",
+        "mutually exclusive",
+    ),
+    (
+        "request-limits-require-metrics",
+        DEV,
+        _all(_set("spec.worker.requestLimits", {"maxConcurrentRequests": 4}), _set("spec.metrics", {"enabled": False})),
+        _all(_set("spec.worker.requestLimits", {"maxConcurrentRequests": 4}), _del("spec.metrics")),
+        "metrics.enabled",
+        "requestLimits",
+    ),
+    (
+        "dpd-requires-efa-instances",
+        DEV,
+        _all(PD, _set("spec.instanceType", "ml.g5.8xlarge")),
+        PD,
+        "instanceType",
+        "ml.g5.8xlarge",
+    ),
+    (
+        "dpd-requires-efa-instances",
+        DEV,
+        _all(PD, _del("spec.instanceType")),
+        _all(PD, _del("spec.instanceType"), _set("spec.instanceTypes", ["ml.p5.48xlarge"])),
+        "pdSpec",
+        "instanceType",
+    ),
+    (
+        "endpoint-instance-type-in-cluster",
+        DEV,
+        _set("spec.instanceTypes", ["ml.p5.48xlarge", "ml.p4d.24xlarge"]),
+        _set("spec.instanceTypes", ["ml.p5.48xlarge"]),
+        "instanceTypes[1]",
+        "ml.p4d.24xlarge",
+    ),
+    (
+        "instance-selection-exclusive",
+        DEV,
+        _set("spec.nodeAffinity", {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}),
+        _all(
+            _set("spec.nodeAffinity", {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}),
+            _del("spec.instanceType"),
+        ),
+        "nodeAffinity",
+        "mutually exclusive",
+    ),
+    (
+        "router-metrics-port-matches-worker",
+        DEV,
+        _del("spec.metrics.modelMetrics"),
+        _all(_del("spec.metrics.modelMetrics"), _set("spec.worker.modelInvocationPort.containerPort", 8080)),
+        "metrics.modelMetrics.port",
+        "(8080)",
+    ),
+    (
+        "feature-supported-by-addon-version",
+        RuleContext("dev", "v1.3.0-eksbuild.1", DEV.instance_types),
+        _set("spec.loadBalancer", {"idleTimeoutSeconds": 120}),
+        _set("spec.loadBalancer", {"healthCheckPath": "/health"}),
+        "loadBalancer.idleTimeoutSeconds",
+        "3.3",
+    ),
+    (
+        "image-compatible-with-operator",
+        DEV,
+        _set("spec.worker.image", "lmcache/vllm-openai:v0.3.9post2"),
+        _set("spec.worker.image", "lmcache/vllm-openai:v0.4.4"),
+        "worker.image",
+        ">= 0.4.3",
+    ),
+    (
+        "l2-redis-wired",
+        DEV,
+        REDIS,
+        _all(REDIS, _set("spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl", "redis://r.example:6379")),
+        "kvCacheSpec.l2CacheSpec.l2CacheLocalUrl",
+        "l2CacheLocalUrl",
+    ),
+    (
+        "l2-redis-wired",
+        PROD,
+        _all(REDIS, _set("spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl", "redis://r.example:6379")),
+        _all(REDIS, _set("spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl", "rediss://r.example:6379")),
+        "kvCacheSpec.l2CacheSpec.l2CacheLocalUrl",
+        "rediss://",
+    ),
+    (
+        "known-addon-defect",
+        RuleContext("dev", "v1.3.0-eksbuild.1", DEV.instance_types),
+        _all(REDIS, _set("spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl", "redis://r:6379")),
+        _all(_set("spec.kvCacheSpec", {"enableL2Cache": True, "l2CacheSpec": {"l2CacheBackend": "tieredstorage"}})),
+        "kvCacheSpec.l2CacheSpec.l2CacheBackend",
+        "issues/431",
+    ),
+    (
+        "known-addon-defect",
+        RuleContext("dev", "v1.2.1-eksbuild.1", DEV.instance_types),
+        _set("spec.kvCacheSpec", {"enableL1Cache": False}),
+        _set("spec.kvCacheSpec", {"enableL1Cache": True}),
+        "kvCacheSpec.enableL1Cache",
+        "3.3",
+    ),
+    (
+        "tieredstorage-on-non-p-instance",
+        DEV,
+        _all(
+            _set("spec.kvCacheSpec.l2CacheSpec", {"l2CacheBackend": "tieredstorage"}),
+            _set("spec.instanceType", "ml.g5.8xlarge"),
+        ),
+        _set("spec.kvCacheSpec.l2CacheSpec", {"l2CacheBackend": "tieredstorage"}),
+        "instanceType",
+        "ml.g5.8xlarge",
+    ),
+]
+
+
+def test_every_rule_has_cases() -> None:
+    assert {c[0] for c in CASES} == set(RULES)
+
+
+def test_base_resource_is_clean() -> None:
+    assert rules.evaluate(base_cr(), DEV) == []
+    assert rules.evaluate(base_cr(), PROD) == []
+
+
+@pytest.mark.parametrize(("name", "ctx", "bad", "good", "path", "text"), CASES, ids=[c[0] for c in CASES])
+def test_rule_violation_and_nearest_valid(
+    name: str, ctx: RuleContext, bad: Mutation, good: Mutation, path: str, text: str
+) -> None:
+    rule = RULES[name]
+    violating = base_cr()
+    bad(violating)
+    found = rule.check(violating, ctx)
+    assert len(found) == 1, found
+    assert found[0].path == path
+    assert text in found[0]
+    valid = base_cr()
+    good(valid)
+    assert rule.check(valid, ctx) == []
+
+
+def test_kvaware_on_jumpstart_is_rejected_prefixaware_is_not() -> None:
+    cr = jsm_cr()
+    assert RULES["kvaware-requires-vllm-completions"].check(cr, DEV) == []
+    cr["spec"]["intelligentRoutingSpec"]["routingStrategy"] = "kvaware"
+    (v,) = RULES["kvaware-requires-vllm-completions"].check(cr, DEV)
+    assert "JumpStartModel" in v
+    assert [p for p, _ in rules.instance_types_of(cr)] == ["server.instanceType"]
+
+
+def test_engine_from_label_then_image() -> None:
+    cr = base_cr()
+    assert rules.engine_of(cr) == "vllm"
+    cr["spec"]["worker"]["image"] = "lmsysorg/sglang:v0.5.2"
+    assert rules.engine_of(cr) == "sglang"
+    cr["spec"]["worker"]["image"] = "nvcr.io/nvidia/tritonserver:25.01"
+    assert rules.engine_of(cr) == "other"
+    cr["metadata"]["labels"][rules.ENGINE_LABEL] = "vllm"
+    assert rules.engine_of(cr) == "vllm"
+
+
+def test_cache_disable_counts_as_on_before_operator_33() -> None:
+    cr = base_cr()
+    cr["spec"]["worker"]["image"] = "lmsysorg/sglang:v0.5.2"
+    cr["spec"]["intelligentRoutingSpec"]["enabled"] = False
+    cr["spec"]["kvCacheSpec"] = {"enableL1Cache": False, "enableL2Cache": False}
+    assert RULES["kv-cache-requires-vllm"].check(cr, DEV) == []
+    old = RuleContext("dev", "v1.3.0-eksbuild.1", DEV.instance_types)
+    assert len(RULES["kv-cache-requires-vllm"].check(cr, old)) == 1
+
+
+def test_unknown_instance_types_skip_cluster_rule() -> None:
+    cr = base_cr()
+    cr["spec"]["instanceType"] = "ml.p4d.24xlarge"
+    assert RULES["endpoint-instance-type-in-cluster"].check(cr, RuleContext("dev", "v1.4.0-eksbuild.1")) == []
+    assert len(RULES["endpoint-instance-type-in-cluster"].check(cr, DEV)) == 1
+
+
+def test_enforcement_levels() -> None:
+    advisory = {
+        "router-metrics-port-matches-worker",
+        "known-addon-defect",
+        "tieredstorage-on-non-p-instance",
+        "image-compatible-with-operator",
+    }
+    for name, rule in RULES.items():
+        assert rule.description and rule.fn.__doc__
+        for env in ("dev", "staging", "prod"):
+            want = "advisory" if name in advisory else "mandatory"
+            assert rule.enforcement[env] == want, (name, env)
+    image = RULES["image-compatible-with-operator"]
+    kvaware = copy.deepcopy(base_cr())
+    KVAWARE(kvaware)
+    assert image.level(kvaware, PROD) == "mandatory"
+    assert image.level(kvaware, DEV) == "advisory"
+    assert image.level(base_cr(), PROD) == "advisory"
+
+
+def test_evaluate_reports_level_per_violation() -> None:
+    cr = base_cr()
+    KVAWARE(cr)
+    cr["spec"]["worker"]["image"] = "lmcache/vllm-openai:v0.3.9post2"
+    cr["spec"]["invocationEndpoint"] = "v1/chat/completions"
+    got = {(rule.name, level) for rule, level, _ in rules.evaluate(cr, PROD)}
+    assert got == {("kvaware-requires-vllm-completions", "mandatory"), ("image-compatible-with-operator", "mandatory")}

@@ -23,6 +23,57 @@ network = Network(
 )
 
 # --- cluster layer: node security group, EKS, HyperPod cluster (issue 3) ---
+from components.eks_cluster import EksCluster, EksClusterArgs  # noqa: E402
+from components.hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs  # noqa: E402
+from components.hyperpod_dependencies import HyperPodDependenciesArgs, HyperPodDependenciesRelease  # noqa: E402
+from components.node_security_group import NodeSecurityGroup, NodeSecurityGroupArgs  # noqa: E402
+
+node_sg = NodeSecurityGroup(
+    "node-sg",
+    NodeSecurityGroupArgs(
+        vpc_id=network.vpc_id,
+        vpc_cidr=network.vpc_cidr,
+        fsx_enabled=cfg.cluster.fsx_enabled,
+        name_prefix=cfg.name_prefix,
+        tags=cfg.common_tags,
+    ),
+)
+eks = EksCluster(
+    "eks",
+    EksClusterArgs(
+        cluster=cfg.cluster,
+        cluster_name=f"{cfg.name_prefix}-eks",
+        vpc_id=network.vpc_id,
+        private_subnet_ids=list(network.private_subnet_ids.values()),
+        node_security_group_id=node_sg.security_group_id,
+        is_prod=cfg.is_prod,
+        tags=cfg.common_tags,
+    ),
+)
+hyperpod_deps = HyperPodDependenciesRelease(
+    "hyperpod-deps",
+    HyperPodDependenciesArgs(config=cfg.cluster.hyperpod_dependencies, region=cfg.region, k8s_provider=eks.k8s_provider),
+)
+hyperpod = HyperPodCluster(
+    "hyperpod",
+    HyperPodClusterArgs(
+        cluster=cfg.cluster,
+        cluster_name=f"{cfg.name_prefix}-hp",
+        eks_cluster_arn=eks.cluster_arn,
+        node_security_group_id=node_sg.security_group_id,
+        private_subnet_ids=network.private_subnet_ids,
+        default_az_id=cfg.network.az_ids[0],
+        name_prefix=cfg.name_prefix,
+        tiered_storage=cfg.kv_cache.l2_backend == "tieredstorage",
+        is_prod=cfg.is_prod,
+        tags=cfg.common_tags,
+    ),
+    # AWS requires the dependencies chart on the EKS cluster before the HyperPod cluster is created.
+    opts=pulumi.ResourceOptions(depends_on=[hyperpod_deps, eks]),
+)
+pulumi.export("eksClusterName", eks.cluster_name)
+pulumi.export("hyperpodClusterArn", hyperpod.cluster_arn)
+pulumi.export("hyperpodClusterName", hyperpod.cluster_name)
 
 # --- inference operator: prerequisites, IAM, the add-on (issue 4) ---
 

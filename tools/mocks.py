@@ -11,6 +11,7 @@ To teach the mocks a new resource type, add an entry to ``OUTPUTS``.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,6 +144,45 @@ def _sagemaker_cluster(ctx: MockContext) -> dict[str, Any]:
     }
 
 
+def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
+    """pulumi-eks ``eks:index:Cluster`` (a remote component: no children under mocks, only these outputs)."""
+    name = ctx.inputs.get("name") or ctx.physical_name
+    oidc_id = _hex(name, "oidc", n=32).upper()
+    issuer = f"oidc.eks.{ctx.region}.amazonaws.com/id/{oidc_id}"
+    endpoint = f"https://{_hex(name, n=32).upper()}.gr7.{ctx.region}.eks.amazonaws.com"
+    ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubernetes", "cluster": {"server": endpoint, "certificate-authority-data": ca}}],
+        "contexts": [{"name": "aws", "context": {"cluster": "kubernetes", "user": "aws"}}],
+        "current-context": "aws",
+        "users": [
+            {
+                "name": "aws",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": ["eks", "get-token", "--cluster-name", name, "--output", "json"],
+                    }
+                },
+            }
+        ],
+    }
+    return {
+        "id": name,
+        "kubeconfig": kubeconfig,
+        "kubeconfigJson": json.dumps(kubeconfig),
+        "oidcProviderArn": ctx.arn("iam", f"oidc-provider/{issuer}", region=False),
+        "oidcProviderUrl": f"https://{issuer}",
+        "oidcIssuer": issuer,
+        "clusterSecurityGroupId": f"sg-{_hex(name, 'cluster')}",
+        "nodeSecurityGroupId": f"sg-{_hex(name, 'node')}",
+        "clusterIngressRuleId": f"sgr-{_hex(name, 'ingress')}",
+    }
+
+
 # type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
 OUTPUTS: dict[str, OutputFn] = {
     "aws:ec2/vpc:Vpc": _vpc,
@@ -158,6 +198,8 @@ OUTPUTS: dict[str, OutputFn] = {
     "aws:ec2/vpcEndpoint:VpcEndpoint": _ec2("vpce"),
     "aws:ec2/vpcSecurityGroupIngressRule:VpcSecurityGroupIngressRule": _ec2("sgr"),
     "aws:ec2/vpcSecurityGroupEgressRule:VpcSecurityGroupEgressRule": _ec2("sgr"),
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _ec2("sgr"),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _ec2("sgr"),
     "aws:iam/role:Role": _role,
     "aws:iam/policy:Policy": _policy,
     "aws:s3/bucketV2:BucketV2": _bucket,
@@ -165,6 +207,7 @@ OUTPUTS: dict[str, OutputFn] = {
     "aws:kms/key:Key": _kms,
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws-native:sagemaker:Cluster": _sagemaker_cluster,
+    "eks:index:Cluster": _pulumi_eks_cluster,
 }
 
 

@@ -1,17 +1,46 @@
-"""``hyperpod-inference:cluster`` — the EKS control plane and the HyperPod instance groups that join it."""
+"""``hyperpod-inference:cluster`` — the EKS control plane and the HyperPod instance groups that join it.
+
+Every version pin of this layer (Kubernetes, the core EKS add-ons, the HyperPod dependencies chart) has
+its default here and only here; the components read them from the validated config.
+"""
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+from collections import Counter
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from .base import Model
+from .base import ConfigIssue, Model
+from .checks import cross_check
+from .regions import az_id_in_region, az_id_prefix, hyperpod_instance_types, hyperpod_regions
+
+if TYPE_CHECKING:
+    from .stack import StackConfig
 
 GroupName = Annotated[
     str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", description="HyperPod instance group name")
 ]
+AddonPin = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
+
+# Instance families with GPUs / accelerators: deep health checks default on, hyperthreading off.
+ACCELERATED_FAMILIES = ("p", "g", "trn", "inf")
+CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+# aws/sagemaker-hyperpod-cli commit whose helm_chart/HyperPodHelmChart is installed (see README).
+HYPERPOD_CLI_COMMIT = "1504d53b28a6de4449c0fcdf9d56b8c87f28283f"
+
+
+def is_accelerated(instance_type: str) -> bool:
+    """``ml.p5.48xlarge`` / ``ml.p6-b200.48xlarge`` -> True, ``ml.m5.2xlarge`` -> False."""
+    family = instance_type.split(".")[1] if instance_type.count(".") >= 2 else ""
+    head = ""
+    for ch in family:
+        if not ch.isalpha():
+            break
+        head += ch
+    return head in ACCELERATED_FAMILIES
 
 
 class Taint(Model):
@@ -44,12 +73,54 @@ class InstanceGroup(Model):
         default=None, pattern=r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/[a-zA-Z0-9-]+$"
     )
 
+    @property
+    def accelerated(self) -> bool:
+        return is_accelerated(self.instance_type)
+
+    @property
+    def deep_health_checks(self) -> list[str]:
+        """The checks to run on start: as configured, else both for accelerated groups and none otherwise."""
+        if self.on_start_deep_health_checks is not None:
+            return list(self.on_start_deep_health_checks)
+        return ["InstanceStress", "InstanceConnectivity"] if self.accelerated else []
+
+
+class AddonVersions(Model):
+    """Pinned versions of the core EKS add-ons (defaults match Kubernetes 1.33)."""
+
+    vpc_cni: AddonPin = Field(default="v1.20.0-eksbuild.1", description="vpc-cni add-on version.")
+    kube_proxy: AddonPin = Field(
+        default="v1.33.0-eksbuild.2", description="kube-proxy add-on version; its minor must equal kubernetesVersion."
+    )
+    coredns: AddonPin = Field(default="v1.12.1-eksbuild.2", description="coredns add-on version.")
+    pod_identity_agent: AddonPin = Field(default="v1.3.7-eksbuild.2", description="eks-pod-identity-agent version.")
+
+
+class HyperPodDependencies(Model):
+    """The HyperPod dependencies Helm chart (health-monitoring agent, device plugins, deep health checks, ...).
+
+    The chart is not published to a Helm repository; AWS documents installing it from a checkout of
+    aws/sagemaker-hyperpod-cli. ``chartPath`` must point at ``helm_chart/HyperPodHelmChart`` of a checkout of
+    ``gitCommit`` with ``helm dependency update`` run (see README).
+    """
+
+    enabled: bool = True
+    git_commit: str = Field(
+        default=HYPERPOD_CLI_COMMIT, pattern=r"^[0-9a-f]{40}$", description="Pinned aws/sagemaker-hyperpod-cli commit."
+    )
+    chart_path: str = Field(
+        default="vendor/sagemaker-hyperpod-cli/helm_chart/HyperPodHelmChart",
+        min_length=1,
+        description="Local path of the chart in a checkout of gitCommit (relative to the project).",
+    )
+
 
 class ClusterConfig(Model):
     kubernetes_version: str = Field(default="1.33", pattern=r"^1\.[0-9]{2}$")
     endpoint_public_access_cidrs: list[ipaddress.IPv4Network] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the public EKS API endpoint; empty keeps the endpoint private only.",
+        description="CIDRs allowed to reach the public EKS API endpoint; empty keeps the endpoint private only. "
+        "Not allowed in prod (the endpoint is private there).",
     )
     service_ipv4_cidr: ipaddress.IPv4Network = Field(
         default=ipaddress.IPv4Network("172.20.0.0/16"), description="Kubernetes service CIDR; must not overlap the VPC."
@@ -59,3 +130,89 @@ class ClusterConfig(Model):
         default=False, description="Open the FSx for Lustre ports (988, 1018-1023) on the node SG."
     )
     instance_groups: list[InstanceGroup] = Field(min_length=1)
+    addons: AddonVersions = Field(default_factory=AddonVersions, description="Pinned core EKS add-on versions.")
+    control_plane_log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
+        default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES), description="EKS control-plane log types to enable."
+    )
+    hyperpod_dependencies: HyperPodDependencies = Field(default_factory=HyperPodDependencies)
+    tiered_storage_memory_percentage: int = Field(
+        default=20,
+        ge=1,
+        le=100,
+        description="Share of instance memory HyperPod tiered storage may use (kvCache.l2Backend: tieredstorage).",
+    )
+
+
+def _group_az(cfg: StackConfig, group: InstanceGroup) -> str:
+    return group.availability_zone_id or cfg.network.az_ids[0]
+
+
+def group_az_id(cfg: StackConfig, index: int) -> str:
+    """The AZ ID instance group ``index`` is placed in (its own, or the first network AZ ID)."""
+    return _group_az(cfg, cfg.cluster.instance_groups[index])
+
+
+def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    cluster = cfg.cluster
+    region = cfg.region
+    offered = hyperpod_instance_types(region)
+    prefix = az_id_prefix(region)
+    if not offered:
+        yield ConfigIssue(
+            "aws:region",
+            f"SageMaker HyperPod is not offered in {region}; regions with HyperPod: {', '.join(hyperpod_regions())}",
+        )
+    if prefix is None:
+        yield ConfigIssue("aws:region", f"no AZ-ID prefix known for {region} (components/config/regions.py)")
+    else:
+        for i, az in enumerate(cfg.network.az_ids):
+            if not az_id_in_region(az, region):
+                key = "network.existing.privateSubnets" if cfg.network.existing else f"network.availabilityZoneIds[{i}]"
+                yield ConfigIssue(key, f"AZ ID {az} is not in {region}; AZ IDs there look like {prefix}-az1")
+
+    counts = Counter(g.name for g in cluster.instance_groups)
+    for i, group in enumerate(cluster.instance_groups):
+        base = f"cluster.instanceGroups[{i}]"
+        if counts[group.name] > 1:
+            yield ConfigIssue(f"{base}.name", f"instance group name {group.name!r} is used more than once")
+        if offered and group.instance_type not in offered:
+            yield ConfigIssue(
+                f"{base}.instanceType",
+                f"{group.instance_type} is not a HyperPod instance type in {region} "
+                f"(cfn-lint region data; e.g. {', '.join(sorted(t for t in offered if t.startswith('ml.p5')) or sorted(offered)[:3])})",
+            )
+        az = group.availability_zone_id
+        if az is not None:
+            if prefix is not None and not az_id_in_region(az, region):
+                yield ConfigIssue(
+                    f"{base}.availabilityZoneId", f"AZ ID {az} is not in {region}; AZ IDs there look like {prefix}-az1"
+                )
+            elif az not in cfg.network.az_ids:
+                yield ConfigIssue(
+                    f"{base}.availabilityZoneId",
+                    f"AZ ID {az} has no private subnet in this stack; allowed: {', '.join(cfg.network.az_ids)}",
+                )
+        if group.training_plan_arn and f":sagemaker:{region}:" not in group.training_plan_arn:
+            yield ConfigIssue(f"{base}.trainingPlanArn", f"the training plan must be in the stack's region {region}")
+
+    for i, cidr in enumerate(cluster.endpoint_public_access_cidrs):
+        key = f"cluster.endpointPublicAccessCidrs[{i}]"
+        if cidr.prefixlen == 0:
+            yield ConfigIssue(
+                key, f"{cidr} opens the EKS API endpoint to the internet; list the operator networks' CIDRs instead"
+            )
+        elif cfg.is_prod:
+            yield ConfigIssue(
+                key, "prod keeps the EKS API endpoint private (public access off); remove endpointPublicAccessCidrs"
+            )
+
+    proxy_minor = ".".join(cluster.addons.kube_proxy.lstrip("v").split(".")[:2])
+    if proxy_minor != cluster.kubernetes_version:
+        yield ConfigIssue(
+            "cluster.addons.kubeProxy",
+            f"kube-proxy {cluster.addons.kube_proxy} does not match kubernetesVersion {cluster.kubernetes_version}; "
+            f"use a v{cluster.kubernetes_version}.x-eksbuild.N version",
+        )
+
+
+cross_check(_cluster_checks)

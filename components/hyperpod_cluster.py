@@ -1,0 +1,329 @@
+"""The SageMaker HyperPod cluster (EKS orchestrator) and what it needs of its own.
+
+* an execution role for the instance groups: trusted by ``sagemaker.amazonaws.com``, with the AWS managed
+  ``AmazonSageMakerClusterInstanceRolePolicy`` plus the statements AWS documents for EKS-orchestrated
+  clusters (VPC CNI ENI management, ECR pulls, EKS Pod Identity) and read access to this cluster's
+  lifecycle bucket — nothing broader;
+* a private lifecycle-script bucket (public access blocked, bucket-owner objects, SSE-S3, versioning,
+  TLS-only policy) holding the repo's own ``components/lifecycle/*`` scripts, so what runs on a node is
+  versioned with this code;
+* the cluster: one instance group per ``cluster.instanceGroups`` entry, each in the private subnet of its
+  AZ ID, with deep health checks, labels/taints, threads per core, an extra EBS volume and an optional
+  training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``.
+
+In prod the cluster and the bucket are protected from deletion and the bucket is never force-destroyed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_aws_native as aws_native
+from pulumi_aws_native import sagemaker
+
+from .config.cluster import ClusterConfig, InstanceGroup
+
+LIFECYCLE_DIR = Path(__file__).resolve().parent / "lifecycle"
+LIFECYCLE_PREFIX = "lifecycle"
+ON_CREATE = "on_create.sh"
+MANAGED_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+
+
+def lifecycle_scripts() -> dict[str, str]:
+    """The lifecycle scripts shipped with this package: file name -> content."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(LIFECYCLE_DIR.iterdir()) if p.suffix == ".sh"}
+
+
+def execution_role_trust_policy() -> dict[str, Any]:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "sagemaker.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+
+
+def execution_role_policy(bucket_arn: str, partition: str = "aws") -> dict[str, Any]:
+    """What HyperPod EKS nodes need beyond the managed instance policy (per the HyperPod EKS IAM docs)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                # The VPC CNI on HyperPod nodes attaches ENIs and assigns pod IPs. These EC2 actions
+                # either do not support resource-level permissions or act on ENIs created at run time.
+                "Sid": "VpcCniNetworkInterfaces",
+                "Effect": "Allow",
+                "Action": [
+                    "ec2:AssignPrivateIpAddresses",
+                    "ec2:AttachNetworkInterface",
+                    "ec2:CreateNetworkInterface",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceTypes",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeTags",
+                    "ec2:DetachNetworkInterface",
+                    "ec2:ModifyNetworkInterfaceAttribute",
+                    "ec2:UnassignPrivateIpAddresses",
+                ],
+                "Resource": "*",
+            },
+            {
+                "Sid": "VpcCniTagNetworkInterfaces",
+                "Effect": "Allow",
+                "Action": "ec2:CreateTags",
+                "Resource": f"arn:{partition}:ec2:*:*:network-interface/*",
+            },
+            {
+                "Sid": "PullImages",
+                "Effect": "Allow",
+                "Action": [
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetAuthorizationToken",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                "Resource": "*",
+            },
+            {
+                "Sid": "PodIdentity",
+                "Effect": "Allow",
+                "Action": "eks-auth:AssumeRoleForPodIdentity",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ReadLifecycleScripts",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject", "s3:ListBucket"],
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+            },
+        ],
+    }
+
+
+def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class HyperPodClusterArgs:
+    cluster: ClusterConfig
+    cluster_name: str
+    eks_cluster_arn: pulumi.Input[str]
+    node_security_group_id: pulumi.Input[str]
+    private_subnet_ids: Mapping[str, pulumi.Input[str]] = field(metadata={"doc": "Private subnet per AZ ID."})
+    default_az_id: str = field(metadata={"doc": "AZ ID of groups that name none (the first network AZ ID)."})
+    name_prefix: str
+    tiered_storage: bool = False
+    is_prod: bool = False
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class HyperPodCluster(pulumi.ComponentResource):
+    """A HyperPod cluster orchestrated by an EKS cluster, with its execution role and lifecycle bucket."""
+
+    cluster_arn: pulumi.Output[str]
+    cluster_name: pulumi.Output[str]
+    execution_role_arn: pulumi.Output[str]
+    lifecycle_bucket: pulumi.Output[str]
+
+    def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("hyperpod:hyperpod_cluster:HyperPodCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        protected = pulumi.ResourceOptions(parent=self, protect=args.is_prod)
+        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+
+        # --- lifecycle-script bucket ---
+        bucket = aws.s3.Bucket(
+            f"{name}-lifecycle",
+            # HyperPod's managed instance policy reads `sagemaker-*` buckets; the inline policy below
+            # grants this one explicitly as well.
+            bucket=caller.account_id.apply(lambda acct: f"sagemaker-{args.name_prefix}-lifecycle-{acct}"),
+            force_destroy=not args.is_prod,
+            tags=args.tags,
+            opts=protected,
+        )
+        pab = aws.s3.BucketPublicAccessBlock(
+            f"{name}-lifecycle-pab",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-lifecycle-ownership",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-lifecycle-sse",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    )
+                )
+            ],
+            opts=child,
+        )
+        aws.s3.BucketVersioning(
+            f"{name}-lifecycle-versioning",
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-lifecycle-policy",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
+        )
+        objects = [
+            aws.s3.BucketObject(
+                f"{name}-lifecycle-{fname.replace('.', '-').replace('_', '-')}",
+                bucket=bucket.id,
+                key=f"{LIFECYCLE_PREFIX}/{fname}",
+                content=content,
+                content_type="text/x-shellscript",
+                tags=args.tags,
+                opts=child,
+            )
+            for fname, content in lifecycle_scripts().items()
+        ]
+
+        # --- execution role ---
+        role = aws.iam.Role(
+            f"{name}-execution-role",
+            name=f"{args.name_prefix}-hyperpod-execution",
+            description="SageMaker HyperPod instance groups (EKS orchestrator)",
+            assume_role_policy=json.dumps(execution_role_trust_policy()),
+            max_session_duration=3600,
+            tags=args.tags,
+            opts=child,
+        )
+        managed = aws.iam.RolePolicyAttachment(
+            f"{name}-execution-managed",
+            role=role.name,
+            policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", MANAGED_INSTANCE_POLICY),
+            opts=child,
+        )
+        inline = aws.iam.RolePolicy(
+            f"{name}-execution-inline",
+            role=role.name,
+            policy=pulumi.Output.all(bucket.arn, partition).apply(
+                lambda a: json.dumps(execution_role_policy(a[0], a[1]))
+            ),
+            opts=child,
+        )
+
+        # --- the cluster ---
+        cfg = args.cluster
+        source_uri = pulumi.Output.concat("s3://", bucket.bucket, f"/{LIFECYCLE_PREFIX}/")
+        groups = [self._group(g, args, role.arn, source_uri) for g in cfg.instance_groups]
+        all_subnets = list(args.private_subnet_ids.values())
+        cluster = sagemaker.Cluster(
+            f"{name}-cluster",
+            cluster_name=args.cluster_name,
+            orchestrator=sagemaker.ClusterOrchestratorArgs(
+                eks=sagemaker.ClusterOrchestratorEksConfigArgs(cluster_arn=args.eks_cluster_arn)
+            ),
+            instance_groups=groups,
+            node_recovery=sagemaker.ClusterNodeRecovery.AUTOMATIC,
+            node_provisioning_mode=(
+                sagemaker.ClusterNodeProvisioningMode.CONTINUOUS if cfg.node_provisioning_mode == "Continuous" else None
+            ),
+            vpc_config=sagemaker.ClusterVpcConfigArgs(
+                security_group_ids=[args.node_security_group_id], subnets=all_subnets
+            ),
+            tiered_storage_config=(
+                sagemaker.ClusterTieredStorageConfigArgs(
+                    mode=sagemaker.ClusterTieredStorageConfigMode.ENABLE,
+                    instance_memory_allocation_percentage=cfg.tiered_storage_memory_percentage,
+                )
+                if args.tiered_storage
+                else None
+            ),
+            tags=[aws_native.TagArgs(key=k, value=v) for k, v in sorted(args.tags.items())],
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=args.is_prod,
+                depends_on=[*objects, managed, inline],
+                custom_timeouts=pulumi.CustomTimeouts(create="120m", update="120m", delete="60m"),
+            ),
+        )
+
+        self.cluster_arn = cluster.cluster_arn
+        self.cluster_name = pulumi.Output.from_input(args.cluster_name)
+        self.execution_role_arn = role.arn
+        self.lifecycle_bucket = bucket.bucket
+        self.cluster = cluster
+        self.register_outputs(
+            {
+                "clusterArn": self.cluster_arn,
+                "clusterName": self.cluster_name,
+                "executionRoleArn": self.execution_role_arn,
+                "lifecycleBucket": self.lifecycle_bucket,
+            }
+        )
+
+    @staticmethod
+    def _group(
+        group: InstanceGroup, args: HyperPodClusterArgs, role_arn: pulumi.Input[str], source_uri: pulumi.Input[str]
+    ) -> sagemaker.ClusterInstanceGroupArgs:
+        az = group.availability_zone_id or args.default_az_id
+        checks = [sagemaker.ClusterDeepHealthCheckType(c) for c in group.deep_health_checks]
+        return sagemaker.ClusterInstanceGroupArgs(
+            instance_group_name=group.name,
+            instance_type=group.instance_type,
+            instance_count=group.instance_count,
+            execution_role=role_arn,
+            life_cycle_config=sagemaker.ClusterLifeCycleConfigArgs(source_s3_uri=source_uri, on_create=ON_CREATE),
+            threads_per_core=group.threads_per_core,
+            instance_storage_configs=[
+                sagemaker.ClusterInstanceStorageConfigArgs(
+                    ebs_volume_config=sagemaker.ClusterEbsVolumeConfigArgs(volume_size_in_gb=group.ebs_volume_size_gb)
+                )
+            ],
+            on_start_deep_health_checks=checks or None,
+            kubernetes_config=sagemaker.ClusterKubernetesConfigArgs(
+                labels=dict(group.labels) or None,
+                taints=[
+                    sagemaker.ClusterKubernetesTaintArgs(
+                        key=t.key, value=t.value, effect=sagemaker.ClusterKubernetesTaintEffect(t.effect)
+                    )
+                    for t in group.taints
+                ]
+                or None,
+            ),
+            override_vpc_config=sagemaker.ClusterVpcConfigArgs(
+                security_group_ids=[args.node_security_group_id], subnets=[args.private_subnet_ids[az]]
+            ),
+            training_plan_arn=group.training_plan_arn,
+        )

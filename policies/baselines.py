@@ -394,6 +394,12 @@ stateful_resources_protected = ResourceValidationPolicy(
     severity=Severity.MEDIUM,
 )
 
+# "mandatory / advisory" in the table: mandatory in prod (the code level), advisory in dev and staging
+# (config.dev.json, config.staging.json).
+RELAXED_OUTSIDE_PROD = frozenset(
+    {"gateway-requires-jwt", "alb-requires-authentication", "eks-endpoint-private", "stateful-resources-protected"}
+)
+
 BASELINE_POLICIES = [
     gateway_requires_jwt,
     alb_requires_authentication,

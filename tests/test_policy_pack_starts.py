@@ -1,0 +1,47 @@
+"""The policy pack starts the way the Pulumi CLI starts a Python pack.
+
+The CLI's Python analyzer runs ``python -m pulumi.policy <engine-address> <pack-dir>`` (see
+``pulumi/policy/__main__.py`` in the pulumi SDK: ``argparse`` takes ``engineAddress`` and ``program``, then
+``runpy.run_path(program)``); the ``PolicyPack`` constructor prints its gRPC port on stdout and serves until
+killed. Launching exactly that proves ``policies/__main__.py`` imports (sibling modules, rule functions,
+compatibility table) and builds a valid pack, so a broken import cannot hide until someone runs it for real.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_pack_announces_its_port_when_launched_like_the_cli() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "policies"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first_line: list[str] = []
+    reader = threading.Thread(target=lambda: first_line.append(proc.stdout.readline() if proc.stdout else ""))
+    reader.start()
+    reader.join(timeout=60)
+    try:
+        alive = proc.poll() is None
+    finally:
+        proc.kill()
+        _, stderr = proc.communicate(timeout=30)
+    assert first_line and first_line[0].strip(), f"the pack printed no port; stderr:\n{stderr}"
+    port = int(first_line[0].strip())
+    assert 0 < port < 65536
+    assert alive, f"the pack exited instead of serving; stderr:\n{stderr}"
+
+
+def test_pack_entry_point_holds_only_the_pack() -> None:
+    """``policies/__main__.py`` builds the PolicyPack from ``policies.pack`` and defines no policies itself."""
+    source = (ROOT / "policies" / "__main__.py").read_text(encoding="utf-8")
+    assert "PolicyPack(name=PACK_NAME, policies=POLICIES" in source
+    assert "ResourceValidationPolicy" not in source and "StackValidationPolicy" not in source

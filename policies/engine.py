@@ -130,7 +130,9 @@ def _run(result: Any) -> None:
 def _policy_resources(registrations: Sequence[Any]) -> list[PolicyResource]:
     by_urn: dict[str, PolicyResource] = {}
     for reg in registrations:
-        by_urn[reg.urn] = PolicyResource(reg.type, _plain(reg.inputs), reg.urn, reg.name, _opts(reg), None, None, [], {})
+        by_urn[reg.urn] = PolicyResource(
+            reg.type, _plain(reg.inputs), reg.urn, reg.name, _opts(reg), None, None, [], {}
+        )
     for reg in registrations:
         res = by_urn[reg.urn]
         res.parent = by_urn.get(reg.parent or "")

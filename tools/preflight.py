@@ -1,0 +1,144 @@
+"""Preflight: check the AWS account with read-only calls before ``pulumi up``.
+
+    python -m tools.preflight --stack dev [--file PATH] [--profile NAME]
+
+Uses your AWS credentials (the default boto3 chain, or ``--profile``) in the stack's ``aws:region``. Checks
+instance-type offerings per AZ ID, SageMaker cluster quotas, EKS add-on versions, name clashes, the
+ingress certificate and hosted zone, and training plans (see ``tools/preflight_checks.py``).
+
+Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ProfileNotFound,
+)
+from rich.console import Console
+from rich.table import Table
+
+from components.config import PROJECT, ConfigError, StackConfig, parse_stack_config
+from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
+from tools.preflight_checks import CheckResult, Clients, run_all
+
+EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
+STYLES = {"PASS": "green", "FAIL": "bold red", "WARN": "yellow", "SKIP": "dim"}
+NO_CREDENTIALS = (
+    "no AWS credentials found: configure them (`aws configure`, `aws sso login`, AWS_PROFILE or "
+    "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or pass --profile, then rerun"
+)
+
+
+def _decode(value: str) -> Any:
+    if value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def load_config(stack: str, mapping: dict[str, Any]) -> StackConfig:
+    """Validate a stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
+    config, secrets = config_from_mapping(mapping)
+    prefix = f"{PROJECT}:"
+    values = {k[len(prefix) :]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    secret_keys = {k[len(prefix) :] for k in secrets if k.startswith(prefix)}
+    return parse_stack_config(values, stack=stack, region=config.get("aws:region"), secret_keys=secret_keys)
+
+
+def render(results: list[CheckResult], console: Console, title: str) -> None:
+    table = Table(title=title, show_lines=False)
+    table.add_column("check")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    table.add_column("what to do", overflow="fold")
+    for r in results:
+        table.add_row(r.check, f"[{STYLES[r.status]}]{r.status}[/]", r.detail, r.action)
+    console.print(table)
+    counts = {s: sum(r.status == s for r in results) for s in STYLES}
+    console.print(", ".join(f"{n} {s}" for s, n in counts.items()), markup=False)
+
+
+def _load(stack: str, path: Path, console: Console) -> StackConfig | None:
+    """The validated config, or None after printing why it is unusable."""
+    if not path.exists():
+        console.print(f"[red]no stack file {path}[/]")
+        return None
+    try:
+        return load_config(stack, load_stack_file(path))
+    except ConfigError as err:
+        console.print(f"[bold red]config error[/] in stack {stack}:")
+        for issue in err.issues:
+            console.print(f"  {issue.render()}", markup=False)
+    except ValueError as err:  # not a stack file at all
+        console.print(str(err), markup=False)
+    return None
+
+
+def _run_checks(cfg: StackConfig, clients: Clients, console: Console) -> list[CheckResult] | None:
+    """Every check's rows, or None after printing why AWS could not be used (credentials, network)."""
+    try:
+        identity = clients("sts").get_caller_identity()
+        console.print(f"preflight for stack [bold]{cfg.stack}[/] in {cfg.region} as {identity.get('Arn', '?')}")
+        return run_all(clients, cfg)
+    except (NoCredentialsError, PartialCredentialsError) as err:
+        console.print(f"[bold red]{NO_CREDENTIALS}[/] ({err})")
+    except ProfileNotFound as err:
+        console.print(f"[bold red]{err}[/]: pass an existing --profile or configure it, then rerun")
+    except ClientError as err:
+        # only GetCallerIdentity gets here (checks turn their own errors into rows): bad or expired credentials
+        msg = err.response.get("Error", {}).get("Message", str(err))
+        console.print(f"[bold red]AWS rejected the credentials[/]: {msg}. Refresh them (e.g. `aws sso login`), rerun.")
+    except BotoCoreError as err:
+        console.print(f"[bold red]could not reach AWS[/]: {err}")
+    return None
+
+
+def preflight(
+    stack: str,
+    *,
+    file: Path | None = None,
+    profile: str | None = None,
+    clients: Clients | None = None,
+    console: Console | None = None,
+) -> int:
+    """Load the stack, run every check, print the table; returns the exit code."""
+    console = console or Console(highlight=False, soft_wrap=True)
+    cfg = _load(stack, file or stack_path(stack), console)
+    if cfg is None:
+        return EXIT_CONFIG
+    try:
+        clients = clients or Clients(boto3.Session(profile_name=profile), cfg.region)
+    except ProfileNotFound as err:
+        console.print(f"[bold red]{err}[/]: pass an existing --profile or configure it, then rerun")
+        return EXIT_FAIL
+    results = _run_checks(cfg, clients, console)
+    if results is None:
+        return EXIT_FAIL
+    render(results, console, f"preflight: stack {stack}, {cfg.region}")
+    return EXIT_FAIL if any(r.status == "FAIL" for r in results) else EXIT_OK
+
+
+def main(argv: list[str] | None = None, *, clients: Clients | None = None, console: Console | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("--file", type=Path, help="read this stack file instead of stacks/Pulumi.<stack>.yaml")
+    parser.add_argument("--profile", help="AWS profile (default: the standard boto3 credential chain)")
+    args = parser.parse_args(argv)
+    return preflight(args.stack, file=args.file, profile=args.profile, clients=clients, console=console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,662 @@
+"""The preflight checks: read-only AWS calls that catch what ``pulumi up`` would otherwise fail on late.
+
+Each check is a small function ``(clients, cfg) -> list[CheckResult]`` decorated with :func:`check`, so
+tests call it directly (against moto, or a client with a botocore ``Stubber`` attached) and ``main()``
+runs them all. A denied call becomes a FAIL row naming the IAM action that is missing; any other AWS
+error becomes a FAIL row with AWS's message. Missing credentials are not caught here: they abort the
+whole run with one message (see ``tools.preflight``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
+
+from components.config import StackConfig
+from components.config import operator as operator_config
+from components.config.cluster import InstanceGroup
+
+Status = Literal["PASS", "FAIL", "WARN", "SKIP"]
+
+# The EKS add-on of the HyperPod Inference Operator; its pin is ``operator.addonVersion``.
+INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
+# Fallback when ``components.config.operator`` has no PREREQUISITES table: add-on -> ``operator`` attribute.
+PREREQUISITE_ADDONS: dict[str, str] = {
+    "aws-mountpoint-s3-csi-driver": "s3_csi_driver_version",
+    "aws-fsx-csi-driver": "fsx_csi_driver_version",
+    "metrics-server": "metrics_server_version",
+    "cert-manager": "cert_manager_version",
+}
+# Core EKS add-ons -> the ``cluster.addons`` attribute pinning each (as components/eks_cluster.py installs them).
+CORE_ADDONS: dict[str, str] = {
+    "vpc-cni": "vpc_cni",
+    "kube-proxy": "kube_proxy",
+    "coredns": "coredns",
+    "eks-pod-identity-agent": "pod_identity_agent",
+}
+# Error codes AWS APIs use for "the caller may not do this".
+DENIED_CODES = frozenset(
+    {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException", "403"}
+)
+# botocore operation -> the IAM action it needs, where they differ.
+IAM_ACTION_OVERRIDES = {("s3", "HeadBucket"): "s3:ListBucket"}
+# Training-plan states in which a plan can still back an instance group.
+USABLE_PLAN_STATES = frozenset({"Active", "Scheduled"})
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One row of the preflight table."""
+
+    check: str
+    status: Status
+    detail: str
+    action: str = ""
+
+
+class Clients:
+    """boto3 clients for one region, created once each (tests attach Stubbers to them)."""
+
+    def __init__(self, session: boto3.Session, region: str) -> None:
+        self.session = session
+        self.region = region
+        self._clients: dict[str, Any] = {}
+        self._account_id: str | None = None
+
+    @property
+    def account_id(self) -> str:
+        """The caller's account (STS GetCallerIdentity, which needs no IAM permission)."""
+        if self._account_id is None:
+            self._account_id = str(self("sts").get_caller_identity()["Account"])
+        return self._account_id
+
+    def __call__(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.session.client(service, region_name=self.region)  # type: ignore[call-overload]
+        return self._clients[service]
+
+
+class Denied(Exception):
+    """An AWS call was refused for lack of an IAM permission."""
+
+    def __init__(self, action: str, message: str) -> None:
+        super().__init__(message)
+        self.action = action
+        self.message = message
+
+
+def iam_action(client: Any, operation: str) -> str:
+    """The IAM action a botocore operation needs (``servicequotas:ListServiceQuotas``)."""
+    prefix = client.meta.service_model.signing_name
+    return IAM_ACTION_OVERRIDES.get((prefix, operation), f"{prefix}:{operation}")
+
+
+def error_code(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Code", ""))
+
+
+def call(client: Any, method: str, **kwargs: Any) -> Any:
+    """``client.<method>(**kwargs)``, turning an access-denied error into :class:`Denied`."""
+    try:
+        return getattr(client, method)(**kwargs)
+    except ClientError as err:
+        if error_code(err) in DENIED_CODES:
+            raise Denied(iam_action(client, err.operation_name), str(err)) from None
+        raise
+
+
+CheckFn = Callable[[Clients, StackConfig], list[CheckResult]]
+CHECKS: list[CheckFn] = []
+
+
+def check(title: str) -> Callable[[CheckFn], CheckFn]:
+    """Register a check; an AWS error inside it becomes one FAIL row titled ``title``."""
+
+    def wrap(fn: CheckFn) -> CheckFn:
+        @functools.wraps(fn)
+        def run(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+            try:
+                return fn(clients, cfg)
+            except Denied as err:
+                return [
+                    CheckResult(
+                        title,
+                        "FAIL",
+                        f"access denied: the caller lacks {err.action}, so this could not be checked",
+                        f"grant {err.action} to the credentials running preflight (read-only), then rerun",
+                    )
+                ]
+            except ClientError as err:
+                msg = err.response.get("Error", {}).get("Message", str(err))
+                return [
+                    CheckResult(
+                        title, "FAIL", f"{err.operation_name} failed: {error_code(err)}: {msg}", "fix and rerun"
+                    )
+                ]
+            except (NoCredentialsError, PartialCredentialsError):
+                raise
+            except BotoCoreError as err:
+                return [CheckResult(title, "FAIL", f"AWS call failed: {err}", "check network access to AWS and rerun")]
+
+        CHECKS.append(run)
+        return run
+
+    return wrap
+
+
+def group_az(cfg: StackConfig, group: InstanceGroup) -> str:
+    """The AZ ID a group lands in: its own, else the first network AZ ID (as the cluster layer does)."""
+    return group.availability_zone_id or cfg.network.az_ids[0]
+
+
+def ec2_type(instance_type: str) -> str:
+    """``ml.p5.48xlarge`` -> ``p5.48xlarge``: HyperPod types are EC2 types with an ``ml.`` prefix."""
+    return instance_type.removeprefix("ml.")
+
+
+# --- capacity -----------------------------------------------------------------------------------------
+
+
+def _offered_az_ids(ec2: Any, instance_type: str, az_ids: Iterable[str] | None = None) -> set[str]:
+    filters = [{"Name": "instance-type", "Values": [instance_type]}]
+    if az_ids is not None:
+        filters.append({"Name": "location", "Values": list(az_ids)})
+    found: set[str] = set()
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"LocationType": "availability-zone-id", "Filters": filters}
+        if token:
+            kwargs["NextToken"] = token
+        page = call(ec2, "describe_instance_type_offerings", **kwargs)
+        found.update(o["Location"] for o in page.get("InstanceTypeOfferings", []))
+        token = page.get("NextToken")
+        if not token:
+            return found
+
+
+@check("instance type offered")
+def check_instance_offerings(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Every group's type must be offered in its AZ ID: the commonest HyperPod create failure."""
+    ec2 = clients("ec2")
+    out: list[CheckResult] = []
+    for i, group in enumerate(cfg.cluster.instance_groups):
+        az, etype = group_az(cfg, group), ec2_type(group.instance_type)
+        name = f"offering {group.name}"
+        if az in _offered_az_ids(ec2, etype, [az]):
+            out.append(CheckResult(name, "PASS", f"{etype} is offered in {az}"))
+            continue
+        elsewhere = sorted(_offered_az_ids(ec2, etype))
+        where = f"it is offered in {', '.join(elsewhere)}" if elsewhere else f"it is offered in no AZ of {cfg.region}"
+        out.append(
+            CheckResult(
+                name,
+                "FAIL",
+                f"{etype} is not offered in {az} ({cfg.region}); {where}",
+                f"set cluster.instanceGroups[{i}].availabilityZoneId to an AZ ID that offers it "
+                "(and list it in network.availabilityZoneIds), or pick another instance type"
+                if elsewhere
+                else "pick another instance type or region",
+            )
+        )
+    return out
+
+
+def _sagemaker_quotas(sq: Any) -> dict[str, dict[str, Any]]:
+    """SageMaker quotas by name: applied values over AWS defaults (applied ones are only listed when known)."""
+    quotas: dict[str, dict[str, Any]] = {}
+    for method in ("list_aws_default_service_quotas", "list_service_quotas"):
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"ServiceCode": "sagemaker"}
+            if token:
+                kwargs["NextToken"] = token
+            page = call(sq, method, **kwargs)
+            quotas.update({q["QuotaName"]: q for q in page.get("Quotas", [])})
+            token = page.get("NextToken")
+            if not token:
+                break
+    return quotas
+
+
+@check("service quota")
+def check_quotas(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """The per-type "<type> for cluster usage" quotas must cover the summed instance counts."""
+    needed: dict[str, int] = defaultdict(int)
+    for group in cfg.cluster.instance_groups:
+        needed[group.instance_type] += group.instance_count
+    needed = {t: n for t, n in needed.items() if n > 0}
+    if not needed:
+        return [CheckResult("service quota", "SKIP", "every instance group has instanceCount 0")]
+    quotas = _sagemaker_quotas(clients("service-quotas"))
+    out: list[CheckResult] = []
+    for itype, count in sorted(needed.items()):
+        qname = f"{itype} for cluster usage"
+        name = f"quota {itype}"
+        quota = quotas.get(qname)
+        if quota is None:
+            out.append(
+                CheckResult(
+                    name,
+                    "FAIL",
+                    f'no SageMaker quota named "{qname}" in {cfg.region}: HyperPod may not offer this type here',
+                    "check the Service Quotas console for SageMaker in this region, or pick another type/region",
+                )
+            )
+            continue
+        value = int(quota.get("Value", 0))
+        if value >= count:
+            out.append(
+                CheckResult(
+                    name,
+                    "PASS",
+                    f"quota {value} covers {count} instance(s) (instances other clusters already use count too)",
+                )
+            )
+        else:
+            out.append(
+                CheckResult(
+                    name,
+                    "FAIL",
+                    f'"{qname}" is {value}, the stack needs {count}',
+                    f"request an increase: aws service-quotas request-service-quota-increase --service-code sagemaker "
+                    f"--quota-code {quota.get('QuotaCode', '?')} --desired-value {count} --region {cfg.region}",
+                )
+            )
+    return out
+
+
+# --- EKS add-on versions ---------------------------------------------------------------------------------
+
+
+def addon_pins(cfg: StackConfig) -> tuple[dict[str, str], str]:
+    """Every pinned add-on version the stack installs, and a note naming pins that could not be found."""
+    pins = {INFERENCE_ADDON: cfg.operator.addon_version}
+    prerequisites = getattr(operator_config, "PREREQUISITES", None)
+    if prerequisites:
+        dumped = cfg.operator.model_dump(by_alias=True)
+        pins.update({p.addon_name: dumped[p.config_key] for p in prerequisites})
+    else:
+        pins.update({name: getattr(cfg.operator, attr) for name, attr in PREREQUISITE_ADDONS.items()})
+    core = getattr(cfg.cluster, "addons", None)
+    missing = [name for name, attr in CORE_ADDONS.items() if not isinstance(getattr(core, attr, None), str)]
+    pins.update({name: getattr(core, attr) for name, attr in CORE_ADDONS.items() if name not in missing})
+    note = f"no pin for {', '.join(missing)} in cluster.addons: not checked" if missing else ""
+    return pins, note
+
+
+def _iam_mode(eks: Any, addon: str, version: str, requires_iam: bool) -> str:
+    conf = call(eks, "describe_addon_configuration", addonName=addon, addonVersion=version)
+    pod_identity = conf.get("podIdentityConfiguration") or []
+    if pod_identity:
+        parts = [
+            f"{p.get('serviceAccount', '?')} ({', '.join(p.get('recommendedManagedPolicies') or []) or 'no managed policy'})"
+            for p in pod_identity
+        ]
+        return "IAM: pod identity for " + "; ".join(parts)
+    if requires_iam:
+        return "IAM: needs permissions but offers no pod identity association: use IRSA (or the add-on's role key)"
+    return "IAM: none required"
+
+
+@check("add-on versions")
+def check_addon_versions(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Pinned add-on versions must exist for the cluster's Kubernetes version; also say how each wants IAM."""
+    eks = clients("eks")
+    k8s = cfg.cluster.kubernetes_version
+    pins, note = addon_pins(cfg)
+    out: list[CheckResult] = []
+    for addon, version in pins.items():
+        name = f"add-on {addon}"
+        versions: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"addonName": addon, "kubernetesVersion": k8s}
+            if token:
+                kwargs["nextToken"] = token
+            page = call(eks, "describe_addon_versions", **kwargs)
+            for info in page.get("addons", []):
+                versions.extend(info.get("addonVersions", []))
+            token = page.get("nextToken")
+            if not token:
+                break
+        match = next((v for v in versions if v.get("addonVersion") == version), None)
+        if match is None:
+            available = [v["addonVersion"] for v in versions if "addonVersion" in v]
+            detail = (
+                f"{version} is not available for Kubernetes {k8s} in {cfg.region}; available: {', '.join(available[:5])}"
+                if available
+                else f"{addon} has no version for Kubernetes {k8s} in {cfg.region}"
+            )
+            out.append(CheckResult(name, "FAIL", detail, "pin a listed version (or change cluster.kubernetesVersion)"))
+            continue
+        iam = _iam_mode(eks, addon, version, bool(match.get("requiresIamPermissions")))
+        out.append(CheckResult(name, "PASS", f"{version} exists for Kubernetes {k8s}; {iam}"))
+    if note:
+        out.append(CheckResult("add-on core pins", "SKIP", note))
+    return out
+
+
+# --- name clashes ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedNames:
+    """Fixed physical names the stack creates (everything else is auto-named by Pulumi, so cannot clash)."""
+
+    eks_cluster: str
+    hyperpod_cluster: str
+    buckets: tuple[str, ...]
+    kms_aliases: tuple[str, ...]
+
+
+def planned_names(cfg: StackConfig, account_id: str) -> PlannedNames:
+    """The names ``__main__.py`` and the components give their resources, derived from the config as they do.
+
+    tests/test_preflight.py runs the program under mocks and asserts these equal the registered names.
+    """
+    eks = f"{cfg.name_prefix}-eks"
+    return PlannedNames(
+        eks_cluster=eks,
+        hyperpod_cluster=f"{cfg.name_prefix}-hp",
+        buckets=(f"sagemaker-{cfg.name_prefix}-lifecycle-{account_id}",),
+        kms_aliases=(f"alias/{eks}-secrets",),
+    )
+
+
+@check("EKS cluster name")
+def check_eks_name(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    name = planned_names(cfg, clients.account_id).eks_cluster
+    try:
+        found = call(clients("eks"), "describe_cluster", name=name)["cluster"]
+    except ClientError as err:
+        if error_code(err) == "ResourceNotFoundException":
+            return [CheckResult("name EKS cluster", "PASS", f"{name} does not exist yet in {cfg.region}")]
+        raise
+    return [
+        CheckResult(
+            "name EKS cluster",
+            "FAIL",
+            f"an EKS cluster {name} already exists in {cfg.region} (status {found.get('status', '?')})",
+            "import it into this stack, delete it, or use another stack name",
+        )
+    ]
+
+
+@check("HyperPod cluster name")
+def check_hyperpod_name(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    name = planned_names(cfg, clients.account_id).hyperpod_cluster
+    sm = clients("sagemaker")
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"NameContains": name}
+        if token:
+            kwargs["NextToken"] = token
+        page = call(sm, "list_clusters", **kwargs)
+        for summary in page.get("ClusterSummaries", []):
+            if summary.get("ClusterName") == name:
+                return [
+                    CheckResult(
+                        "name HyperPod cluster",
+                        "FAIL",
+                        f"a HyperPod cluster {name} already exists in {cfg.region} "
+                        f"(status {summary.get('ClusterStatus', '?')})",
+                        "import it into this stack, delete it, or use another stack name",
+                    )
+                ]
+        token = page.get("NextToken")
+        if not token:
+            return [CheckResult("name HyperPod cluster", "PASS", f"{name} does not exist yet in {cfg.region}")]
+
+
+@check("bucket names")
+def check_bucket_names(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    s3 = clients("s3")
+    out: list[CheckResult] = []
+    for bucket in planned_names(cfg, clients.account_id).buckets:
+        try:
+            s3.head_bucket(Bucket=bucket)
+        except ClientError as err:
+            code = error_code(err)
+            if code in ("404", "NoSuchBucket", "NotFound"):
+                out.append(CheckResult(f"name bucket {bucket}", "PASS", "no bucket of that name exists"))
+            elif code in ("403", "AccessDenied"):
+                out.append(
+                    CheckResult(
+                        f"name bucket {bucket}",
+                        "FAIL",
+                        "the bucket exists and this account may not read it (bucket names are global), "
+                        "or the caller lacks s3:ListBucket",
+                        "use another stack name, or grant s3:ListBucket if the bucket is yours",
+                    )
+                )
+            else:
+                raise
+            continue
+        out.append(
+            CheckResult(
+                f"name bucket {bucket}",
+                "FAIL",
+                "the bucket already exists in this account",
+                "import it into this stack or delete it",
+            )
+        )
+    return out
+
+
+@check("KMS alias names")
+def check_kms_aliases(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    kms = clients("kms")
+    out: list[CheckResult] = []
+    for alias in planned_names(cfg, clients.account_id).kms_aliases:
+        try:
+            key = call(kms, "describe_key", KeyId=alias)["KeyMetadata"]
+        except ClientError as err:
+            if error_code(err) == "NotFoundException":
+                out.append(CheckResult(f"name {alias}", "PASS", f"no KMS alias {alias} in {cfg.region}"))
+                continue
+            raise
+        out.append(
+            CheckResult(
+                f"name {alias}",
+                "FAIL",
+                f"{alias} already points at key {key.get('KeyId', '?')} in {cfg.region}",
+                "delete the alias (aws kms delete-alias) if it is left over, or use another stack name",
+            )
+        )
+    return out
+
+
+# --- ingress: certificate and hosted zone --------------------------------------------------------------------
+
+
+def _covers(pattern: str, domain: str) -> bool:
+    pattern, domain = pattern.lower().rstrip("."), domain.lower().rstrip(".")
+    if pattern.startswith("*."):
+        head, _, rest = domain.partition(".")
+        return bool(head) and rest == pattern[2:]
+    return pattern == domain
+
+
+@check("ACM certificate")
+def check_certificate(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """The ALB can only use an ACM certificate from its own region, issued and covering the domain."""
+    ingress = cfg.ingress
+    arn = ingress.certificate_arn
+    if not ingress.enabled or not arn:
+        return [CheckResult("ingress certificate", "SKIP", "ingress is off or ingress.certificateArn is not set")]
+    parts = arn.split(":")
+    cert_region = parts[3] if len(parts) > 5 and parts[2] == "acm" else None
+    if cert_region != cfg.region:
+        return [
+            CheckResult(
+                "ingress certificate",
+                "FAIL",
+                f"{arn} is in {cert_region or 'no region (not an ACM ARN)'}, the stack is in {cfg.region}",
+                f"request or import the certificate in {cfg.region} and set ingress.certificateArn to it",
+            )
+        ]
+    try:
+        cert = call(clients("acm"), "describe_certificate", CertificateArn=arn)["Certificate"]
+    except ClientError as err:
+        if error_code(err) == "ResourceNotFoundException":
+            return [
+                CheckResult(
+                    "ingress certificate",
+                    "FAIL",
+                    f"no certificate {arn} in {cfg.region}",
+                    "fix ingress.certificateArn",
+                )
+            ]
+        raise
+    status = cert.get("Status", "?")
+    if status != "ISSUED":
+        return [
+            CheckResult(
+                "ingress certificate",
+                "FAIL",
+                f"certificate status is {status}, not ISSUED",
+                "complete DNS validation (or renew/re-import) before deploying",
+            )
+        ]
+    names = [*(cert.get("SubjectAlternativeNames") or []), cert.get("DomainName", "")]
+    if ingress.domain_name and not any(_covers(n, ingress.domain_name) for n in names if n):
+        return [
+            CheckResult(
+                "ingress certificate",
+                "FAIL",
+                f"the certificate covers {', '.join(sorted(set(filter(None, names))))}, not {ingress.domain_name}",
+                "use a certificate for ingress.domainName",
+            )
+        ]
+    return [CheckResult("ingress certificate", "PASS", f"issued in {cfg.region} for {cert.get('DomainName', '?')}")]
+
+
+@check("hosted zone")
+def check_hosted_zone(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """ingress.domainName must sit inside ingress.hostedZoneId, or the DNS record cannot be created."""
+    ingress = cfg.ingress
+    if not ingress.enabled or not ingress.hosted_zone_id or not ingress.domain_name:
+        return [
+            CheckResult("ingress hosted zone", "SKIP", "ingress is off or ingress.hostedZoneId / domainName is not set")
+        ]
+    try:
+        zone = call(clients("route53"), "get_hosted_zone", Id=ingress.hosted_zone_id)["HostedZone"]
+    except ClientError as err:
+        if error_code(err) == "NoSuchHostedZone":
+            return [
+                CheckResult(
+                    "ingress hosted zone",
+                    "FAIL",
+                    f"no hosted zone {ingress.hosted_zone_id} in this account",
+                    "fix ingress.hostedZoneId",
+                )
+            ]
+        raise
+    zone_name = zone["Name"].rstrip(".").lower()
+    domain = ingress.domain_name.rstrip(".").lower()
+    if domain != zone_name and not domain.endswith("." + zone_name):
+        return [
+            CheckResult(
+                "ingress hosted zone",
+                "FAIL",
+                f"{domain} is not inside the zone {zone_name} ({ingress.hosted_zone_id})",
+                "set ingress.hostedZoneId to the zone that holds ingress.domainName",
+            )
+        ]
+    if zone.get("Config", {}).get("PrivateZone") and ingress.scheme == "internet-facing":
+        return [
+            CheckResult(
+                "ingress hosted zone",
+                "WARN",
+                f"{zone_name} is a private zone but the ALB is internet-facing: the name won't resolve publicly",
+                "use a public hosted zone, or ingress.scheme: internal",
+            )
+        ]
+    return [CheckResult("ingress hosted zone", "PASS", f"{domain} is in {zone_name}")]
+
+
+# --- training plans ---------------------------------------------------------------------------------------------
+
+
+def _zone_ids(ec2: Any, names: set[str]) -> dict[str, str]:
+    if not names:
+        return {}
+    zones = call(ec2, "describe_availability_zones", ZoneNames=sorted(names))["AvailabilityZones"]
+    return {z["ZoneName"]: z["ZoneId"] for z in zones}
+
+
+@check("training plans")
+def check_training_plans(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """A group's training plan must reserve its instance type in its AZ, for HyperPod, enough of them."""
+    groups = [(i, g) for i, g in enumerate(cfg.cluster.instance_groups) if g.training_plan_arn]
+    if not groups:
+        return [CheckResult("training plans", "SKIP", "no instance group sets trainingPlanArn")]
+    out: list[CheckResult] = []
+    for i, group in groups:
+        arn = group.training_plan_arn or ""
+        name = f"training plan {group.name}"
+        key = f"cluster.instanceGroups[{i}].trainingPlanArn"
+        plan_region = arn.split(":")[3]
+        if plan_region != cfg.region:
+            out.append(
+                CheckResult(name, "FAIL", f"the plan is in {plan_region}, the stack in {cfg.region}", f"fix {key}")
+            )
+            continue
+        try:
+            plan = call(clients("sagemaker"), "describe_training_plan", TrainingPlanName=arn.rsplit("/", 1)[-1])
+        except ClientError as err:
+            if error_code(err) in ("ResourceNotFound", "ResourceNotFoundException"):
+                out.append(CheckResult(name, "FAIL", f"no training plan {arn}", f"fix {key}"))
+                continue
+            raise
+        problems: list[str] = []
+        if "hyperpod-cluster" not in (plan.get("TargetResources") or []):
+            problems.append(f"it targets {', '.join(plan.get('TargetResources') or ['nothing'])}, not hyperpod-cluster")
+        if plan.get("Status") not in USABLE_PLAN_STATES:
+            problems.append(f"its status is {plan.get('Status', '?')}")
+        summaries = plan.get("ReservedCapacitySummaries") or []
+        names_only = {
+            s["AvailabilityZone"] for s in summaries if not s.get("AvailabilityZoneId") and s.get("AvailabilityZone")
+        }
+        ids = _zone_ids(clients("ec2"), names_only)
+        az = group_az(cfg, group)
+        typed = [s for s in summaries if s.get("InstanceType") == group.instance_type]
+        here = [s for s in typed if (s.get("AvailabilityZoneId") or ids.get(s.get("AvailabilityZone", ""))) == az]
+        if not typed:
+            reserved = sorted({s.get("InstanceType", "?") for s in summaries})
+            problems.append(f"it reserves {', '.join(reserved) or 'nothing'}, not {group.instance_type}")
+        elif not here:
+            where = sorted({s.get("AvailabilityZoneId") or ids.get(s.get("AvailabilityZone", ""), "?") for s in typed})
+            problems.append(f"its {group.instance_type} capacity is in {', '.join(where)}, the group in {az}")
+        else:
+            reserved_count = sum(int(s.get("TotalInstanceCount", 0)) for s in here)
+            if reserved_count < group.instance_count:
+                problems.append(
+                    f"it reserves {reserved_count} instance(s) in {az}, the group wants {group.instance_count}"
+                )
+        if problems:
+            out.append(
+                CheckResult(
+                    name,
+                    "FAIL",
+                    "; ".join(problems),
+                    f"fix {key} or the group's instanceType/availabilityZoneId/instanceCount to match the plan",
+                )
+            )
+        else:
+            out.append(CheckResult(name, "PASS", f"{plan.get('Status')} plan reserves {group.instance_type} in {az}"))
+    return out
+
+
+def run_all(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Every registered check, in order."""
+    results: list[CheckResult] = []
+    for fn in CHECKS:
+        results.extend(fn(clients, cfg))
+    return results

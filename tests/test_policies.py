@@ -792,3 +792,34 @@ def test_registered_gateway_is_judged(stack_runs: dict[str, StackRun]) -> None:
 
 def get_jwt(reg: Registration) -> Any:
     return copy.deepcopy(_spec_of(copy.deepcopy(reg))).get("auth", {}).get("jwt")
+
+
+# --- end to end through tools.preview with a changed stack config ---------------------------------------
+
+
+def _preview(stack: str, mapping: dict[str, Any]) -> tuple[int, str]:
+    console = Console(record=True, width=600, highlight=False, soft_wrap=True)
+    code = preview_mod.preview(stack, mapping=mapping, console=console)
+    return code, console.export_text()
+
+
+def _dev_with_redis(transit: bool) -> dict[str, Any]:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:kvCache"] = {"l2Backend": "redis", "redis": {"transitEncryption": transit}}
+    mapping["hyperpod-inference:endpoints"][0]["spec"]["kvCacheSpec"]["l2CacheSpec"]["l2CacheBackend"] = "redis"
+    return mapping
+
+
+def test_preview_dev_redis_without_tls_is_stopped_and_with_tls_only_advised() -> None:
+    """dev allows a non-TLS Redis in config, the pack does not (redis-encryption is mandatory everywhere)."""
+    rg = "aws:elasticache/replicationGroup:ReplicationGroup::kv-cache-rg"
+    code, out = _preview("dev", _dev_with_redis(transit=False))
+    assert code == 1, out
+    assert f"MANDATORY redis-encryption {rg}: transitEncryptionEnabled is not true" in out
+    # add-on v1.3.0 ignores l2CacheBackend redis: advised, not blocked
+    assert f"ADVISORY known-addon-defect {IEC_TYPE}::endpoints-inference-llama-8b" in out
+
+    code, out = _preview("dev", _dev_with_redis(transit=True))
+    assert code == 0, out
+    assert "redis-encryption" not in out
+    assert "ADVISORY known-addon-defect" in out

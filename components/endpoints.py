@@ -114,6 +114,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
 
     resources: dict[str, k8s.apiextensions.CustomResource]
     namespaces: dict[str, k8s.core.v1.Namespace]
+    names: dict[str, str]
 
     def __init__(self, name: str, args: InferenceEndpointsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:endpoints:InferenceEndpoints", name, None, opts)
@@ -166,4 +167,5 @@ class InferenceEndpoints(pulumi.ComponentResource):
                     ),
                 ),
             )
-        self.register_outputs({"endpoints": {k: r.metadata for k, r in self.resources.items()}})
+        self.names = {e.name: f"{e.namespace}/{e.name}" for e in args.endpoints}
+        self.register_outputs({"endpoints": self.names})

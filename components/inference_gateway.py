@@ -28,11 +28,10 @@ KIND = "InferenceGatewayConfig"
 
 def gateway_spec(gateway: GatewayConfig) -> dict[str, Any]:
     """The gateway's spec as the camelCase mapping the user wrote (typed or free-form)."""
-    spec = gateway.spec
-    if isinstance(spec, dict):
-        return copy.deepcopy(spec)
-    dumped: dict[str, Any] = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
-    return dumped
+    if hasattr(gateway, "spec_dict"):
+        typed: dict[str, Any] = copy.deepcopy(gateway.spec_dict())
+        return typed
+    return copy.deepcopy(dict(gateway.spec or {}))
 
 
 def render_gateway(gateway: GatewayConfig) -> dict[str, Any]:

@@ -148,7 +148,8 @@ class RedisKvCache(pulumi.ComponentResource):
             auto_minor_version_upgrade=True,
             apply_immediately=not args.is_prod,
             tags=tags("rg"),
-            opts=pulumi.ResourceOptions(parent=self, additional_secret_outputs=["authToken"]),
+            # Protected in prod: re-creating a Multi-AZ group takes long and cold-starts every worker's L2 tier.
+            opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod, additional_secret_outputs=["authToken"]),
         )
 
         scheme = "rediss" if cfg.transit_encryption else "redis"

@@ -57,6 +57,9 @@ def endpoint_spec(endpoint: Any) -> dict[str, Any]:
     The spec may be a mapping or a typed pydantic model; only the keys the user set are kept, so a
     rendered custom resource never gains defaults the user did not ask for.
     """
+    if hasattr(endpoint, "spec_dict"):
+        typed: dict[str, Any] = endpoint.spec_dict()
+        return typed
     spec = endpoint.spec
     if isinstance(spec, BaseModel):
         dumped: dict[str, Any] = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
@@ -123,7 +126,7 @@ def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     """
     gw = cfg.gateway
     if gw.enabled:
-        spec = gw.spec if isinstance(gw.spec, dict) else gw.spec.model_dump(by_alias=True, exclude_unset=True)
+        spec = gw.spec_dict() if hasattr(gw, "spec_dict") else dict(gw.spec or {})
         jwt = ((spec.get("auth") or {}).get("jwt") or {}) if isinstance(spec.get("auth"), dict) else {}
         provider = jwt.get("provider") if isinstance(jwt, dict) else None
         if cfg.is_prod and not isinstance(provider, dict):

@@ -1,0 +1,111 @@
+"""InferenceGateway and the serving layer as the real program wires it (prod: gateway with JWT, sglang endpoint)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.conftest import stack_mapping
+from tools.harness import StackRun
+
+GW_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1alpha1:InferenceGatewayConfig"
+IEC_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+
+def _spec(value: Any) -> Any:
+    return value["value"] if isinstance(value, dict) and SECRET_SIG in value else value
+
+
+def _addon_urns(run: StackRun) -> set[str]:
+    """The inference add-on component's EKS add-on (a dependency on the component expands to it)."""
+    (component,) = [r for r in run.registrations if r.type == "hyperpod:operator:InferenceOperatorAddon"]
+    urns = {r.urn for r in run.registrations if r.type == "aws:eks/addon:Addon" and r.parent == component.urn}
+    assert urns
+    return urns
+
+
+def test_prod_gateway_config_with_jwt(stack_runs: dict[str, StackRun]) -> None:
+    run = stack_runs["prod"]
+    (gw,) = run.of_type(GW_TYPE)
+    assert gw.inputs["apiVersion"] == "inference.sagemaker.aws.amazon.com/v1alpha1"
+    assert gw.inputs["metadata"]["name"] == "inference-gateway"
+    assert gw.inputs["metadata"]["namespace"] == "hyperpod-inference-system"
+    provider = gw.inputs["spec"]["auth"]["jwt"]["provider"]
+    assert provider["issuer"] == "https://login.example.com/oauth2/default"
+    assert provider["remoteJWKS"] == {"uri": "https://login.example.com/oauth2/default/v1/keys"}
+    assert provider["audiences"] == ["hpi-prod-inference"]
+    (scheduler,) = gw.inputs["spec"]["schedulers"]
+    assert scheduler["engineType"] == "sglang" and scheduler["modelName"] == "Qwen2.5-7B-Instruct"
+    # Ordered after the inference add-on (its CRD and gateway controller) and on the cluster's provider.
+    assert gw.provider is not None and gw.provider.startswith("urn:")
+    assert _addon_urns(run) <= set(gw.dependencies)
+
+
+def test_prod_endpoints_wired_after_the_addon_with_the_tls_bucket(stack_runs: dict[str, StackRun]) -> None:
+    run = stack_runs["prod"]
+    crs = {r.inputs["metadata"]["name"]: r for r in run.of_type(IEC_TYPE)}
+    assert set(crs) == {"llama-70b-kvaware", "llama-70b-dpd", "qwen-sglang"}
+    addon_urns = _addon_urns(run)
+    tls_bucket = run.outputs["tlsCertificateBucket"]
+    for name, cr in crs.items():
+        assert addon_urns <= set(cr.dependencies), name
+        spec = _spec(cr.inputs["spec"])
+        assert spec["tlsConfig"]["tlsCertificateOutputS3Uri"] == f"s3://{tls_bucket}/endpoints/inference/{name}"
+        assert cr.inputs["metadata"]["labels"]["hyperpod-inference/engine"] in ("vllm", "sglang")
+    sglang = _spec(crs["qwen-sglang"].inputs["spec"])
+    assert sglang["inferenceGateway"] == {"enabled": True, "name": "inference-gateway"}
+    assert "intelligentRoutingSpec" not in sglang and "kvCacheSpec" not in sglang
+    assert crs["qwen-sglang"].inputs["metadata"]["labels"]["hyperpod-inference/engine"] == "sglang"
+    # Only the endpoint that asked for redis carries the (secret) URL.
+    assert SECRET_SIG in crs["llama-70b-kvaware"].inputs["spec"]
+    assert str(
+        _spec(crs["llama-70b-kvaware"].inputs["spec"])["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"]
+    ).startswith("rediss://:")
+    namespaces = [
+        r for r in run.registrations if r.type == "kubernetes:core/v1:Namespace" and r.name.startswith("endpoints-ns-")
+    ]
+    assert [n.inputs["metadata"]["name"] for n in namespaces] == ["inference"]
+
+
+def test_dev_has_no_gateway(stack_runs: dict[str, StackRun]) -> None:
+    run = stack_runs["dev"]
+    assert run.of_type(GW_TYPE) == []
+    assert len(run.of_type(IEC_TYPE)) == 1
+
+
+def _rendered_issues(run, mapping: dict[str, Any]) -> list[str]:
+    result = run("prod", mapping)
+    assert result.config_error is not None and result.registrations == []
+    return [i.render() for i in result.config_error.issues]
+
+
+def test_prod_gateway_without_jwt_is_a_config_error(run) -> None:
+    mapping = stack_mapping("prod")
+    del mapping["hyperpod-inference:gateway"]["spec"]["auth"]
+    issues = _rendered_issues(run, mapping)
+    assert any(i.startswith("hyperpod-inference:gateway.spec.auth.jwt.provider: prod requires JWT") for i in issues), (
+        issues
+    )
+
+
+def test_jwt_without_audiences_or_claims_is_a_config_error(run) -> None:
+    mapping = stack_mapping("prod")
+    del mapping["hyperpod-inference:gateway"]["spec"]["auth"]["jwt"]["provider"]["audiences"]
+    issues = _rendered_issues(run, mapping)
+    assert any(i.startswith("hyperpod-inference:gateway.spec.auth.jwt.provider") for i in issues), issues
+
+
+def test_endpoint_opting_into_a_disabled_gateway_is_a_config_error(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:gateway"]["enabled"] = False
+    issues = _rendered_issues(run, mapping)
+    assert any(i.startswith("hyperpod-inference:endpoints[2].spec.inferenceGateway.enabled") for i in issues), issues
+
+
+def test_gateway_needs_the_v2_addon(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:operator"]["addonVersion"] = "v1.4.0-eksbuild.1"
+    issues = _rendered_issues(run, mapping)
+    assert any(
+        i.startswith("hyperpod-inference:gateway.enabled: the managed Inference Gateway needs") for i in issues
+    ), issues

@@ -1,0 +1,250 @@
+"""RedisKvCache: encryption, network isolation, secrecy of the AUTH token, and where its URL goes.
+
+The components run inside a small program (``SERVING_PROGRAM``: the real Network, a stand-in node SG and
+add-on, then RedisKvCache, InferenceEndpoints and InferenceGateway exactly as ``__main__.py`` wires them)
+through the same harness as the real program, so these tests do not depend on the other layers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import registered, stack_mapping
+from tools.harness import StackRun, run_stack
+
+SERVING_PROGRAM = """
+import pulumi
+import pulumi_aws as aws
+
+from components.config import load_stack_config
+from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs
+from components.inference_gateway import InferenceGateway, InferenceGatewayArgs
+from components.kv_cache import RedisKvCache, RedisKvCacheArgs
+from components.network import Network, NetworkArgs
+
+cfg = load_stack_config()
+network = Network(
+    "network",
+    NetworkArgs(network=cfg.network, region=cfg.region, nat_per_az=False, eks_cluster_name="eks", tags={}),
+)
+node_sg = aws.ec2.SecurityGroup("stand-in-node-sg", vpc_id=network.vpc_id)
+addon = aws.eks.Addon("stand-in-addon", cluster_name="eks", addon_name="amazon-sagemaker-hyperpod-inference")
+redis = None
+if cfg.kv_cache.l2_backend == "redis":
+    redis = RedisKvCache(
+        "kv-cache",
+        RedisKvCacheArgs(
+            redis=cfg.kv_cache.redis,
+            vpc_id=network.vpc_id,
+            subnet_ids=list(network.private_subnet_ids.values()),
+            node_security_group_id=node_sg.id,
+            name_prefix=cfg.name_prefix,
+            is_prod=cfg.is_prod,
+            tags=cfg.common_tags,
+        ),
+    )
+    pulumi.export("kvCacheUrl", redis.url)
+    pulumi.export("nodeSg", node_sg.id)
+    pulumi.export(
+        "secretness",
+        pulumi.Output.all(
+            pulumi.Output.from_input(redis.auth_token.is_secret()),
+            pulumi.Output.from_input(redis.connection_url.is_secret()),
+            pulumi.Output.from_input(redis.url.is_secret()),
+        ),
+    )
+InferenceEndpoints(
+    "endpoints",
+    InferenceEndpointsArgs(
+        endpoints=cfg.endpoints,
+        tags=cfg.common_tags,
+        tls_bucket="hyperpod-tls-standin",
+        redis_url=redis.connection_url if redis else None,
+        depends_on=[addon],
+    ),
+)
+if cfg.gateway.enabled:
+    InferenceGateway("gateway", InferenceGatewayArgs(gateway=cfg.gateway, depends_on=[addon]))
+"""
+
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+RG = "aws:elasticache/replicationGroup:ReplicationGroup"
+
+
+def rid(run: StackRun, typ: str, name: str) -> str:
+    """The physical id the mocks gave a resource."""
+    return str(run.monitor.resources[run.named(typ, name).urn].id)
+
+
+def is_secret_input(value: Any) -> bool:
+    return isinstance(value, dict) and SECRET_SIG in value
+
+
+def unwrap(value: Any) -> Any:
+    return value["value"] if is_secret_input(value) else value
+
+
+@pytest.fixture(scope="session")
+def serving_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("serving") / "program.py"
+    path.write_text(SERVING_PROGRAM, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def prod_serving(serving_program: Path) -> StackRun:
+    return registered(run_stack("prod", main=serving_program))
+
+
+def test_replication_group_encrypted_private_and_a_cache(prod_serving: StackRun) -> None:
+    rg = prod_serving.named(RG, "kv-cache-rg").inputs
+    key = prod_serving.named("aws:kms/key:Key", "kv-cache-kms")
+    assert rg["engine"] == "valkey" and rg["engineVersion"] == "8.0"
+    assert rg["transitEncryptionEnabled"] is True
+    assert rg["transitEncryptionMode"] == "required"
+    assert rg["atRestEncryptionEnabled"] is True
+    assert rg["kmsKeyId"] == key.outputs["arn"]
+    assert key.inputs["enableKeyRotation"] is True
+    assert key.protect is True  # prod
+    assert prod_serving.named(RG, "kv-cache-rg").protect is True
+    assert rg["snapshotRetentionLimit"] == 0
+    # prod: replicas 2 -> 3 nodes, Multi-AZ with automatic failover
+    assert rg["numCacheClusters"] == 3
+    assert rg["multiAzEnabled"] is True and rg["automaticFailoverEnabled"] is True
+    params = prod_serving.named("aws:elasticache/parameterGroup:ParameterGroup", "kv-cache-params").inputs
+    assert params["family"] == "valkey8"
+    assert params["parameters"] == [{"name": "maxmemory-policy", "value": "allkeys-lru"}]
+    assert rg["parameterGroupName"] == params["name"]
+    subnets = prod_serving.named("aws:elasticache/subnetGroup:SubnetGroup", "kv-cache-subnets").inputs
+    private = {
+        rid(prod_serving, "aws:ec2/subnet:Subnet", r.name)
+        for r in prod_serving.of_type("aws:ec2/subnet:Subnet")
+        if "private" in r.name
+    }
+    assert set(subnets["subnetIds"]) == private and len(private) == 3
+
+
+def test_security_group_admits_redis_port_only_from_the_node_sg(prod_serving: StackRun) -> None:
+    sg = prod_serving.named("aws:ec2/securityGroup:SecurityGroup", "kv-cache-sg")
+    sg_id = rid(prod_serving, "aws:ec2/securityGroup:SecurityGroup", "kv-cache-sg")
+    assert "ingress" not in sg.inputs and "egress" not in sg.inputs
+    rules = [
+        r
+        for r in prod_serving.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == sg_id
+    ]
+    assert len(rules) == 1
+    rule = rules[0].inputs
+    node_sg = rid(prod_serving, "aws:ec2/securityGroup:SecurityGroup", "stand-in-node-sg")
+    assert rule["referencedSecurityGroupId"] == node_sg
+    assert (rule["fromPort"], rule["toPort"], rule["ipProtocol"]) == (6379, 6379, "tcp")
+    assert not any(k in rule for k in ("cidrIpv4", "cidrIpv6", "prefixListId"))
+    rg = prod_serving.named(RG, "kv-cache-rg").inputs
+    assert rg["securityGroupIds"] == [sg_id]
+
+
+def test_auth_token_is_secret_end_to_end(prod_serving: StackRun) -> None:
+    password = prod_serving.named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token")
+    assert password.inputs["special"] is False and 32 <= password.inputs["length"] <= 128
+    rg = prod_serving.named(RG, "kv-cache-rg").inputs
+    assert is_secret_input(rg["authToken"])
+    assert unwrap(rg["authToken"]) == password.outputs["result"]
+    # auth_token and connection_url are secret Outputs; the plain url carries no credentials.
+    assert prod_serving.outputs["secretness"] == [True, True, False]
+    url = prod_serving.outputs["kvCacheUrl"]
+    host = prod_serving.named(RG, "kv-cache-rg").outputs["primaryEndpointAddress"]
+    assert url == f"rediss://{host}:6379"
+    assert password.outputs["result"] not in url
+
+
+def test_redis_url_reaches_exactly_the_endpoints_that_asked(prod_serving: StackRun) -> None:
+    crs = {
+        r.inputs["metadata"]["name"]: r
+        for r in prod_serving.registrations
+        if r.type.endswith(":InferenceEndpointConfig")
+    }
+    assert set(crs) == {"llama-70b-kvaware", "llama-70b-dpd", "qwen-sglang"}
+    token = prod_serving.named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token").outputs["result"]
+    host = prod_serving.named(RG, "kv-cache-rg").outputs["primaryEndpointAddress"]
+    asked = crs["llama-70b-kvaware"].inputs["spec"]
+    assert is_secret_input(asked), "a spec carrying the AUTH token must be a secret"
+    l2 = unwrap(asked)["kvCacheSpec"]["l2CacheSpec"]
+    assert l2 == {"l2CacheBackend": "redis", "l2CacheLocalUrl": f"rediss://:{token}@{host}:6379"}
+    for name in ("llama-70b-dpd", "qwen-sglang"):
+        spec = crs[name].inputs["spec"]
+        assert not is_secret_input(spec)
+        assert "l2CacheSpec" not in spec.get("kvCacheSpec", {})
+        assert token not in str(spec)
+
+
+def test_dev_has_no_redis_and_tieredstorage_needs_no_url(serving_program: Path) -> None:
+    run = registered(run_stack("dev", main=serving_program))
+    assert run.of_type(RG) == []
+    assert run.of_type("random:index/randomPassword:RandomPassword") == []
+    (cr,) = [r for r in run.registrations if r.type.endswith(":InferenceEndpointConfig")]
+    assert cr.inputs["spec"]["kvCacheSpec"]["l2CacheSpec"] == {"l2CacheBackend": "tieredstorage"}
+
+
+def test_single_node_dev_redis_has_no_failover(serving_program: Path) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:kvCache"] = {
+        "l2Backend": "redis",
+        "redis": {"replicas": 0, "engine": "redis", "engineVersion": "7.1"},
+    }
+    run = registered(run_stack("dev", mapping, main=serving_program))
+    rg = run.named(RG, "kv-cache-rg").inputs
+    assert rg["numCacheClusters"] == 1
+    assert rg["multiAzEnabled"] is False and rg["automaticFailoverEnabled"] is False
+    assert rg["engine"] == "redis" and rg["transitEncryptionEnabled"] is True
+    assert run.named("aws:elasticache/parameterGroup:ParameterGroup", "kv-cache-params").inputs["family"] == "redis7"
+    assert run.named("aws:kms/key:Key", "kv-cache-kms").protect is False
+
+
+def _issues(mapping: dict[str, Any], stack: str = "prod") -> list[str]:
+    """The config errors the program reports for ``mapping`` (nothing is registered then)."""
+    run = run_stack(stack, mapping)
+    assert run.config_error is not None, "expected a config error"
+    assert run.registrations == []
+    return [i.render() for i in run.config_error.issues]
+
+
+def test_prod_redis_needs_a_replica_and_tls() -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:kvCache"]["redis"].update(replicas=0, transitEncryption=False)
+    issues = _issues(mapping)
+    assert any(i.startswith("hyperpod-inference:kvCache.redis.replicas: prod needs at least 1 replica") for i in issues)
+    assert any(i.startswith("hyperpod-inference:kvCache.redis.transitEncryption: must be true in prod") for i in issues)
+
+
+def test_unpinned_engine_version_is_a_config_error() -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:kvCache"]["redis"]["engineVersion"] = "9.9"
+    issues = _issues(mapping)
+    assert any(
+        i.startswith("hyperpod-inference:kvCache.redis.engineVersion: valkey 9.9 is not a pinned") for i in issues
+    )
+
+
+def test_user_url_conflicting_with_the_stacks_redis_is_a_config_error() -> None:
+    mapping = stack_mapping("prod")
+    l2 = mapping["hyperpod-inference:endpoints"][0]["spec"]["kvCacheSpec"]["l2CacheSpec"]
+    l2["l2CacheLocalUrl"] = "redis://other-redis.example.com:6379"
+    issues = _issues(mapping)
+    assert any(
+        i.startswith("hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl: this stack creates")
+        for i in issues
+    )
+
+
+@pytest.mark.parametrize("backend", ["none", "tieredstorage"])
+def test_redis_endpoint_without_stack_redis_is_a_config_error(backend: str) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:kvCache"] = {"l2Backend": backend}
+    issues = _issues(mapping)
+    assert any(
+        i.startswith("hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheBackend: redis needs")
+        for i in issues
+    ), issues

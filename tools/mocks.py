@@ -183,6 +183,138 @@ def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
     }
 
 
+def _replication_group(ctx: MockContext) -> dict[str, Any]:
+    rg = ctx.inputs.get("replicationGroupId") or ctx.physical_name
+    short = {"us-west-2": "usw2", "us-east-1": "use1", "us-east-2": "use2", "eu-west-1": "euw1"}.get(ctx.region, "usw2")
+    suffix = _hex(rg, "cache", n=6)
+    tls = "master." if ctx.inputs.get("transitEncryptionEnabled") else ""
+    return {
+        "id": rg,
+        "arn": ctx.arn("elasticache", f"replicationgroup:{rg}"),
+        "primaryEndpointAddress": f"{tls}{rg}.{suffix}.{short}.cache.amazonaws.com",
+        "readerEndpointAddress": f"replica.{rg}.{suffix}.{short}.cache.amazonaws.com",
+        "port": ctx.inputs.get("port", 6379),
+        "memberClusters": [f"{rg}-{i + 1:03d}" for i in range(int(ctx.inputs.get("numCacheClusters") or 1))],
+    }
+
+
+def _random_password(ctx: MockContext) -> dict[str, Any]:
+    length = int(ctx.inputs.get("length") or 32)
+    seed = hashlib.sha256(f"password/{ctx.name}".encode()).hexdigest()
+    alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789"
+    value = "".join(alphabet[int(seed[i % 64], 16) * 3 % len(alphabet)] for i in range(length))
+    return {"id": "none", "result": value, "bcryptHash": "$2a$10$" + _hex(value, n=53)}
+
+
+def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
+    """pulumi-eks ``eks:index:Cluster`` (a remote component: no children under mocks, only these outputs)."""
+    name = ctx.inputs.get("name") or ctx.physical_name
+    oidc_id = _hex(name, "oidc", n=32).upper()
+    issuer = f"oidc.eks.{ctx.region}.amazonaws.com/id/{oidc_id}"
+    endpoint = f"https://{_hex(name, n=32).upper()}.gr7.{ctx.region}.eks.amazonaws.com"
+    ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kubernetes", "cluster": {"server": endpoint, "certificate-authority-data": ca}}],
+        "contexts": [{"name": "aws", "context": {"cluster": "kubernetes", "user": "aws"}}],
+        "current-context": "aws",
+        "users": [
+            {
+                "name": "aws",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": ["eks", "get-token", "--cluster-name", name, "--output", "json"],
+                    }
+                },
+            }
+        ],
+    }
+    return {
+        "id": name,
+        "kubeconfig": kubeconfig,
+        "kubeconfigJson": json.dumps(kubeconfig),
+        "oidcProviderArn": ctx.arn("iam", f"oidc-provider/{issuer}", region=False),
+        "oidcProviderUrl": f"https://{issuer}",
+        "oidcIssuer": issuer,
+        "clusterSecurityGroupId": f"sg-{_hex(name, 'cluster')}",
+        "nodeSecurityGroupId": f"sg-{_hex(name, 'node')}",
+        "clusterIngressRuleId": f"sgr-{_hex(name, 'ingress')}",
+    }
+
+
+# Route 53 hosted-zone IDs of ALBs per region (Elastic Load Balancing endpoints and quotas).
+ALB_ZONE_IDS = {"us-east-1": "Z35SXDOTRQ7X7K", "us-east-2": "Z3AADJGX6KTTL2", "us-west-2": "Z1H1FL5HABSF5"}
+
+
+def _alb(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.physical_name
+    lb_id = _hex(ctx.name, "alb", n=16)
+    dns = f"{'internal-' if ctx.inputs.get('internal') else ''}{name}-{int(_hex(name, n=8), 16) % 10**10}"
+    arn = ctx.arn("elasticloadbalancing", f"loadbalancer/app/{name}/{lb_id}")
+    return {
+        "id": arn,
+        "arn": arn,
+        "arnSuffix": f"app/{name}/{lb_id}",
+        "dnsName": f"{dns}.{ctx.region}.elb.amazonaws.com",
+        "zoneId": ALB_ZONE_IDS.get(ctx.region, "Z1H1FL5HABSF5"),
+    }
+
+
+def _target_group(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.physical_name
+    arn = ctx.arn("elasticloadbalancing", f"targetgroup/{name}/{_hex(ctx.name, 'tg', n=16)}")
+    return {"id": arn, "arn": arn, "arnSuffix": arn.split(":")[-1]}
+
+
+def _listener(ctx: MockContext) -> dict[str, Any]:
+    arn = ctx.arn("elasticloadbalancing", f"listener/app/{ctx.name}/{_hex(ctx.name, n=16)}/{_hex(ctx.name, 'l', n=16)}")
+    return {"id": arn, "arn": arn}
+
+
+def _listener_rule(ctx: MockContext) -> dict[str, Any]:
+    arn = ctx.arn(
+        "elasticloadbalancing", f"listener-rule/app/{ctx.name}/{_hex(ctx.name, n=16)}/{_hex(ctx.name, 'r', n=16)}"
+    )
+    return {"id": arn, "arn": arn}
+
+
+def _acm_certificate(ctx: MockContext) -> dict[str, Any]:
+    cid = f"{_hex(ctx.name, n=8)}-{_hex(ctx.name, 'a', n=4)}-{_hex(ctx.name, 'b', n=4)}-{_hex(ctx.name, 'c', n=4)}-{_hex(ctx.name, 'd', n=12)}"
+    arn = ctx.arn("acm", f"certificate/{cid}")
+    names = [ctx.inputs.get("domainName") or "example.com", *(ctx.inputs.get("subjectAlternativeNames") or [])]
+    options = [
+        {
+            "domainName": n,
+            "resourceRecordName": f"_{_hex(n, 'acm', n=32)}.{n}.",
+            "resourceRecordType": "CNAME",
+            "resourceRecordValue": f"_{_hex(n, 'acmv', n=32)}.mhbtsbpdnt.acm-validations.aws.",
+        }
+        for n in names
+    ]
+    return {"id": arn, "arn": arn, "domainValidationOptions": options, "status": "PENDING_VALIDATION"}
+
+
+def _route53_record(ctx: MockContext) -> dict[str, Any]:
+    name = str(ctx.inputs.get("name") or ctx.name).rstrip(".")
+    return {"id": f"{ctx.inputs.get('zoneId')}_{name}_{ctx.inputs.get('type')}", "fqdn": name}
+
+
+def _eks_addon(ctx: MockContext) -> dict[str, Any]:
+    cluster, addon = ctx.inputs.get("clusterName"), ctx.inputs.get("addonName")
+    uid = f"{_hex(ctx.name, n=8)}-{_hex(ctx.name, 'a', n=4)}-{_hex(ctx.name, 'b', n=4)}-{_hex(ctx.name, 'c', n=4)}-{_hex(ctx.name, 'd', n=12)}"
+    return {"id": f"{cluster}:{addon}", "arn": ctx.arn("eks", f"addon/{cluster}/{addon}/{uid}")}
+
+
+def _eks_access_entry(ctx: MockContext) -> dict[str, Any]:
+    cluster, principal = ctx.inputs.get("clusterName"), str(ctx.inputs.get("principalArn") or "")
+    role = principal.rsplit("/", 1)[-1]
+    arn = ctx.arn("eks", f"access-entry/{cluster}/role/{ACCOUNT_ID}/{role}/{_hex(ctx.name, n=8)}")
+    return {"id": f"{cluster}:{principal}", "accessEntryArn": arn, "userName": principal}
+
+
 # type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
 OUTPUTS: dict[str, OutputFn] = {
     "aws:ec2/vpc:Vpc": _vpc,
@@ -207,6 +339,8 @@ OUTPUTS: dict[str, OutputFn] = {
     "aws:kms/key:Key": _kms,
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws-native:sagemaker:Cluster": _sagemaker_cluster,
+    "aws:elasticache/replicationGroup:ReplicationGroup": _replication_group,
+    "random:index/randomPassword:RandomPassword": _random_password,
     "eks:index:Cluster": _pulumi_eks_cluster,
 }
 

@@ -80,6 +80,26 @@ pulumi.export("hyperpodClusterName", hyperpod.cluster_name)
 # --- KV cache L2, endpoints, inference gateway (issue 5) ---
 
 # --- ALB front door with OIDC (issue 6) ---
+from components.ingress import IngressAlb, IngressAlbArgs  # noqa: E402
+
+if cfg.ingress.enabled:
+    alb_subnets = network.public_subnet_ids if cfg.ingress.scheme == "internet-facing" else network.private_subnet_ids
+    front_door = IngressAlb(
+        "front-door",
+        IngressAlbArgs(
+            ingress=cfg.ingress,
+            endpoints=cfg.endpoints,
+            vpc_id=network.vpc_id,
+            vpc_cidr=network.vpc_cidr,
+            subnet_ids=list(alb_subnets.values()),
+            name_prefix=cfg.name_prefix,
+            is_prod=cfg.is_prod,
+            k8s_provider=eks.k8s_provider,
+            tags=cfg.common_tags,
+        ),
+    )
+    pulumi.export("frontDoorUrl", front_door.url)
+    pulumi.export("frontDoorAlbDnsName", front_door.dns_name)
 
 # --- exports ---
 pulumi.export("environment", cfg.environment)

@@ -206,6 +206,76 @@ def _random_password(ctx: MockContext) -> dict[str, Any]:
     return {"id": "none", "result": value, "bcryptHash": "$2a$10$" + _hex(value, n=53)}
 
 
+# Route 53 hosted-zone IDs of ALBs per region (Elastic Load Balancing endpoints and quotas).
+ALB_ZONE_IDS = {"us-east-1": "Z35SXDOTRQ7X7K", "us-east-2": "Z3AADJGX6KTTL2", "us-west-2": "Z1H1FL5HABSF5"}
+
+
+def _alb(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.physical_name
+    lb_id = _hex(ctx.name, "alb", n=16)
+    dns = f"{'internal-' if ctx.inputs.get('internal') else ''}{name}-{int(_hex(name, n=8), 16) % 10**10}"
+    arn = ctx.arn("elasticloadbalancing", f"loadbalancer/app/{name}/{lb_id}")
+    return {
+        "id": arn,
+        "arn": arn,
+        "arnSuffix": f"app/{name}/{lb_id}",
+        "dnsName": f"{dns}.{ctx.region}.elb.amazonaws.com",
+        "zoneId": ALB_ZONE_IDS.get(ctx.region, "Z1H1FL5HABSF5"),
+    }
+
+
+def _target_group(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.physical_name
+    arn = ctx.arn("elasticloadbalancing", f"targetgroup/{name}/{_hex(ctx.name, 'tg', n=16)}")
+    return {"id": arn, "arn": arn, "arnSuffix": arn.split(":")[-1]}
+
+
+def _listener(ctx: MockContext) -> dict[str, Any]:
+    arn = ctx.arn("elasticloadbalancing", f"listener/app/{ctx.name}/{_hex(ctx.name, n=16)}/{_hex(ctx.name, 'l', n=16)}")
+    return {"id": arn, "arn": arn}
+
+
+def _listener_rule(ctx: MockContext) -> dict[str, Any]:
+    arn = ctx.arn(
+        "elasticloadbalancing", f"listener-rule/app/{ctx.name}/{_hex(ctx.name, n=16)}/{_hex(ctx.name, 'r', n=16)}"
+    )
+    return {"id": arn, "arn": arn}
+
+
+def _acm_certificate(ctx: MockContext) -> dict[str, Any]:
+    cid = f"{_hex(ctx.name, n=8)}-{_hex(ctx.name, 'a', n=4)}-{_hex(ctx.name, 'b', n=4)}-{_hex(ctx.name, 'c', n=4)}-{_hex(ctx.name, 'd', n=12)}"
+    arn = ctx.arn("acm", f"certificate/{cid}")
+    names = [ctx.inputs.get("domainName") or "example.com", *(ctx.inputs.get("subjectAlternativeNames") or [])]
+    options = [
+        {
+            "domainName": n,
+            "resourceRecordName": f"_{_hex(n, 'acm', n=32)}.{n}.",
+            "resourceRecordType": "CNAME",
+            "resourceRecordValue": f"_{_hex(n, 'acmv', n=32)}.mhbtsbpdnt.acm-validations.aws.",
+        }
+        for n in names
+    ]
+    return {"id": arn, "arn": arn, "domainValidationOptions": options, "status": "PENDING_VALIDATION"}
+
+
+def _route53_record(ctx: MockContext) -> dict[str, Any]:
+    name = str(ctx.inputs.get("name") or ctx.name).rstrip(".")
+    return {"id": f"{ctx.inputs.get('zoneId')}_{name}_{ctx.inputs.get('type')}", "fqdn": name}
+
+
+def _eks_addon(ctx: MockContext) -> dict[str, Any]:
+    cluster, addon = ctx.inputs.get("clusterName"), ctx.inputs.get("addonName")
+    uid = f"{_hex(ctx.name, n=8)}-{_hex(ctx.name, 'a', n=4)}-{_hex(ctx.name, 'b', n=4)}-{_hex(ctx.name, 'c', n=4)}-{_hex(ctx.name, 'd', n=12)}"
+    return {"id": f"{cluster}:{addon}", "arn": ctx.arn("eks", f"addon/{cluster}/{addon}/{uid}")}
+
+
+def _eks_access_entry(ctx: MockContext) -> dict[str, Any]:
+    cluster, principal = ctx.inputs.get("clusterName"), str(ctx.inputs.get("principalArn") or "")
+    role = principal.rsplit("/", 1)[-1]
+    arn = ctx.arn("eks", f"access-entry/{cluster}/role/{ACCOUNT_ID}/{role}/{_hex(ctx.name, n=8)}")
+    return {"id": f"{cluster}:{principal}", "accessEntryArn": arn, "userName": principal}
+
+
 # type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
 OUTPUTS: dict[str, OutputFn] = {
     "aws:ec2/vpc:Vpc": _vpc,
@@ -233,6 +303,13 @@ OUTPUTS: dict[str, OutputFn] = {
     "aws:elasticache/replicationGroup:ReplicationGroup": _replication_group,
     "random:index/randomPassword:RandomPassword": _random_password,
     "eks:index:Cluster": _pulumi_eks_cluster,
+    "aws:lb/loadBalancer:LoadBalancer": _alb,
+    "aws:lb/targetGroup:TargetGroup": _target_group,
+    "aws:lb/listener:Listener": _listener,
+    "aws:lb/listenerRule:ListenerRule": _listener_rule,
+    "aws:acm/certificate:Certificate": _acm_certificate,
+    "aws:acm/certificateValidation:CertificateValidation": lambda ctx: {"id": ctx.inputs.get("certificateArn", "")},
+    "aws:route53/record:Record": _route53_record,
 }
 
 

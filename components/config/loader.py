@@ -14,7 +14,7 @@ from typing import Any
 
 import pulumi
 from pulumi.runtime import config as runtime_config
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 
 from .base import PROJECT, ConfigIssue, join_path
 from .checks import run_checks
@@ -59,7 +59,7 @@ def load_stack_config() -> StackConfig:
     everything = _all_runtime_config()
     prefix = f"{PROJECT}:"
     values = {k[len(prefix) :]: _decode(v) for k, v in everything.items() if k.startswith(prefix)}
-    secret = {k[len(prefix) :] for k in values if runtime_config.is_config_secret(prefix + k)}
+    secret = {k for k in values if runtime_config.is_config_secret(prefix + k)}
     region = everything.get("aws:region")
     return parse_stack_config(values, stack=pulumi.get_stack(), region=region, secret_keys=secret)
 
@@ -110,13 +110,14 @@ def _dig(values: Any, path: tuple[str, ...]) -> Any:
 def _issues_from_validation(err: ValidationError) -> list[ConfigIssue]:
     out: list[ConfigIssue] = []
     for e in err.errors(include_url=False):
-        loc = [p for p in e["loc"] if not (isinstance(p, str) and _is_union_tag(p))]
+        tagged = [p for p in e["loc"] if not (isinstance(p, str) and _is_union_tag(p))]
+        loc = _clean_loc(StackConfig, tagged)
         path = join_path(*loc) if loc else "(root)"
         if path == "region":
             path = "aws:region"
         kind = e["type"]
         if kind == "extra_forbidden":
-            allowed = _allowed_keys(StackConfig, loc[:-1])
+            allowed = _allowed_keys(StackConfig, tagged[:-1])
             hint = f"; allowed keys here: {', '.join(allowed)}" if allowed else ""
             out.append(ConfigIssue(path, f"unknown key{hint}"))
         elif kind == "missing":
@@ -135,11 +136,50 @@ def _is_union_tag(part: str) -> bool:
     return "[" in part or part in {"str", "int", "float", "bool", "list", "dict"}
 
 
-def _allowed_keys(model: type[BaseModel], loc: list[Any]) -> list[str]:
-    """The keys a stack file may write at ``loc`` (walking through lists, dicts and optionals)."""
+def _tagged_members(tp: Any) -> dict[str, Any]:
+    """``{tag: model}`` of a discriminated union whose members are ``Annotated[Model, Tag(...)]``."""
+    if typing.get_origin(tp) is typing.Annotated:
+        tp = typing.get_args(tp)[0]
+    if typing.get_origin(tp) not in (typing.Union, types.UnionType):
+        return {}
+    out: dict[str, Any] = {}
+    for member in typing.get_args(tp):
+        if typing.get_origin(member) is typing.Annotated:
+            cls, *meta = typing.get_args(member)
+            out.update({m.tag: cls for m in meta if isinstance(m, Tag)})
+    return out
+
+
+def _clean_loc(model: type[BaseModel], loc: list[Any]) -> list[Any]:
+    """``loc`` without the tags pydantic inserts for discriminated unions (``endpoints.0.JumpStartModel.spec``)."""
+    out: list[Any] = []
     current: Any = model
     for part in loc:
         current = _unwrap(current)
+        members = _tagged_members(current)
+        if isinstance(part, str) and part in members:
+            current = members[part]
+            continue
+        out.append(part)
+        if isinstance(part, int) or current is None:
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = next((f for n, f in current.model_fields.items() if part in (f.alias or n, n)), None)
+            current = field.annotation if field is not None else None
+        else:
+            current = None
+    return out
+
+
+def _allowed_keys(model: type[BaseModel], loc: list[Any]) -> list[str]:
+    """The keys a stack file may write at ``loc`` (walking through lists, dicts, optionals, tagged unions)."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        members = _tagged_members(current)
+        if isinstance(part, str) and part in members:
+            current = members[part]
+            continue
         if isinstance(part, int) or current is None:
             continue
         if isinstance(current, type) and issubclass(current, BaseModel):
@@ -166,6 +206,8 @@ def _unwrap(tp: Any) -> Any:
         elif origin is dict:
             tp = typing.get_args(tp)[1]
         elif origin in (typing.Union, types.UnionType):
+            if _tagged_members(tp):
+                break
             models = [a for a in typing.get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)]
             tp = models[0] if len(models) == 1 else None
         else:

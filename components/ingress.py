@@ -1,0 +1,590 @@
+"""IngressAlb: the authenticated HTTPS front door for the inference endpoints.
+
+The operator's own ``loadBalancer`` spec has no authentication fields, so we own the ALB: its security
+group, an HTTPS listener with a TLS 1.2+ policy whose *first* action is ``authenticate-oidc`` (or
+``authenticate-cognito``) and only then ``forward``, an HTTP listener that only redirects to HTTPS, access
+logs in an SSE-S3, private, TLS-only bucket (ALB log delivery supports SSE-S3 only), a DNS-validated ACM
+certificate, Route 53 alias records and an optional WAF association.
+
+Targets: one ``ip`` target group per routed endpoint, filled by the AWS Load Balancer Controller (installed
+by the operator add-on) through a ``TargetGroupBinding`` on the endpoint's Kubernetes Service. The
+binding's ``networking`` block lets the controller open the pods' security group to this ALB only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from .config.endpoints import EndpointConfig
+from .config.ingress import (
+    IngressConfig,
+    endpoint_health_check_path,
+    endpoint_port,
+    endpoint_routing_algorithm,
+)
+
+# Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.
+RULE_PRIORITY_STEP = 10
+ALB_LOG_PREFIX = "alb"
+
+
+@dataclass(frozen=True)
+class IngressAlbArgs:
+    ingress: IngressConfig
+    endpoints: list[EndpointConfig]
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: str
+    subnet_ids: list[pulumi.Input[str]] = field(
+        metadata={"doc": "Public subnets for internet-facing, private subnets for internal (one per AZ)."}
+    )
+    name_prefix: str
+    is_prod: bool
+    k8s_provider: k8s.Provider | None = field(
+        default=None, metadata={"doc": "The EKS cluster's provider; TargetGroupBindings are created through it."}
+    )
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Target:
+    endpoint: EndpointConfig
+    service_name: str
+    service_port: int
+    target_port: int
+
+
+class IngressAlb(pulumi.ComponentResource):
+    """The ALB, its listeners and rules, certificate, DNS records, log bucket and target bindings."""
+
+    dns_name: pulumi.Output[str]
+    zone_id: pulumi.Output[str]
+    https_listener_arn: pulumi.Output[str]
+    certificate_arn: pulumi.Output[str]
+    target_group_arns: dict[str, pulumi.Output[str]]
+    url: str
+
+    def __init__(self, name: str, args: IngressAlbArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("hyperpod:ingress:IngressAlb", name, None, opts)
+        cfg = args.ingress
+        assert cfg.domain_name and cfg.hosted_zone_id, "validated by components.config.ingress"
+        child = pulumi.ResourceOptions(parent=self)
+        tags = {**args.tags, "hyperpod-inference:component": "ingress"}
+        targets = self._targets(args)
+
+        sg = self._security_group(name, args, targets, tags)
+        logs_bucket, logs_policy = self._log_bucket(name, args, tags)
+
+        alb = aws.lb.LoadBalancer(
+            f"{name}-alb",
+            name=f"{args.name_prefix}-alb",
+            load_balancer_type="application",
+            internal=cfg.scheme == "internal",
+            subnets=args.subnet_ids,
+            security_groups=[sg.id],
+            drop_invalid_header_fields=True,
+            enable_deletion_protection=(
+                cfg.deletion_protection if cfg.deletion_protection is not None else args.is_prod
+            ),
+            idle_timeout=cfg.idle_timeout,
+            access_logs=aws.lb.LoadBalancerAccessLogsArgs(
+                bucket=logs_bucket.bucket, prefix=ALB_LOG_PREFIX, enabled=True
+            ),
+            tags={**tags, "Name": f"{args.name_prefix}-alb"},
+            # ELB checks that it may write to the bucket when access logs are switched on.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs_policy]),
+        )
+
+        certificate_arn = self._certificate(name, cfg, tags)
+
+        target_groups = {t.endpoint.name: self._target_group(name, args, t, tags) for t in targets}
+        self.target_group_arns = {ep: tg.arn for ep, tg in target_groups.items()}
+
+        # The terminal action runs second when an authenticate action precedes it.
+        final_order = 2 if cfg.authentication != "none" else None
+        catch_all = next((r for r in cfg.routes if r.is_catch_all), None)
+        if catch_all is not None:
+            final = aws.lb.ListenerDefaultActionArgs(
+                type="forward", order=final_order, target_group_arn=target_groups[catch_all.endpoint].arn
+            )
+        else:
+            final = aws.lb.ListenerDefaultActionArgs(
+                type="fixed-response",
+                order=final_order,
+                fixed_response=aws.lb.ListenerDefaultActionFixedResponseArgs(
+                    content_type="application/json", status_code="404", message_body='{"error":"no route"}'
+                ),
+            )
+        https = aws.lb.Listener(
+            f"{name}-https",
+            load_balancer_arn=alb.arn,
+            port=443,
+            protocol="HTTPS",
+            ssl_policy=cfg.ssl_policy,
+            certificate_arn=certificate_arn,
+            default_actions=[*self._default_auth_actions(cfg), final],
+            tags=tags,
+            opts=child,
+        )
+        aws.lb.Listener(
+            f"{name}-http",
+            load_balancer_arn=alb.arn,
+            port=80,
+            protocol="HTTP",
+            default_actions=[
+                aws.lb.ListenerDefaultActionArgs(
+                    type="redirect",
+                    redirect=aws.lb.ListenerDefaultActionRedirectArgs(
+                        protocol="HTTPS", port="443", status_code="HTTP_301"
+                    ),
+                )
+            ],
+            tags=tags,
+            opts=child,
+        )
+
+        priority = 0
+        for index, route in enumerate(cfg.routes):
+            if route.is_catch_all:
+                continue
+            priority += RULE_PRIORITY_STEP
+            conditions = []
+            if route.host is not None:
+                conditions.append(
+                    aws.lb.ListenerRuleConditionArgs(
+                        host_header=aws.lb.ListenerRuleConditionHostHeaderArgs(values=[route.host])
+                    )
+                )
+            if route.path is not None:
+                conditions.append(
+                    aws.lb.ListenerRuleConditionArgs(
+                        path_pattern=aws.lb.ListenerRuleConditionPathPatternArgs(values=[route.path])
+                    )
+                )
+            aws.lb.ListenerRule(
+                f"{name}-route-{index}",
+                listener_arn=https.arn,
+                priority=priority,
+                actions=[
+                    *self._rule_auth_actions(cfg),
+                    aws.lb.ListenerRuleActionArgs(
+                        type="forward", order=final_order, target_group_arn=target_groups[route.endpoint].arn
+                    ),
+                ],
+                conditions=conditions,
+                tags={**tags, "hyperpod-inference:endpoint": route.endpoint},
+                opts=child,
+            )
+
+        for t in targets:
+            self._binding(name, args, t, target_groups[t.endpoint.name], sg)
+
+        for host in [cfg.domain_name, *cfg.route_hosts]:
+            aws.route53.Record(
+                f"{name}-alias-{host}",
+                zone_id=cfg.hosted_zone_id,
+                name=host,
+                type="A",
+                aliases=[
+                    aws.route53.RecordAliasArgs(name=alb.dns_name, zone_id=alb.zone_id, evaluate_target_health=True)
+                ],
+                opts=child,
+            )
+
+        if cfg.waf_web_acl_arn is not None:
+            aws.wafv2.WebAclAssociation(
+                f"{name}-waf", resource_arn=alb.arn, web_acl_arn=cfg.waf_web_acl_arn, opts=child
+            )
+
+        self.dns_name = alb.dns_name
+        self.zone_id = alb.zone_id
+        self.https_listener_arn = https.arn
+        self.certificate_arn = pulumi.Output.from_input(certificate_arn)
+        self.url = f"https://{cfg.domain_name}"
+        self.register_outputs(
+            {
+                "dnsName": self.dns_name,
+                "zoneId": self.zone_id,
+                "httpsListenerArn": self.https_listener_arn,
+                "certificateArn": self.certificate_arn,
+                "targetGroupArns": self.target_group_arns,
+                "url": self.url,
+            }
+        )
+
+    # --- targets -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _targets(args: IngressAlbArgs) -> list[_Target]:
+        """One target per routed endpoint, in first-route order."""
+        by_name = {e.name: e for e in args.endpoints}
+        out: dict[str, _Target] = {}
+        for route in args.ingress.routes:
+            if route.endpoint in out:
+                continue
+            endpoint = by_name[route.endpoint]
+            port = endpoint_port(endpoint)
+            out[route.endpoint] = _Target(
+                endpoint=endpoint,
+                service_name=route.service_name or endpoint.name,
+                service_port=route.service_port or port,
+                target_port=port,
+            )
+        return list(out.values())
+
+    def _target_group(self, name: str, args: IngressAlbArgs, t: _Target, tags: dict[str, str]) -> aws.lb.TargetGroup:
+        ep = t.endpoint
+        return aws.lb.TargetGroup(
+            f"{name}-tg-{ep.name}",
+            name=_target_group_name(args.name_prefix, ep.name, t.target_port),
+            target_type="ip",
+            protocol="HTTP",
+            protocol_version="HTTP1",
+            port=t.target_port,
+            vpc_id=args.vpc_id,
+            load_balancing_algorithm_type=endpoint_routing_algorithm(ep),
+            deregistration_delay="30",
+            health_check=aws.lb.TargetGroupHealthCheckArgs(
+                enabled=True,
+                protocol="HTTP",
+                port="traffic-port",
+                path=endpoint_health_check_path(ep),
+                matcher="200",
+                interval=15,
+                timeout=5,
+                healthy_threshold=2,
+                unhealthy_threshold=3,
+            ),
+            tags={**tags, "hyperpod-inference:endpoint": ep.name},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _binding(
+        self, name: str, args: IngressAlbArgs, t: _Target, tg: aws.lb.TargetGroup, sg: aws.ec2.SecurityGroup
+    ) -> None:
+        """The LB controller registers the Service's pod IPs in the target group and opens their SG to the ALB."""
+        ep = t.endpoint
+        k8s.apiextensions.CustomResource(
+            f"{name}-tgb-{ep.name}",
+            api_version="elbv2.k8s.aws/v1beta1",
+            kind="TargetGroupBinding",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=f"{ep.name}-front-door"[:63].rstrip("-"),
+                namespace=ep.namespace,
+                labels={"app.kubernetes.io/managed-by": "pulumi", "hyperpod-inference/endpoint": ep.name},
+            ),
+            spec={
+                "serviceRef": {"name": t.service_name, "port": t.service_port},
+                "targetGroupARN": tg.arn,
+                "targetType": "ip",
+                "vpcID": args.vpc_id,
+                "networking": {
+                    "ingress": [
+                        {
+                            "from": [{"securityGroup": {"groupID": sg.id}}],
+                            "ports": [{"protocol": "TCP", "port": t.target_port}],
+                        }
+                    ]
+                },
+            },
+            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider),
+        )
+
+    # --- network and logs ---------------------------------------------------------------------------
+
+    def _security_group(
+        self, name: str, args: IngressAlbArgs, targets: list[_Target], tags: dict[str, str]
+    ) -> aws.ec2.SecurityGroup:
+        cfg = args.ingress
+        child = pulumi.ResourceOptions(parent=self)
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            description=f"{args.name_prefix} inference ALB: 80/443 in from allowed CIDRs, targets in the VPC",
+            tags={**tags, "Name": f"{args.name_prefix}-alb"},
+            opts=child,
+        )
+        cidrs = [str(c) for c in cfg.allowed_cidrs] if cfg.allowed_cidrs is not None else [args.vpc_cidr]
+        for cidr in cidrs:
+            for port in (443, 80):
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-sg-in-{port}-{cidr}",
+                    security_group_id=sg.id,
+                    ip_protocol="tcp",
+                    from_port=port,
+                    to_port=port,
+                    cidr_ipv4=cidr,
+                    description=f"HTTP{'S' if port == 443 else ' (redirected to HTTPS)'} from {cidr}",
+                    opts=child,
+                )
+        for port in sorted({t.target_port for t in targets}):
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-sg-out-{port}",
+                security_group_id=sg.id,
+                ip_protocol="tcp",
+                from_port=port,
+                to_port=port,
+                cidr_ipv4=args.vpc_cidr,
+                description=f"model servers (port {port}) in the VPC",
+                opts=child,
+            )
+        if cfg.authentication != "none":
+            # authenticate-oidc/-cognito: the ALB itself calls the IdP's token and user-info endpoints.
+            aws.vpc.SecurityGroupEgressRule(
+                f"{name}-sg-out-idp",
+                security_group_id=sg.id,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                cidr_ipv4="0.0.0.0/0",
+                description="HTTPS to the identity provider (token and user-info endpoints)",
+                opts=child,
+            )
+        return sg
+
+    def _log_bucket(
+        self, name: str, args: IngressAlbArgs, tags: dict[str, str]
+    ) -> tuple[aws.s3.Bucket, aws.s3.BucketPolicy]:
+        """Access-log bucket: SSE-S3 (the only encryption ALB log delivery supports), private, TLS-only."""
+        cfg = args.ingress
+        child = pulumi.ResourceOptions(parent=self)
+        bucket = aws.s3.Bucket(
+            f"{name}-logs",
+            bucket_prefix=f"{args.name_prefix}-alb-logs-",
+            force_destroy=not args.is_prod,
+            tags=tags,
+            # Access logs are audit evidence: a stray destroy must not take them in prod.
+            opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod),
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-logs-sse",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    )
+                )
+            ],
+            opts=child,
+        )
+        block = aws.s3.BucketPublicAccessBlock(
+            f"{name}-logs-private",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-logs-ownership",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-logs-expiry",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-access-logs",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=f"{ALB_LOG_PREFIX}/"),
+                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(
+                        days=cfg.access_log_retention_days
+                    ),
+                )
+            ],
+            opts=child,
+        )
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        policy = aws.s3.BucketPolicy(
+            f"{name}-logs-policy",
+            bucket=bucket.id,
+            policy=pulumi.Output.all(bucket.arn, account_id).apply(lambda a: _log_bucket_policy(a[0], a[1])),
+            # S3 rejects a policy while the public-access block is still being applied.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
+        )
+        return bucket, policy
+
+    def _certificate(self, name: str, cfg: IngressConfig, tags: dict[str, str]) -> pulumi.Input[str]:
+        """An existing ARN, or a new certificate for the domain and route hosts, validated by DNS in the zone."""
+        if cfg.certificate_arn is not None:
+            return cfg.certificate_arn
+        assert cfg.domain_name and cfg.hosted_zone_id
+        names = [cfg.domain_name, *cfg.route_hosts]
+        cert = aws.acm.Certificate(
+            f"{name}-cert",
+            domain_name=cfg.domain_name,
+            subject_alternative_names=names[1:],
+            validation_method="DNS",
+            key_algorithm="RSA_2048",
+            tags={**tags, "Name": cfg.domain_name},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        records = []
+        for host in names:
+            option = cert.domain_validation_options.apply(lambda opts, h=host: _validation_option(opts, h))
+            records.append(
+                aws.route53.Record(
+                    f"{name}-cert-validation-{host}",
+                    zone_id=cfg.hosted_zone_id,
+                    name=option.apply(lambda o: o["resource_record_name"]),
+                    type=option.apply(lambda o: o["resource_record_type"]),
+                    records=[option.apply(lambda o: o["resource_record_value"])],
+                    ttl=300,
+                    allow_overwrite=True,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
+        validation = aws.acm.CertificateValidation(
+            f"{name}-cert-validation",
+            certificate_arn=cert.arn,
+            validation_record_fqdns=[r.fqdn for r in records],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return validation.certificate_arn
+
+    # --- authentication ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _client_secret(cfg: IngressConfig) -> pulumi.Output[str]:
+        assert cfg.oidc is not None and cfg.oidc.client_secret is not None
+        return pulumi.Output.secret(cfg.oidc.client_secret.get_secret_value())
+
+    def _default_auth_actions(self, cfg: IngressConfig) -> list[aws.lb.ListenerDefaultActionArgs]:
+        if cfg.authentication == "oidc":
+            assert cfg.oidc is not None
+            o = cfg.oidc
+            return [
+                aws.lb.ListenerDefaultActionArgs(
+                    type="authenticate-oidc",
+                    order=1,
+                    authenticate_oidc=aws.lb.ListenerDefaultActionAuthenticateOidcArgs(
+                        issuer=str(o.issuer),
+                        authorization_endpoint=str(o.authorization_endpoint),
+                        token_endpoint=str(o.token_endpoint),
+                        user_info_endpoint=str(o.user_info_endpoint),
+                        client_id=o.client_id,
+                        client_secret=self._client_secret(cfg),
+                        scope=o.scope,
+                        session_timeout=o.session_timeout,
+                        on_unauthenticated_request=o.on_unauthenticated_request,
+                    ),
+                )
+            ]
+        if cfg.authentication == "cognito":
+            assert cfg.cognito is not None
+            c = cfg.cognito
+            return [
+                aws.lb.ListenerDefaultActionArgs(
+                    type="authenticate-cognito",
+                    order=1,
+                    authenticate_cognito=aws.lb.ListenerDefaultActionAuthenticateCognitoArgs(
+                        user_pool_arn=c.user_pool_arn,
+                        user_pool_client_id=c.user_pool_client_id,
+                        user_pool_domain=c.user_pool_domain,
+                        scope=c.scope,
+                        session_timeout=c.session_timeout,
+                        on_unauthenticated_request=c.on_unauthenticated_request,
+                    ),
+                )
+            ]
+        return []
+
+    def _rule_auth_actions(self, cfg: IngressConfig) -> list[aws.lb.ListenerRuleActionArgs]:
+        if cfg.authentication == "oidc":
+            assert cfg.oidc is not None
+            o = cfg.oidc
+            return [
+                aws.lb.ListenerRuleActionArgs(
+                    type="authenticate-oidc",
+                    order=1,
+                    authenticate_oidc=aws.lb.ListenerRuleActionAuthenticateOidcArgs(
+                        issuer=str(o.issuer),
+                        authorization_endpoint=str(o.authorization_endpoint),
+                        token_endpoint=str(o.token_endpoint),
+                        user_info_endpoint=str(o.user_info_endpoint),
+                        client_id=o.client_id,
+                        client_secret=self._client_secret(cfg),
+                        scope=o.scope,
+                        session_timeout=o.session_timeout,
+                        on_unauthenticated_request=o.on_unauthenticated_request,
+                    ),
+                )
+            ]
+        if cfg.authentication == "cognito":
+            assert cfg.cognito is not None
+            c = cfg.cognito
+            return [
+                aws.lb.ListenerRuleActionArgs(
+                    type="authenticate-cognito",
+                    order=1,
+                    authenticate_cognito=aws.lb.ListenerRuleActionAuthenticateCognitoArgs(
+                        user_pool_arn=c.user_pool_arn,
+                        user_pool_client_id=c.user_pool_client_id,
+                        user_pool_domain=c.user_pool_domain,
+                        scope=c.scope,
+                        session_timeout=c.session_timeout,
+                        on_unauthenticated_request=c.on_unauthenticated_request,
+                    ),
+                )
+            ]
+        return []
+
+
+def _target_group_name(prefix: str, endpoint: str, port: int) -> str:
+    """Target-group names are at most 32 characters; a hash keeps them unique and changes with the port."""
+    digest = hashlib.sha256(f"{endpoint}:{port}".encode()).hexdigest()[:6]
+    head = f"{prefix}-{endpoint}"[: 32 - len(digest) - 1].rstrip("-")
+    return f"{head}-{digest}"
+
+
+def _validation_option(options: Any, host: str) -> dict[str, str]:
+    """The DNS record ACM asks for to prove control of ``host``."""
+
+    def field(opt: Any, snake: str, camel: str) -> Any:
+        # typed output objects expose snake_case properties; a raw provider dict has camelCase keys
+        return getattr(opt, snake) if hasattr(opt, snake) else opt.get(camel)
+
+    for opt in options or []:
+        if field(opt, "domain_name", "domainName") == host:
+            return {
+                "resource_record_name": field(opt, "resource_record_name", "resourceRecordName"),
+                "resource_record_type": field(opt, "resource_record_type", "resourceRecordType"),
+                "resource_record_value": field(opt, "resource_record_value", "resourceRecordValue"),
+            }
+    raise ValueError(f"ACM returned no DNS validation option for {host}")
+
+
+def _log_bucket_policy(bucket_arn: str, account_id: str) -> str:
+    """Let ELB log delivery write under ``alb/AWSLogs/<account>/``; refuse anything not over TLS."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "AlbLogDeliveryWrite",
+                    "Effect": "Allow",
+                    "Principal": {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"},
+                    "Action": "s3:PutObject",
+                    "Resource": f"{bucket_arn}/{ALB_LOG_PREFIX}/AWSLogs/{account_id}/*",
+                },
+                {
+                    "Sid": "DenyInsecureTransport",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "s3:*",
+                    "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                },
+            ],
+        }
+    )

@@ -1,0 +1,389 @@
+"""The ALB front door: authentication before forwarding, TLS, redirect, targets, DNS, logs and config errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
+
+from components.config.ingress import DEFAULT_TLS_POLICY
+from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
+from tests.conftest import registered, stack_mapping
+from tools import mocks
+from tools.harness import StackRun, run_stack
+from tools.preview import preview
+
+LISTENER = "aws:lb/listener:Listener"
+RULE = "aws:lb/listenerRule:ListenerRule"
+TG = "aws:lb/targetGroup:TargetGroup"
+TGB = "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding"
+ALB = "aws:lb/loadBalancer:LoadBalancer"
+RECORD = "aws:route53/record:Record"
+ING = "hyperpod-inference:ingress"
+
+
+def plain(value: Any) -> Any:
+    """Registered inputs with secret wrappers removed (the values the provider would receive)."""
+    if isinstance(value, dict):
+        if value.get(_special_sig_key) == _special_secret_sig:
+            return plain(value["value"])
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def inputs(run: StackRun, typ: str, name: str) -> dict[str, Any]:
+    return plain(run.named(typ, name).inputs)
+
+
+@pytest.fixture(scope="module")
+def prod(stack_runs) -> StackRun:
+    run = stack_runs["prod"]
+    assert run.of_type(ALB), "prod must have the ALB front door"
+    return run
+
+
+def test_https_listener_authenticates_then_forwards(prod: StackRun) -> None:
+    https = inputs(prod, LISTENER, "front-door-https")
+    assert (https["port"], https["protocol"]) == (443, "HTTPS")
+    assert https["sslPolicy"] == DEFAULT_TLS_POLICY == "ELBSecurityPolicy-TLS13-1-2-2021-06"
+    actions = https["defaultActions"]
+    assert [a["type"] for a in actions] == ["authenticate-oidc", "forward"]
+    assert [a["order"] for a in actions] == [1, 2]
+    oidc = actions[0]["authenticateOidc"]
+    assert oidc["issuer"] == "https://login.example.com/oauth2/default"
+    assert oidc["tokenEndpoint"] == "https://login.example.com/oauth2/default/v1/token"
+    assert oidc["clientId"] == "hpi-prod-front-door"
+    assert oidc["onUnauthenticatedRequest"] == "deny"
+    assert oidc["scope"] == "openid profile"
+    assert oidc["sessionTimeout"] == 3600
+    # the catch-all route (no host, no path) is the listener default: llama-70b-kvaware's target group
+    kvaware_tg = prod.named(TG, "front-door-tg-llama-70b-kvaware").outputs["arn"]
+    assert actions[1]["targetGroupArn"] == kvaware_tg
+    validated = prod.named("aws:acm/certificateValidation:CertificateValidation", "front-door-cert-validation")
+    assert https["certificateArn"] == validated.outputs["certificateArn"]
+    assert https["certificateArn"].startswith("arn:aws:acm:us-east-1:123456789012:certificate/")
+
+
+def test_host_rule_authenticates_then_forwards(prod: StackRun) -> None:
+    rules = prod.of_type(RULE)
+    assert len(rules) == 1
+    rule = plain(rules[0].inputs)
+    assert [a["type"] for a in rule["actions"]] == ["authenticate-oidc", "forward"]
+    assert [a["order"] for a in rule["actions"]] == [1, 2]
+    assert rule["conditions"] == [{"hostHeader": {"values": ["dpd.inference.example.com"]}}]
+    assert rule["actions"][1]["targetGroupArn"] == prod.named(TG, "front-door-tg-llama-70b-dpd").outputs["arn"]
+    assert rule["listenerArn"] == prod.named(LISTENER, "front-door-https").outputs["arn"]
+    assert rule["priority"] == 10
+
+
+def test_client_secret_is_a_secret_end_to_end(monkeypatch) -> None:
+    """The wire request the engine receives carries clientSecret inside the secret wrapper, never bare."""
+    raw: dict[str, dict[str, Any]] = {}
+    original = mocks.GraphMonitor.RegisterResource
+
+    def spy(self, request):  # type: ignore[no-untyped-def]
+        if request.type in (LISTENER, RULE):
+            raw[request.name] = MessageToDict(request.object)
+        return original(self, request)
+
+    monkeypatch.setattr(mocks.GraphMonitor, "RegisterResource", spy)
+    registered(run_stack("prod"))
+    https_secret = raw["front-door-https"]["defaultActions"][0]["authenticateOidc"]["clientSecret"]
+    rule_secret = raw["front-door-route-1"]["actions"][0]["authenticateOidc"]["clientSecret"]
+    for secret in (https_secret, rule_secret):
+        assert secret == {_special_sig_key: _special_secret_sig, "value": OFFLINE_SECRET_PLACEHOLDER}
+    # nothing else in the listener is secret: the wrapper sits exactly on the client secret
+    assert json.dumps(raw["front-door-https"]).count(_special_secret_sig) == 1
+
+
+def test_client_secret_output_is_secret() -> None:
+    """The component turns the config value into a secret Output before it reaches any resource."""
+    from pydantic import SecretStr
+
+    from components.config.ingress import IngressConfig, OidcConfig
+    from components.ingress import IngressAlb
+
+    cfg = IngressConfig(
+        oidc=OidcConfig(
+            issuer="https://idp.example.com",
+            authorization_endpoint="https://idp.example.com/authorize",
+            token_endpoint="https://idp.example.com/token",
+            user_info_endpoint="https://idp.example.com/userinfo",
+            client_id="c",
+            client_secret=SecretStr("s3cr3t"),
+        )
+    )
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        out = IngressAlb._client_secret(cfg)
+        assert loop.run_until_complete(out.is_secret()) is True
+        assert loop.run_until_complete(out.future()) == "s3cr3t"
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+def test_http_redirects_to_https(prod: StackRun) -> None:
+    http = inputs(prod, LISTENER, "front-door-http")
+    assert (http["port"], http["protocol"]) == (80, "HTTP")
+    assert http["defaultActions"] == [
+        {"type": "redirect", "redirect": {"protocol": "HTTPS", "port": "443", "statusCode": "HTTP_301"}}
+    ]
+
+
+def test_alb_settings_in_prod(prod: StackRun) -> None:
+    alb = inputs(prod, ALB, "front-door-alb")
+    assert alb["loadBalancerType"] == "application"
+    assert alb["internal"] is False
+    assert alb["dropInvalidHeaderFields"] is True
+    assert alb["enableDeletionProtection"] is True
+    assert alb["idleTimeout"] == 300
+    public = {s.outputs["arn"].rsplit("/", 1)[1] for s in prod.of_type("aws:ec2/subnet:Subnet") if "public" in s.name}
+    assert set(alb["subnets"]) == public and len(public) == 3
+    bucket = prod.named("aws:s3/bucket:Bucket", "front-door-logs")
+    assert bucket.protect is True
+    assert alb["accessLogs"] == {"bucket": bucket.outputs["bucket"], "prefix": "alb", "enabled": True}
+    sg = prod.named("aws:ec2/securityGroup:SecurityGroup", "front-door-sg").outputs["arn"].rsplit("/", 1)[1]
+    assert alb["securityGroups"] == [sg]
+
+
+def test_security_group_rules(prod: StackRun) -> None:
+    alb_in = sorted(
+        (plain(r.inputs)["fromPort"], plain(r.inputs)["cidrIpv4"])
+        for r in prod.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.name.startswith("front-door-")
+    )
+    assert alb_in == [(80, "0.0.0.0/0"), (443, "0.0.0.0/0")]
+    egress = {
+        r.name: plain(r.inputs)
+        for r in prod.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+        if r.name.startswith("front-door-")
+    }
+    assert egress["front-door-sg-out-8000"]["cidrIpv4"] == "10.64.0.0/16"
+    assert egress["front-door-sg-out-8000"]["fromPort"] == 8000
+
+
+def test_one_target_group_and_binding_per_routed_endpoint(prod: StackRun) -> None:
+    tgs = {r.name: plain(r.inputs) for r in prod.of_type(TG)}
+    tgbs = {r.name: plain(r.inputs) for r in prod.of_type(TGB)}
+    assert set(tgs) == {"front-door-tg-llama-70b-kvaware", "front-door-tg-llama-70b-dpd"}
+    assert set(tgbs) == {"front-door-tgb-llama-70b-kvaware", "front-door-tgb-llama-70b-dpd"}
+    for endpoint in ("llama-70b-kvaware", "llama-70b-dpd"):
+        tg = tgs[f"front-door-tg-{endpoint}"]
+        assert (tg["targetType"], tg["protocol"], tg["port"]) == ("ip", "HTTP", 8000)
+        assert len(tg["name"]) <= 32
+        assert tg["healthCheck"]["path"] == "/health"  # the endpoint spec's loadBalancer.healthCheckPath
+        assert tg["loadBalancingAlgorithmType"] == "least_outstanding_requests"
+        tgb = tgbs[f"front-door-tgb-{endpoint}"]
+        assert tgb["apiVersion"] == "elbv2.k8s.aws/v1beta1" and tgb["kind"] == "TargetGroupBinding"
+        assert tgb["metadata"]["namespace"] == "inference"
+        assert tgb["spec"]["serviceRef"] == {"name": endpoint, "port": 8000}
+        assert tgb["spec"]["targetType"] == "ip"
+        arn = prod.named(TG, f"front-door-tg-{endpoint}").outputs["arn"]
+        assert tgb["spec"]["targetGroupARN"] == arn
+        sg = prod.named("aws:ec2/securityGroup:SecurityGroup", "front-door-sg").outputs["arn"].rsplit("/", 1)[1]
+        assert tgb["spec"]["networking"]["ingress"][0]["from"] == [{"securityGroup": {"groupID": sg}}]
+    # the bindings go through the EKS cluster's provider, not an ambient kubeconfig
+    for reg in prod.of_type(TGB):
+        assert reg.provider is not None and "eks" in reg.provider
+
+
+def test_alias_records_point_at_the_alb(prod: StackRun) -> None:
+    alb = prod.named(ALB, "front-door-alb").outputs
+    for host in ("api.inference.example.com", "dpd.inference.example.com"):
+        rec = inputs(prod, RECORD, f"front-door-alias-{host}")
+        assert rec["type"] == "A" and rec["name"] == host and rec["zoneId"] == "Z0EXAMPLE1HPIPROD"
+        assert rec["aliases"] == [{"name": alb["dnsName"], "zoneId": alb["zoneId"], "evaluateTargetHealth": True}]
+
+
+def test_certificate_is_dns_validated_in_the_zone(prod: StackRun) -> None:
+    cert = inputs(prod, "aws:acm/certificate:Certificate", "front-door-cert")
+    assert cert["domainName"] == "api.inference.example.com"
+    assert cert["subjectAlternativeNames"] == ["dpd.inference.example.com"]
+    assert cert["validationMethod"] == "DNS"
+    records = [r for r in prod.of_type(RECORD) if r.name.startswith("front-door-cert-validation-")]
+    assert len(records) == 2
+    for rec in records:
+        assert rec.inputs["type"] == "CNAME" and rec.inputs["records"][0].endswith(".acm-validations.aws.")
+    validation = inputs(prod, "aws:acm/certificateValidation:CertificateValidation", "front-door-cert-validation")
+    assert sorted(validation["validationRecordFqdns"]) == sorted(r.outputs["fqdn"] for r in records)
+
+
+def test_access_log_bucket_is_encrypted_private_and_tls_only(prod: StackRun) -> None:
+    sse = inputs(
+        prod,
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "front-door-logs-sse",
+    )
+    assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    block = inputs(prod, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "front-door-logs-private")
+    assert all(block[k] for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
+    policy = json.loads(inputs(prod, "aws:s3/bucketPolicy:BucketPolicy", "front-door-logs-policy")["policy"])
+    write, deny = policy["Statement"]
+    assert write["Principal"] == {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}
+    assert write["Action"] == "s3:PutObject"
+    assert write["Resource"].endswith("/alb/AWSLogs/123456789012/*")
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def _dev_with_ingress(**overrides: Any) -> dict[str, Any]:
+    mapping = stack_mapping("dev")
+    mapping[ING] = {
+        "enabled": True,
+        "domainName": "llm.dev.example.com",
+        "hostedZoneId": "Z0EXAMPLEDEV",
+        "hostedZoneName": "dev.example.com",
+        "authentication": "cognito",
+        "cognito": {
+            "userPoolArn": "arn:aws:cognito-idp:us-west-2:123456789012:userpool/us-west-2_AbCdEf123",
+            "userPoolClientId": "3n4b5urk1ft4fl3mg5e62d9ado",
+            "userPoolDomain": "hpi-dev",
+            "onUnauthenticatedRequest": "authenticate",
+        },
+        "certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0d3c6b1e-1111-2222-3333-444455556666",
+        "routes": [{"endpoint": "llama-8b", "path": "/v1/*"}],
+        **overrides,
+    }
+    return mapping
+
+
+def test_internal_cognito_alb_in_dev(run) -> None:
+    result = registered(run("dev", _dev_with_ingress()))
+    alb = inputs(result, ALB, "front-door-alb")
+    assert alb["internal"] is True and alb["enableDeletionProtection"] is False
+    private = {
+        s.outputs["arn"].rsplit("/", 1)[1] for s in result.of_type("aws:ec2/subnet:Subnet") if "private" in s.name
+    }
+    assert set(alb["subnets"]) == private
+    https = inputs(result, LISTENER, "front-door-https")
+    assert https["certificateArn"].endswith("0d3c6b1e-1111-2222-3333-444455556666")
+    assert not result.of_type("aws:acm/certificate:Certificate"), "an existing certificate ARN is used as is"
+    # no catch-all: unmatched requests get a 404 after authentication
+    assert [a["type"] for a in https["defaultActions"]] == ["authenticate-cognito", "fixed-response"]
+    assert https["defaultActions"][0]["authenticateCognito"]["onUnauthenticatedRequest"] == "authenticate"
+    rule = plain(result.of_type(RULE)[0].inputs)
+    assert [a["type"] for a in rule["actions"]] == ["authenticate-cognito", "forward"]
+    assert rule["conditions"] == [{"pathPattern": {"values": ["/v1/*"]}}]
+    ingress = [
+        plain(r.inputs)
+        for r in result.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.name.startswith("front-door-")
+    ]
+    assert {r["cidrIpv4"] for r in ingress} == {"10.192.0.0/16"}  # internal default: the VPC only
+    assert len(result.of_type(TG)) == len(result.of_type(TGB)) == 1
+
+
+def test_waf_association_when_configured(run) -> None:
+    acl = "arn:aws:wafv2:us-west-2:123456789012:regional/webacl/hpi-dev/1a2b3c4d"
+    result = registered(run("dev", _dev_with_ingress(wafWebAclArn=acl)))
+    waf = inputs(result, "aws:wafv2/webAclAssociation:WebAclAssociation", "front-door-waf")
+    assert waf["webAclArn"] == acl
+    assert waf["resourceArn"] == result.named(ALB, "front-door-alb").outputs["arn"]
+
+
+def test_authentication_none_is_rendered_and_fails_the_policy(capsys) -> None:
+    mapping = stack_mapping("prod")
+    mapping[ING]["authentication"] = "none"
+    del mapping[ING]["oidc"]
+    result = registered(run_stack("prod", mapping))
+    https = inputs(result, LISTENER, "front-door-https")
+    assert [a["type"] for a in https["defaultActions"]] == ["forward"]
+    assert preview("prod", mapping=mapping) == 1
+    out = capsys.readouterr().out
+    assert "MANDATORY alb-requires-authentication" in out
+
+
+def _set(path: list[Any], value: Any) -> Any:
+    def mutate(m: dict[str, Any]) -> None:
+        node = m[ING]
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return mutate
+
+
+def _drop(path: list[Any]) -> Any:
+    def mutate(m: dict[str, Any]) -> None:
+        node = m[ING]
+        for key in path[:-1]:
+            node = node[key]
+        del node[path[-1]]
+
+    return mutate
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            _set(["oidc", "tokenEndpoint"], "http://login.example.com/token"),
+            "hyperpod-inference:ingress.oidc.tokenEndpoint: must be an https:// URL",
+        ),
+        (
+            _set(["oidc", "issuer"], "http://login.example.com"),
+            "hyperpod-inference:ingress.oidc.issuer: must be an https:// URL",
+        ),
+        (_drop(["oidc", "clientSecret"]), "hyperpod-inference:ingress.oidc.clientSecret: required when authentication"),
+        (
+            _set(["oidc", "clientSecret"], "plain-text-secret"),
+            "hyperpod-inference:ingress.oidc.clientSecret: must be a Pulumi secret",
+        ),
+        (
+            _set(["domainName"], "api.other.example.org"),
+            "hyperpod-inference:ingress.domainName: api.other.example.org is outside the hosted zone",
+        ),
+        (
+            _set(["routes", 1, "host"], "dpd.example.net"),
+            "hyperpod-inference:ingress.routes[1].host: dpd.example.net is outside the hosted zone",
+        ),
+        (
+            _set(["routes", 1, "endpoint"], "llama-405b"),
+            "hyperpod-inference:ingress.routes[1].endpoint: unknown endpoint 'llama-405b'",
+        ),
+        (
+            _set(["sslPolicy"], "ELBSecurityPolicy-2016-08"),
+            "hyperpod-inference:ingress.sslPolicy: 'ELBSecurityPolicy-2016-08' is not a TLS 1.2+",
+        ),
+        (_drop(["hostedZoneName"]), "hyperpod-inference:ingress.hostedZoneName: required when ingress is enabled"),
+        (_drop(["allowedCidrs"]), "hyperpod-inference:ingress.allowedCidrs: required for an internet-facing ALB"),
+        (_drop(["oidc"]), "hyperpod-inference:ingress.oidc: required when authentication is oidc"),
+        (_set(["authentication"], "cognito"), "hyperpod-inference:ingress.cognito: required when authentication"),
+        (
+            _set(["routes", 1], {"endpoint": "llama-70b-dpd"}),
+            "hyperpod-inference:ingress.routes[1]: a second catch-all",
+        ),
+        (_set(["oidc", "clientSd"], "x"), "hyperpod-inference:ingress.oidc.clientSd: unknown key"),
+    ],
+    ids=[
+        "oidc-http-token-endpoint",
+        "oidc-http-issuer",
+        "missing-client-secret",
+        "plaintext-client-secret",
+        "domain-outside-zone",
+        "route-host-outside-zone",
+        "unknown-endpoint",
+        "tls10-policy",
+        "no-zone-name",
+        "internet-facing-without-cidrs",
+        "oidc-missing",
+        "cognito-missing",
+        "two-catch-alls",
+        "misspelt-key",
+    ],
+)
+def test_config_errors_name_the_key(mutate, expected: str, capsys) -> None:
+    mapping = stack_mapping("prod")
+    mutate(mapping)
+    code = preview("prod", mapping=mapping)
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert expected in out
+    assert "Traceback" not in out

@@ -49,6 +49,10 @@ class IngressAlbArgs:
     k8s_provider: k8s.Provider | None = field(
         default=None, metadata={"doc": "The EKS cluster's provider; TargetGroupBindings are created through it."}
     )
+    k8s_depends_on: list[pulumi.Resource] = field(
+        default_factory=list,
+        metadata={"doc": "What installs the AWS Load Balancer Controller and its TargetGroupBinding CRD."},
+    )
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -293,7 +297,7 @@ class IngressAlb(pulumi.ComponentResource):
                     ]
                 },
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=args.k8s_depends_on),
         )
 
     # --- network and logs ---------------------------------------------------------------------------

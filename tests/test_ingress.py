@@ -193,6 +193,8 @@ def test_one_target_group_and_binding_per_routed_endpoint(prod: StackRun) -> Non
     # the bindings go through the EKS cluster's provider, not an ambient kubeconfig
     for reg in prod.of_type(TGB):
         assert reg.provider is not None and "eks" in reg.provider
+        # ...and only after the add-on that installs the LB controller and the TargetGroupBinding CRD
+        assert any(d.endswith("aws:eks/addon:Addon::inference-operator-addon") for d in reg.dependencies)
 
 
 def test_alias_records_point_at_the_alb(prod: StackRun) -> None:

@@ -465,7 +465,7 @@ RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
 
 def evaluate(cr: Mapping[str, Any], ctx: RuleContext) -> list[tuple[Rule, Level, Violation]]:
     """All violations of a custom resource, each with its rule and resolved enforcement level."""
-    out = []
+    out: list[tuple[Rule, Level, Violation]] = []
     for rule in RULES.values():
         violations = rule.check(cr, ctx)
         if violations:

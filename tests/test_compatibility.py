@@ -13,8 +13,19 @@ from tests.conftest import CRDS, stack_mapping
 
 
 def _parse(mapping: dict[str, Any]) -> Any:
-    values = {k.split(":", 1)[1]: v for k, v in mapping.items() if k.startswith("hyperpod-inference:")}
+    """Parse a stack mapping; the ingress section (secrets, another layer) is left out."""
+    values = {
+        k.split(":", 1)[1]: v
+        for k, v in mapping.items()
+        if k.startswith("hyperpod-inference:") and k != "hyperpod-inference:ingress"
+    }
     return parse_stack_config(values, stack="dev", region=mapping["aws:region"])
+
+
+GATEWAY_SPEC = {
+    "bbr": {"enabled": True},
+    "schedulers": [{"name": "llama", "modelName": "llama-8b", "modelSelector": {"matchLabels": {"app": "llama-8b"}}}],
+}
 
 
 def _issues(mapping: dict[str, Any]) -> list[tuple[str, str]]:
@@ -122,6 +133,6 @@ def test_feature_newer_than_addon_is_error_at_spec_path() -> None:
 
 def test_gateway_needs_v2_addon() -> None:
     m = stack_mapping("dev")
-    m["hyperpod-inference:gateway"] = {"enabled": True}
+    m["hyperpod-inference:gateway"] = {"enabled": True, "spec": GATEWAY_SPEC}
     issues = dict(_issues(m))
     assert re.search(r"v2\.0\.0-eksbuild\.2.*v1\.\d\.\d-eksbuild\.1", issues["gateway.enabled"])

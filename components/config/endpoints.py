@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from policies import compatibility as compat
 from policies import rules
 
 from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
+from .crd import CrdModel, InferenceEndpointConfigSpec, JumpStartModelSpec
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -19,18 +20,50 @@ if TYPE_CHECKING:
 K8sName = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
-class EndpointConfig(Model):
+class _Endpoint(Model):
+    """What every ``endpoints[]`` entry has, whatever its kind."""
+
     name: str = Field(pattern=K8sName, max_length=63, description="metadata.name of the custom resource.")
     namespace: str = Field(default="default", pattern=K8sName, max_length=63)
-    kind: Literal["InferenceEndpointConfig", "JumpStartModel"] = "InferenceEndpointConfig"
-    engine: Literal["vllm", "sglang", "other"] = Field(description="The model server in the image.")
-    spec: dict[str, Any] = Field(
-        description="The custom resource's spec, field for field, camelCase as in the AWS docs."
+    engine: Literal["vllm", "sglang", "other"] = Field(
+        description="The model server in the image; rendered as the hyperpod-inference/engine label the rules read."
     )
 
     def spec_dict(self) -> dict[str, Any]:
         """The spec exactly as written in the stack file (camelCase, unset fields left out)."""
-        return dict(self.spec)
+        spec: CrdModel = getattr(self, "spec")  # noqa: B009 - declared by each subclass
+        return spec.dump()
+
+
+class InferenceEndpointConfigEndpoint(_Endpoint):
+    """An ``InferenceEndpointConfig`` (bring your own model and container)."""
+
+    kind: Literal["InferenceEndpointConfig"] = "InferenceEndpointConfig"
+    spec: InferenceEndpointConfigSpec = Field(
+        description="The custom resource's spec, field for field, camelCase as in the AWS docs."
+    )
+
+
+class JumpStartModelEndpoint(_Endpoint):
+    """A ``JumpStartModel`` (a SageMaker JumpStart model by id)."""
+
+    kind: Literal["JumpStartModel"]
+    spec: JumpStartModelSpec = Field(description="The custom resource's spec, field for field, camelCase.")
+
+
+def _kind_of(value: Any) -> str:
+    """The union tag: ``kind`` as written (``InferenceEndpointConfig`` when omitted)."""
+    if isinstance(value, dict):
+        return str(value.get("kind", "InferenceEndpointConfig"))
+    return str(getattr(value, "kind", "InferenceEndpointConfig"))
+
+
+EndpointConfig = Annotated[
+    Annotated[InferenceEndpointConfigEndpoint, Tag("InferenceEndpointConfig")]
+    | Annotated[JumpStartModelEndpoint, Tag("JumpStartModel")],
+    Discriminator(_kind_of),
+]
+"""One ``endpoints[]`` entry; ``kind`` selects the spec model."""
 
 
 @cross_check
@@ -65,7 +98,7 @@ def _features_supported(cfg: StackConfig) -> Iterator[ConfigIssue]:
 CR_GROUP_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 
 
-def custom_resource(ep: EndpointConfig, cfg: StackConfig) -> dict[str, Any]:
+def custom_resource(ep: InferenceEndpointConfigEndpoint | JumpStartModelEndpoint, cfg: StackConfig) -> dict[str, Any]:
     """The custom resource an endpoint renders to, as the rules see it at config time.
 
     The engine travels as the ``hyperpod-inference/engine`` label. With ``l2CacheBackend: redis`` and no

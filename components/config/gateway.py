@@ -11,6 +11,7 @@ from policies import compatibility as compat
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
+from .crd import InferenceGatewayConfigSpec
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -20,9 +21,21 @@ class GatewayConfig(Model):
     enabled: bool = False
     name: str = Field(default="inference-gateway", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
     namespace: str = Field(default="hyperpod-inference-system", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    spec: dict[str, Any] = Field(
-        default_factory=dict, description="The InferenceGatewayConfig spec, as in the AWS docs."
+    spec: InferenceGatewayConfigSpec | None = Field(
+        default=None,
+        description="The InferenceGatewayConfig v1alpha1 spec, camelCase as in the AWS docs; required when enabled.",
     )
+
+    def spec_dict(self) -> dict[str, Any]:
+        """The spec exactly as written (camelCase, unset fields left out); empty when not given."""
+        return self.spec.dump() if self.spec is not None else {}
+
+
+@cross_check
+def _gateway_needs_spec(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """An enabled gateway needs its spec (bbr and at least one scheduler); there is no useful default."""
+    if cfg.gateway.enabled and cfg.gateway.spec is None:
+        yield ConfigIssue("gateway.spec", "required when gateway.enabled is true (bbr and schedulers at least)")
 
 
 @cross_check

@@ -78,7 +78,7 @@ class Clients:
 
     def __call__(self, service: str) -> Any:
         if service not in self._clients:
-            self._clients[service] = self.session.client(service, region_name=self.region)  # type: ignore[call-overload]
+            self._clients[service] = self.session.client(service, region_name=self.region)
         return self._clients[service]
 
 

@@ -13,6 +13,7 @@ binding's ``networking`` block lets the controller open the pods' security group
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -253,7 +254,7 @@ class IngressAlb(pulumi.ComponentResource):
             port=t.target_port,
             vpc_id=args.vpc_id,
             load_balancing_algorithm_type=endpoint_routing_algorithm(ep),
-            deregistration_delay="30",
+            deregistration_delay=30,
             health_check=aws.lb.TargetGroupHealthCheckArgs(
                 enabled=True,
                 protocol="HTTP",
@@ -435,7 +436,7 @@ class IngressAlb(pulumi.ComponentResource):
         )
         records = []
         for host in names:
-            option = cert.domain_validation_options.apply(lambda opts, h=host: _validation_option(opts, h))
+            option = cert.domain_validation_options.apply(functools.partial(_validation_option, host=host))
             records.append(
                 aws.route53.Record(
                     f"{name}-cert-validation-{host}",

@@ -1,0 +1,128 @@
+"""IAM policy documents the operator layer writes, as plain functions of resolved values.
+
+Kept free of Pulumi so the same functions render the documents the program registers and the documents
+the tests lint with parliament (``tests/iam_lint.py``): one source, nothing hand-copied into tests.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+IAM_DIR = Path(__file__).resolve().parent / "iam"
+LBC_POLICY_FILE = IAM_DIR / "aws-load-balancer-controller-v2.13.0.json"
+
+Document = dict[str, Any]
+
+
+def load_lbc_policy() -> Document:
+    """The AWS Load Balancer Controller's documented policy (see components/iam/README.md for provenance)."""
+    doc: Document = json.loads(LBC_POLICY_FILE.read_text(encoding="utf-8"))
+    return doc
+
+
+def irsa_statement(oidc_provider_arn: str, oidc_issuer: str, subject: str) -> Document:
+    """Allow one Kubernetes service account (``system:serviceaccount:<ns>:<name>``; ``*`` allowed) to assume.
+
+    ``aud`` is pinned to STS so a token minted for another audience cannot be replayed; wildcards in the
+    subject switch the operator to ``StringLike`` (exact subjects stay ``StringEquals``).
+    """
+    op = "StringLike" if "*" in subject else "StringEquals"
+    condition: Document = {op: {f"{oidc_issuer}:sub": subject}}
+    condition.setdefault("StringEquals", {})[f"{oidc_issuer}:aud"] = "sts.amazonaws.com"
+    return {
+        "Effect": "Allow",
+        "Principal": {"Federated": oidc_provider_arn},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": condition,
+    }
+
+
+def irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subjects: list[str]) -> Document:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [irsa_statement(oidc_provider_arn, oidc_issuer, s) for s in subjects],
+    }
+
+
+def sagemaker_and_irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subject: str, account_id: str) -> Document:
+    """Trust SageMaker (confused-deputy guarded by ``aws:SourceAccount``) and one service account."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "sagemaker.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            },
+            irsa_statement(oidc_provider_arn, oidc_issuer, subject),
+        ],
+    }
+
+
+def keda_policy(region: str, account_id: str) -> Document:
+    """What KEDA's CloudWatch and Amazon Managed Prometheus scalers call (operator-facts §10).
+
+    The CloudWatch read actions support no resource-level scoping, hence ``*``; AMP queries are scoped to
+    this account's workspaces in this region.
+    """
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "CloudWatchMetricsRead",
+                "Effect": "Allow",
+                "Action": ["cloudwatch:GetMetricData", "cloudwatch:GetMetricStatistics", "cloudwatch:ListMetrics"],
+                "Resource": "*",
+            },
+            {
+                "Sid": "ManagedPrometheusQuery",
+                "Effect": "Allow",
+                "Action": ["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
+                "Resource": f"arn:aws:aps:{region}:{account_id}:workspace/*",
+            },
+        ],
+    }
+
+
+def s3_csi_policy(bucket_names: list[str]) -> Document:
+    """Mountpoint read-only access to the model buckets (weights are read, never written, by inference).
+
+    Follows the Mountpoint for Amazon S3 IAM recommendations, without the write/delete actions.
+    """
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "MountpointListModelBuckets",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": [f"arn:aws:s3:::{b}" for b in bucket_names],
+            },
+            {
+                "Sid": "MountpointReadModelObjects",
+                "Effect": "Allow",
+                "Action": "s3:GetObject",
+                "Resource": [f"arn:aws:s3:::{b}/*" for b in bucket_names],
+            },
+        ],
+    }
+
+
+def tls_only_bucket_policy(bucket_arn: str) -> Document:
+    """Deny any request to the TLS certificate bucket that does not use TLS."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ],
+    }

@@ -1,0 +1,291 @@
+"""OperatorIam: every IAM role, the TLS certificate bucket and the EKS access entry the inference add-on needs.
+
+Why IRSA (not EKS Pod Identity) for every role here: the operator's execution role trust is documented as
+OIDC web identity for ``hyperpod-inference-controller-manager`` (D6, operator-facts §10), the add-on's KEDA
+values take ``auth.aws.irsa`` and its ALB values a role ARN annotated on the service account it creates, and
+the JumpStart gated-model role must trust a *wildcard* of service accounts (``*:hyperpod-inference-service-
+account*``), which Pod Identity associations (one namespace + one service account each) cannot express.
+One mechanism for the whole layer keeps the trust policies reviewable in one place.
+
+Roles and the service accounts they trust (operator-facts §10):
+
+=====================  ===============================================================  =====================
+role                   service account                                                  permissions
+=====================  ===============================================================  =====================
+execution (operator)   hyperpod-inference-system:hyperpod-inference-controller-manager  AmazonSageMakerHyper-
+                       (+ sagemaker.amazonaws.com)                                      PodInferenceAccess
+JumpStart gated model  *:hyperpod-inference-service-account* (+ SageMaker)              ...GatedModelAccess
+gateway certificates   hyperpod-inference-system:inference-gateway-controller           ...InferenceGatewayAccess
+ALB controller         <ns>:aws-load-balancer-controller                                LBC iam_policy v2.13.0
+KEDA                   <ns>:keda-operator                                               CloudWatch + AMP read
+=====================  ===============================================================  =====================
+
+``<ns>`` is ``hyperpod-inference-system`` when the add-on bundles the controller, ``kube-system`` /
+``keda`` when this package installs the chart. Nothing is created for ``existing`` controllers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pulumi
+import pulumi_aws as aws
+
+from . import iam_documents as docs
+
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"  # required by the add-on's Helm template (isAddOn)
+OPERATOR_SA = f"system:serviceaccount:{OPERATOR_NAMESPACE}:hyperpod-inference-controller-manager"
+GATED_MODEL_SA = "system:serviceaccount:*:hyperpod-inference-service-account*"
+GATEWAY_SA = f"system:serviceaccount:{OPERATOR_NAMESPACE}:inference-gateway-controller"
+# Where each controller's service account lives, by install mode (operator-facts §10 for "bundled").
+LBC_SERVICE_ACCOUNT = {
+    "bundled": (OPERATOR_NAMESPACE, "aws-load-balancer-controller"),
+    "helm": ("kube-system", "aws-load-balancer-controller"),
+}
+KEDA_SERVICE_ACCOUNT = {"bundled": (OPERATOR_NAMESPACE, "keda-operator"), "helm": ("keda", "keda-operator")}
+
+MANAGED = "arn:aws:iam::aws:policy/"
+INFERENCE_ACCESS = MANAGED + "AmazonSageMakerHyperPodInferenceAccess"
+GATED_MODEL_ACCESS = MANAGED + "AmazonSageMakerHyperPodGatedModelAccess"
+GATEWAY_ACCESS = MANAGED + "AmazonSageMakerHyperPodInferenceGatewayAccess"
+# The EKS access policy the operator's managed policy lets it associate (D8); we create the access entry
+# it attaches to and the association itself, so the operator's first reconcile does not depend on it.
+INFERENCE_MONITORING_ACCESS_POLICY = (
+    "arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpodInferenceMonitoringPolicy"
+)
+
+Mode = Literal["bundled", "helm", "existing"]
+
+
+@dataclass(frozen=True)
+class OperatorIamArgs:
+    stack: str
+    name_prefix: str
+    region: str
+    account_id: pulumi.Input[str]
+    cluster_name: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_provider_url: pulumi.Input[str] = field(metadata={"doc": "Issuer without https://"})
+    alb_mode: Mode = "bundled"
+    keda_mode: Mode = "bundled"
+    gateway_enabled: bool = False
+    protect_bucket: bool = False
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class OperatorIam(pulumi.ComponentResource):
+    """Roles, TLS bucket and access entry for the HyperPod Inference Operator add-on."""
+
+    execution_role_arn: pulumi.Output[str]
+    gated_model_role_arn: pulumi.Output[str]
+    gateway_role_arn: pulumi.Output[str] | None
+    alb_role_arn: pulumi.Output[str] | None
+    keda_role_arn: pulumi.Output[str] | None
+    tls_bucket_name: pulumi.Output[str]
+    dependencies: list[pulumi.Resource]
+
+    def __init__(self, name: str, args: OperatorIamArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("hyperpod:operator:OperatorIam", name, None, opts)
+        self._args = args
+        self.dependencies = []
+        child = pulumi.ResourceOptions(parent=self)
+
+        # --- execution role: exact prefix, SageMaker + controller-manager trust, AWS managed policy ---
+        execution = self._role(
+            f"{name}-execution",
+            f"{EXECUTION_ROLE_PREFIX}-{args.stack}",
+            "HyperPod Inference Operator execution role (add-on executionRoleArn).",
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
+                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], OPERATOR_SA, v[2])
+            ),
+            [INFERENCE_ACCESS],
+        )
+        self.execution_role_arn = execution.arn
+
+        gated = self._role(
+            f"{name}-jumpstart-gated",
+            f"{args.name_prefix}-jumpstart-gated-models",
+            "Downloads gated JumpStart models for inference pods (add-on jumpstartGatedModelDownloadRoleArn).",
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
+                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], GATED_MODEL_SA, v[2])
+            ),
+            [GATED_MODEL_ACCESS],
+        )
+        self.gated_model_role_arn = gated.arn
+
+        self.gateway_role_arn = None
+        if args.gateway_enabled:
+            # Must exist before the add-on installs the gateway controller (D4).
+            self.gateway_role_arn = self._irsa_role(
+                f"{name}-gateway", f"{args.name_prefix}-inference-gateway", GATEWAY_SA, [GATEWAY_ACCESS]
+            ).arn
+
+        self.alb_role_arn = None
+        if args.alb_mode != "existing":
+            ns, sa = LBC_SERVICE_ACCOUNT[args.alb_mode]
+            lbc_policy = aws.iam.Policy(
+                f"{name}-lbc-policy",
+                name=f"{args.name_prefix}-aws-load-balancer-controller",
+                description="AWS Load Balancer Controller v2.13.0 documented policy (components/iam/).",
+                policy=json.dumps(docs.load_lbc_policy()),
+                tags=args.tags,
+                opts=child,
+            )
+            self.alb_role_arn = self._irsa_role(
+                f"{name}-lbc",
+                f"{args.name_prefix}-aws-load-balancer-controller",
+                f"system:serviceaccount:{ns}:{sa}",
+                [lbc_policy.arn],
+            ).arn
+
+        self.keda_role_arn = None
+        if args.keda_mode != "existing":
+            ns, sa = KEDA_SERVICE_ACCOUNT[args.keda_mode]
+            keda_policy = aws.iam.Policy(
+                f"{name}-keda-policy",
+                name=f"{args.name_prefix}-keda-operator",
+                description="KEDA CloudWatch and Amazon Managed Prometheus scalers (read only).",
+                policy=pulumi.Output.from_input(args.account_id).apply(
+                    lambda acct: json.dumps(docs.keda_policy(args.region, acct))
+                ),
+                tags=args.tags,
+                opts=child,
+            )
+            self.keda_role_arn = self._irsa_role(
+                f"{name}-keda",
+                f"{args.name_prefix}-keda-operator",
+                f"system:serviceaccount:{ns}:{sa}",
+                [keda_policy.arn],
+            ).arn
+
+        self.tls_bucket_name = self._tls_bucket(name, args)
+
+        # --- EKS access entry for the execution role (HyperPod creates its own entries: ClusterMetadata
+        # EksRoleAccessEntries / SlrAccessEntry, so none are created for HyperPod here) ---
+        entry = aws.eks.AccessEntry(
+            f"{name}-execution-access",
+            cluster_name=args.cluster_name,
+            principal_arn=execution.arn,
+            type="STANDARD",
+            tags=args.tags,
+            opts=child,
+        )
+        assoc = aws.eks.AccessPolicyAssociation(
+            f"{name}-execution-monitoring",
+            cluster_name=args.cluster_name,
+            principal_arn=execution.arn,
+            policy_arn=INFERENCE_MONITORING_ACCESS_POLICY,
+            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
+        )
+        self.dependencies.extend([entry, assoc])
+
+        self.register_outputs(
+            {
+                "executionRoleArn": self.execution_role_arn,
+                "gatedModelRoleArn": self.gated_model_role_arn,
+                "gatewayRoleArn": self.gateway_role_arn,
+                "albRoleArn": self.alb_role_arn,
+                "kedaRoleArn": self.keda_role_arn,
+                "tlsBucketName": self.tls_bucket_name,
+            }
+        )
+
+    def _role(
+        self,
+        resource_name: str,
+        role_name: str,
+        description: str,
+        trust: pulumi.Output[docs.Document],
+        policy_arns: list[pulumi.Input[str]],
+    ) -> aws.iam.Role:
+        role = aws.iam.Role(
+            resource_name,
+            name=role_name,
+            description=description,
+            assume_role_policy=trust.apply(json.dumps),
+            max_session_duration=3600,
+            tags=self._args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        for i, arn in enumerate(policy_arns):
+            attachment = aws.iam.RolePolicyAttachment(
+                f"{resource_name}-policy-{i}",
+                role=role.name,
+                policy_arn=arn,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.dependencies.append(attachment)
+        self.dependencies.append(role)
+        return role
+
+    def _irsa_role(
+        self, resource_name: str, role_name: str, subject: str, policy_arns: list[pulumi.Input[str]]
+    ) -> aws.iam.Role:
+        a = self._args
+        trust = pulumi.Output.all(a.oidc_provider_arn, a.oidc_provider_url).apply(
+            lambda v: docs.irsa_trust(v[0], v[1], [subject])
+        )
+        return self._role(resource_name, role_name, f"IRSA for {subject}", trust, policy_arns)
+
+    def _tls_bucket(self, name: str, args: OperatorIamArgs) -> pulumi.Output[str]:
+        """``hyperpod-tls-<stack>-<account>``: the managed policy only covers ``hyperpod-tls*`` buckets (D6/D8).
+
+        Private (public access block, bucket-owner-enforced), SSE-S3 encrypted (SSE-KMS with a customer key
+        would need a key policy for the operator role, which its managed policy does not grant), TLS-only,
+        versioned (a certificate overwritten by mistake can be restored); protected from deletion in prod.
+        """
+        bucket_opts = pulumi.ResourceOptions(parent=self, protect=args.protect_bucket)
+        child = pulumi.ResourceOptions(parent=self)
+        bucket = aws.s3.Bucket(
+            f"{name}-tls",
+            bucket=pulumi.Output.concat("hyperpod-tls-", args.stack, "-", args.account_id),
+            force_destroy=not args.protect_bucket,
+            tags={**args.tags, "Purpose": "hyperpod-inference-tls-certificates"},
+            opts=bucket_opts,
+        )
+        pab = aws.s3.BucketPublicAccessBlock(
+            f"{name}-tls-public-access",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        ownership = aws.s3.BucketOwnershipControls(
+            f"{name}-tls-ownership",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
+        sse = aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-tls-sse",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    ),
+                    bucket_key_enabled=True,
+                )
+            ],
+            opts=child,
+        )
+        versioning = aws.s3.BucketVersioning(
+            f"{name}-tls-versioning",
+            bucket=bucket.id,
+            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
+            opts=child,
+        )
+        policy = aws.s3.BucketPolicy(
+            f"{name}-tls-policy",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(docs.tls_only_bucket_policy(arn))),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
+        )
+        self.dependencies.extend([bucket, pab, ownership, sse, versioning, policy])
+        return bucket.bucket

@@ -1,0 +1,249 @@
+"""OperatorPrerequisites: the EKS add-ons (and optional Helm charts) the inference add-on checks for first.
+
+The inference add-on refuses to install unless these exist at or above documented minimums (D6; D7 lists
+the resulting errors): ``aws-mountpoint-s3-csi-driver`` (CSIDriver ``s3.csi.aws.com``), ``aws-fsx-csi-driver``
+(``fsx.csi.aws.com``), ``metrics-server`` and ``cert-manager`` (CRD ``certificaterequests.cert-manager.io``).
+Versions come from ``operator.*Version`` (checked against the minimums in ``components/config/operator.py``).
+
+HyperPod taints nodes it is health-checking with ``sagemaker.amazonaws.com/node-health-status``; on a cluster
+whose only nodes are HyperPod nodes, a controller that does not tolerate it stays Pending and the
+inference add-on's install check fails (aws/sagemaker-hyperpod-cli PR #449; ADT patches the ALB deployment
+with kubectl instead). Each add-on gets the toleration through its ``configuration_values``; the keys are
+the ones its Helm chart defines (the EKS add-on schemas mirror their charts; see README "operator" for which
+keys were confirmed against a published add-on example and which follow the chart only).
+
+IAM: IRSA (see ``operator_iam.py`` for why). The S3 CSI node gets read-only access to the model buckets;
+the FSx CSI controller gets ``AmazonFSxFullAccess`` (the FSx CSI driver's documented policy: it creates file
+systems for dynamic provisioning). metrics-server and cert-manager call no AWS API and get no role.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from . import iam_documents as docs
+from .config.operator import PREREQUISITES, OperatorConfig
+from .operator_iam import KEDA_SERVICE_ACCOUNT, LBC_SERVICE_ACCOUNT
+
+HYPERPOD_HEALTH_TAINT = "sagemaker.amazonaws.com/node-health-status"
+# Tolerate the scheduling taint only (NoSchedule): a NoExecute eviction of a failing node still moves
+# controllers away from it.
+HYPERPOD_TOLERATION: dict[str, str] = {"key": HYPERPOD_HEALTH_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+# The FSx controller chart's own default tolerations (kept, since setting the list replaces them).
+FSX_DEFAULT_CONTROLLER_TOLERATIONS: list[dict[str, Any]] = [
+    {"key": "CriticalAddonsOnly", "operator": "Exists"},
+    {"effect": "NoExecute", "operator": "Exists", "tolerationSeconds": 300},
+]
+LBC_CHART_REPO = "https://aws.github.io/eks-charts"
+KEDA_CHART_REPO = "https://kedacore.github.io/charts"
+S3_CSI_SA = "system:serviceaccount:kube-system:s3-csi-driver-sa"
+FSX_CSI_SA = "system:serviceaccount:kube-system:fsx-csi-controller-sa"
+FSX_POLICY = "arn:aws:iam::aws:policy/AmazonFSxFullAccess"
+
+
+def addon_configuration(addon_name: str) -> dict[str, Any]:
+    """The ``configuration_values`` each prerequisite add-on gets (tolerations for HyperPod nodes)."""
+    if addon_name == "aws-mountpoint-s3-csi-driver":
+        # The node DaemonSet must run on every GPU node that mounts model weights, whatever its taints.
+        return {"node": {"tolerateAllTaints": True}}
+    if addon_name == "aws-fsx-csi-driver":
+        return {
+            "controller": {"tolerations": [*FSX_DEFAULT_CONTROLLER_TOLERATIONS, HYPERPOD_TOLERATION]},
+            "node": {"tolerateAllTaints": True},
+        }
+    if addon_name == "metrics-server":
+        return {"tolerations": [HYPERPOD_TOLERATION]}
+    if addon_name == "cert-manager":
+        return {
+            "tolerations": [HYPERPOD_TOLERATION],
+            "webhook": {"tolerations": [HYPERPOD_TOLERATION]},
+            "cainjector": {"tolerations": [HYPERPOD_TOLERATION]},
+        }
+    raise KeyError(addon_name)
+
+
+def model_buckets(endpoints: Iterable[Any]) -> list[str]:
+    """The S3 buckets the endpoints load weights from (``spec.modelSourceConfig.s3Storage.bucketName``)."""
+    out: set[str] = set()
+    for endpoint in endpoints:
+        source = endpoint.spec_dict().get("modelSourceConfig") or {}
+        bucket = (source.get("s3Storage") or {}).get("bucketName")
+        if isinstance(bucket, str) and bucket:
+            out.add(bucket)
+    return sorted(out)
+
+
+@dataclass(frozen=True)
+class OperatorPrerequisitesArgs:
+    name_prefix: str
+    region: str
+    operator: OperatorConfig
+    cluster_name: pulumi.Input[str]
+    oidc_provider_arn: pulumi.Input[str]
+    oidc_provider_url: pulumi.Input[str]
+    model_bucket_names: list[str] = field(metadata={"doc": "S3 buckets endpoints mount model weights from."})
+    vpc_id: pulumi.Input[str] | None = None
+    k8s_provider: pulumi.ProviderResource | None = field(default=None, metadata={"doc": "Needed for helm modes."})
+    alb_role_arn: pulumi.Input[str] | None = None
+    keda_role_arn: pulumi.Input[str] | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class OperatorPrerequisites(pulumi.ComponentResource):
+    """The four prerequisite EKS add-ons, their IRSA roles, and the ALB controller / KEDA charts in helm mode."""
+
+    addons: dict[str, aws.eks.Addon]
+    releases: dict[str, k8s.helm.v3.Release]
+    dependencies: list[pulumi.Resource]
+
+    def __init__(self, name: str, args: OperatorPrerequisitesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("hyperpod:operator:OperatorPrerequisites", name, None, opts)
+        self._args = args
+        self.dependencies = []
+        self.addons = {}
+        self.releases = {}
+        self._role_deps: dict[str, list[pulumi.Resource]] = {}
+        op = args.operator
+
+        s3_role = self._s3_csi_role(name)
+        fsx_role = self._irsa_role(
+            "aws-fsx-csi-driver", f"{name}-fsx-csi", f"{args.name_prefix}-fsx-csi-driver", FSX_CSI_SA, FSX_POLICY
+        )
+        roles = {"aws-mountpoint-s3-csi-driver": s3_role, "aws-fsx-csi-driver": fsx_role}
+
+        for pre in PREREQUISITES:
+            role = roles.get(pre.addon_name)
+            addon = aws.eks.Addon(
+                f"{name}-{pre.addon_name}",
+                cluster_name=args.cluster_name,
+                addon_name=pre.addon_name,
+                addon_version=op.pinned(pre),
+                service_account_role_arn=role.arn if role is not None else None,
+                configuration_values=json.dumps(addon_configuration(pre.addon_name), sort_keys=True),
+                # OVERWRITE: this stack owns these add-ons' config; a field edited out of band (or a
+                # self-managed install being adopted) must not make create/upgrade fail.
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                tags=args.tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=self._role_deps.get(pre.addon_name, [])),
+            )
+            self.addons[pre.addon_name] = addon
+            self.dependencies.append(addon)
+
+        if op.load_balancer_controller.mode == "helm":
+            self._lbc_release(name)
+        if op.keda.mode == "helm":
+            self._keda_release(name)
+
+        self.register_outputs(
+            {
+                "addons": {k: a.addon_version for k, a in self.addons.items()},
+                "helmReleases": {k: r.version for k, r in self.releases.items()},
+            }
+        )
+
+    def _irsa_role(
+        self, addon: str, resource_name: str, role_name: str, subject: str, policy_arn: pulumi.Input[str]
+    ) -> aws.iam.Role:
+        a = self._args
+        role = aws.iam.Role(
+            resource_name,
+            name=role_name,
+            description=f"IRSA for {subject}",
+            assume_role_policy=pulumi.Output.all(a.oidc_provider_arn, a.oidc_provider_url).apply(
+                lambda v: json.dumps(docs.irsa_trust(v[0], v[1], [subject]))
+            ),
+            tags=a.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{resource_name}-policy", role=role.name, policy_arn=policy_arn, opts=pulumi.ResourceOptions(parent=self)
+        )
+        self._role_deps.setdefault(addon, []).extend([role, attachment])
+        return role
+
+    def _s3_csi_role(self, name: str) -> aws.iam.Role:
+        a = self._args
+        buckets = sorted(set(a.model_bucket_names)) or [f"{a.name_prefix}-models-*"]
+        policy = aws.iam.Policy(
+            f"{name}-s3-csi-policy",
+            name=f"{a.name_prefix}-s3-csi-driver",
+            description="Mountpoint for Amazon S3: read-only access to the model buckets.",
+            policy=json.dumps(docs.s3_csi_policy(buckets)),
+            tags=a.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return self._irsa_role(
+            "aws-mountpoint-s3-csi-driver", f"{name}-s3-csi", f"{a.name_prefix}-s3-csi-driver", S3_CSI_SA, policy.arn
+        )
+
+    def _release_opts(self) -> pulumi.ResourceOptions:
+        if self._args.k8s_provider is None:
+            raise ValueError("helm mode needs the cluster's Kubernetes provider (k8s_provider)")
+        # After the add-ons: the ALB controller's webhook certificate and KEDA's metrics need them.
+        return pulumi.ResourceOptions(
+            parent=self, provider=self._args.k8s_provider, depends_on=list(self.addons.values())
+        )
+
+    def _lbc_release(self, name: str) -> None:
+        a = self._args
+        chart = a.operator.load_balancer_controller
+        ns, sa = LBC_SERVICE_ACCOUNT["helm"]
+        if a.alb_role_arn is None:
+            raise ValueError("helm ALB controller needs its IRSA role ARN")
+        release = k8s.helm.v3.Release(
+            f"{name}-aws-load-balancer-controller",
+            name="aws-load-balancer-controller",
+            chart="aws-load-balancer-controller",
+            version=chart.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=LBC_CHART_REPO),
+            namespace=ns,
+            atomic=True,
+            values={
+                "clusterName": a.cluster_name,
+                "region": a.region,
+                "vpcId": a.vpc_id,
+                "replicaCount": 2,
+                "serviceAccount": {
+                    "create": True,
+                    "name": sa,
+                    "annotations": {"eks.amazonaws.com/role-arn": a.alb_role_arn},
+                },
+                "tolerations": [HYPERPOD_TOLERATION],
+            },
+            opts=self._release_opts(),
+        )
+        self.releases["aws-load-balancer-controller"] = release
+        self.dependencies.append(release)
+
+    def _keda_release(self, name: str) -> None:
+        a = self._args
+        chart = a.operator.keda
+        ns, sa = KEDA_SERVICE_ACCOUNT["helm"]
+        if a.keda_role_arn is None:
+            raise ValueError("helm KEDA needs its IRSA role ARN")
+        release = k8s.helm.v3.Release(
+            f"{name}-keda",
+            name="keda",
+            chart="keda",
+            version=chart.chart_version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=KEDA_CHART_REPO),
+            namespace=ns,
+            create_namespace=True,
+            atomic=True,
+            values={
+                "serviceAccount": {"operator": {"create": True, "name": sa}},
+                "podIdentity": {"aws": {"irsa": {"enabled": True, "roleArn": a.keda_role_arn}}},
+                "tolerations": [HYPERPOD_TOLERATION],
+            },
+            opts=self._release_opts(),
+        )
+        self.releases["keda"] = release
+        self.dependencies.append(release)

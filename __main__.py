@@ -76,6 +76,71 @@ pulumi.export("hyperpodClusterArn", hyperpod.cluster_arn)
 pulumi.export("hyperpodClusterName", hyperpod.cluster_name)
 
 # --- inference operator: prerequisites, IAM, the add-on (issue 4) ---
+import pulumi_aws as aws  # noqa: E402
+
+from components.inference_operator import InferenceOperatorAddon, InferenceOperatorAddonArgs  # noqa: E402
+from components.operator_iam import OperatorIam, OperatorIamArgs  # noqa: E402
+from components.operator_prerequisites import OperatorPrerequisites, OperatorPrerequisitesArgs, model_buckets  # noqa: E402
+
+account_id = aws.get_caller_identity_output().account_id
+operator_iam = OperatorIam(
+    "operator-iam",
+    OperatorIamArgs(
+        stack=cfg.stack,
+        name_prefix=cfg.name_prefix,
+        region=cfg.region,
+        account_id=account_id,
+        cluster_name=eks.cluster_name,
+        oidc_provider_arn=eks.oidc_provider_arn,
+        oidc_provider_url=eks.oidc_provider_url,
+        alb_mode=cfg.operator.load_balancer_controller.mode,
+        keda_mode=cfg.operator.keda.mode,
+        gateway_enabled=cfg.gateway.enabled,
+        protect_bucket=cfg.is_prod,
+        tags=cfg.common_tags,
+    ),
+)
+operator_prereqs = OperatorPrerequisites(
+    "operator-prereqs",
+    OperatorPrerequisitesArgs(
+        name_prefix=cfg.name_prefix,
+        region=cfg.region,
+        operator=cfg.operator,
+        cluster_name=eks.cluster_name,
+        oidc_provider_arn=eks.oidc_provider_arn,
+        oidc_provider_url=eks.oidc_provider_url,
+        model_bucket_names=model_buckets(cfg.endpoints),
+        vpc_id=network.vpc_id,
+        k8s_provider=eks.k8s_provider,
+        alb_role_arn=operator_iam.alb_role_arn,
+        keda_role_arn=operator_iam.keda_role_arn,
+        tags=cfg.common_tags,
+    ),
+    # Controllers need schedulable HyperPod nodes (the only nodes of the cluster) to become ready.
+    opts=pulumi.ResourceOptions(depends_on=[hyperpod]),
+)
+inference_operator = InferenceOperatorAddon(
+    "inference-operator",
+    InferenceOperatorAddonArgs(
+        addon_version=cfg.operator.addon_version,
+        cluster_name=eks.cluster_name,
+        hyperpod_cluster_arn=hyperpod.cluster_arn,
+        execution_role_arn=operator_iam.execution_role_arn,
+        tls_bucket_name=operator_iam.tls_bucket_name,
+        gated_model_role_arn=operator_iam.gated_model_role_arn,
+        alb_mode=cfg.operator.load_balancer_controller.mode,
+        keda_mode=cfg.operator.keda.mode,
+        alb_role_arn=operator_iam.alb_role_arn,
+        keda_role_arn=operator_iam.keda_role_arn,
+        gateway_enabled=cfg.gateway.enabled,
+        gateway_role_arn=operator_iam.gateway_role_arn,
+        depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster],
+        tags=cfg.common_tags,
+    ),
+)
+pulumi.export("inferenceOperatorAddonVersion", cfg.operator.addon_version)
+pulumi.export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_arn)
+pulumi.export("tlsCertificateBucket", operator_iam.tls_bucket_name)
 
 # --- KV cache L2, endpoints, inference gateway (issue 5) ---
 

@@ -136,3 +136,58 @@ def test_gateway_needs_v2_addon() -> None:
     m["hyperpod-inference:gateway"] = {"enabled": True, "spec": GATEWAY_SPEC}
     issues = dict(_issues(m))
     assert re.search(r"v2\.0\.0-eksbuild\.2.*v1\.\d\.\d-eksbuild\.1", issues["gateway.enabled"])
+
+
+def test_mandatory_rules_run_at_config_time_advisory_do_not() -> None:
+    m = stack_mapping("prod")
+    ep = m["hyperpod-inference:endpoints"][0]
+    assert ep["spec"]["intelligentRoutingSpec"]["routingStrategy"] == "kvaware"
+    ep["spec"]["invocationEndpoint"] = "v1/chat/completions"
+    ep["spec"]["worker"]["image"] = "lmcache/vllm-openai:v0.3.9post2"
+    ep["spec"]["metrics"]["modelMetrics"]["port"] = 9000  # advisory rule: not a config error
+    issues = _issues(m)
+    paths = {p for p, _ in issues}
+    assert paths == {"endpoints[0].spec.invocationEndpoint", "endpoints[0].spec.worker.image"}
+    messages = dict(issues)
+    assert "[kvaware-requires-vllm-completions]" in messages["endpoints[0].spec.invocationEndpoint"]
+    assert ">= 0.4.3" in messages["endpoints[0].spec.worker.image"]  # mandatory for kvaware in prod
+
+
+def test_same_image_is_only_advisory_in_dev() -> None:
+    m = stack_mapping("dev")
+    m["hyperpod-inference:endpoints"][0]["spec"]["worker"]["image"] = "lmcache/vllm-openai:v0.3.9post2"
+    cfg = _parse(m)
+    assert cfg.endpoints[0].spec_dict()["worker"]["image"].endswith("v0.3.9post2")
+
+
+def test_endpoint_instance_type_must_be_a_cluster_group() -> None:
+    m = stack_mapping("dev")
+    m["hyperpod-inference:endpoints"][0]["spec"]["instanceType"] = "ml.g5.8xlarge"
+    msg = dict(_issues(m))["endpoints[0].spec.instanceType"]
+    assert "ml.g5.8xlarge" in msg and "ml.p5.4xlarge" in msg
+
+
+def test_redis_backend_needs_kvcache_redis() -> None:
+    m = stack_mapping("dev")
+    l2 = m["hyperpod-inference:endpoints"][0]["spec"]["kvCacheSpec"]["l2CacheSpec"]
+    l2["l2CacheBackend"] = "redis"
+    issues = dict(_issues(m))
+    msg = issues["endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheBackend"]
+    assert "kvCache.l2Backend: redis" in msg and "tieredstorage" in msg
+
+
+def test_prod_redis_without_tls_is_rejected() -> None:
+    m = stack_mapping("prod")
+    m["hyperpod-inference:kvCache"]["redis"]["transitEncryption"] = False
+    issues = dict(_issues(m))
+    assert "rediss://" in issues["endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl"]
+
+
+def test_duplicate_endpoint_names() -> None:
+    m = stack_mapping("prod")
+    eps = m["hyperpod-inference:endpoints"]
+    eps[1]["name"] = eps[0]["name"]
+    msg = dict(_issues(m))["endpoints[1].name"]
+    assert "inference/llama-70b-kvaware" in msg and "endpoints[0]" in msg
+    eps[1]["namespace"] = "other"
+    assert len(_parse(m).endpoints) == len(eps)

@@ -62,9 +62,9 @@ def _gateway_requires_jwt(args: ResourceValidationArgs, report: ReportViolation)
     if not get(provider, "remoteJWKS", "uri"):
         missing.append("remoteJWKS.uri")
     if provider is None:
-        report("spec.auth.jwt is not set: the gateway then accepts any request from inside the VPC")
+        report("spec.auth.jwt is not set: the gateway then accepts any request from inside the VPC", None)
     elif missing:
-        report(f"spec.auth.jwt.provider is missing {', '.join(missing)}")
+        report(f"spec.auth.jwt.provider is missing {', '.join(missing)}", None)
 
 
 gateway_requires_jwt = ResourceValidationPolicy(
@@ -258,7 +258,7 @@ def _redis_encryption(args: ResourceValidationArgs, report: ReportViolation) -> 
     if not truthy(get(args.props, "atRestEncryptionEnabled")):
         problems.append("atRestEncryptionEnabled is not true")
     if problems:
-        report("; ".join(problems))
+        report("; ".join(problems), None)
 
 
 redis_encryption = ResourceValidationPolicy(
@@ -357,9 +357,9 @@ def _eks_endpoint_private(args: ResourceValidationArgs, report: ReportViolation)
         return
     cidrs = as_list(cidrs)
     if not cidrs:
-        report(f"{where}endpointPublicAccess is on and {where}publicAccessCidrs defaults to 0.0.0.0/0")
+        report(f"{where}endpointPublicAccess is on and {where}publicAccessCidrs defaults to 0.0.0.0/0", None)
     elif _open_to_world(cidrs):
-        report(f"{where}publicAccessCidrs opens the public Kubernetes API endpoint to the internet ({cidrs})")
+        report(f"{where}publicAccessCidrs opens the public Kubernetes API endpoint to the internet ({cidrs})", None)
 
 
 eks_endpoint_private = ResourceValidationPolicy(
@@ -381,7 +381,7 @@ STATEFUL.update({b: "S3 bucket" for b in BUCKETS})
 def _stateful_resources_protected(args: ResourceValidationArgs, report: ReportViolation) -> None:
     what = STATEFUL.get(args.resource_type)
     if what is not None and not args.opts.protect:
-        report(f"{what} is not protected (ResourceOptions(protect=True)); a stray destroy would delete its state")
+        report(f"{what} is not protected (ResourceOptions(protect=True)); a stray destroy would delete its state", None)
 
 
 stateful_resources_protected = ResourceValidationPolicy(

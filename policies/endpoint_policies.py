@@ -53,7 +53,7 @@ STACK_RULES = frozenset(
 NEEDS_ADDON = STACK_RULES - {"endpoint-instance-type-in-cluster", "kv-cache-requires-vllm"}
 
 # Policy-config defaults, applied in code (the Python SDK does not apply schema defaults).
-DEFAULT_ENVIRONMENT = "prod"
+DEFAULT_ENVIRONMENT: rules.Environment = "prod"
 DEFAULT_REPORT_LEVELS: Mapping[str, tuple[str, ...]] = {"image-compatible-with-operator": ("mandatory",)}
 
 SEVERITY: Mapping[str, Severity] = {
@@ -113,7 +113,7 @@ def _prod_level(rule: rules.Rule) -> EnforcementLevel:
 
 def _settings(config: Mapping[str, Any], rule: rules.Rule) -> tuple[rules.Environment, tuple[str, ...], str | None]:
     env = config.get("environment", DEFAULT_ENVIRONMENT)
-    environment: rules.Environment = env if env in rules.ENVIRONMENTS else DEFAULT_ENVIRONMENT
+    environment = next((e for e in rules.ENVIRONMENTS if e == env), DEFAULT_ENVIRONMENT)
     levels = tuple(config.get("reportLevels", DEFAULT_REPORT_LEVELS.get(rule.name, ("mandatory", "advisory"))))
     addon = config.get("addonVersion")
     return environment, levels, addon if isinstance(addon, str) and addon else None
@@ -132,10 +132,7 @@ def _check(
     if violations and rule.level(cr, ctx) in levels:
         for violation in violations:
             where = f"spec.{violation.path}: " if violation.path else ""
-            if urn is None:
-                report(f"{where}{violation}")
-            else:
-                report(f"{where}{violation}", urn)
+            report(f"{where}{violation}", urn)
 
 
 def _resource_policy(rule: rules.Rule) -> ResourceValidationPolicy:

@@ -7,7 +7,6 @@ its default here and only here; the components read them from the validated conf
 from __future__ import annotations
 
 import ipaddress
-from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -27,7 +26,8 @@ AddonPin = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-
 
 # Instance families with GPUs / accelerators: deep health checks default on, hyperthreading off.
 ACCELERATED_FAMILIES = ("p", "g", "trn", "inf")
-CONTROL_PLANE_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+CONTROL_PLANE_LOG_TYPES: tuple[LogType, ...] = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 # aws/sagemaker-hyperpod-cli commit whose helm_chart/HyperPodHelmChart is installed (see README).
 HYPERPOD_CLI_COMMIT = "1504d53b28a6de4449c0fcdf9d56b8c87f28283f"
 
@@ -131,7 +131,7 @@ class ClusterConfig(Model):
     )
     instance_groups: list[InstanceGroup] = Field(min_length=1)
     addons: AddonVersions = Field(default_factory=AddonVersions, description="Pinned core EKS add-on versions.")
-    control_plane_log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
+    control_plane_log_types: list[LogType] = Field(
         default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES), description="EKS control-plane log types to enable."
     )
     hyperpod_dependencies: HyperPodDependencies = Field(default_factory=HyperPodDependencies)
@@ -141,15 +141,6 @@ class ClusterConfig(Model):
         le=100,
         description="Share of instance memory HyperPod tiered storage may use (kvCache.l2Backend: tieredstorage).",
     )
-
-
-def _group_az(cfg: StackConfig, group: InstanceGroup) -> str:
-    return group.availability_zone_id or cfg.network.az_ids[0]
-
-
-def group_az_id(cfg: StackConfig, index: int) -> str:
-    """The AZ ID instance group ``index`` is placed in (its own, or the first network AZ ID)."""
-    return _group_az(cfg, cfg.cluster.instance_groups[index])
 
 
 def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
@@ -170,27 +161,33 @@ def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                 key = "network.existing.privateSubnets" if cfg.network.existing else f"network.availabilityZoneIds[{i}]"
                 yield ConfigIssue(key, f"AZ ID {az} is not in {region}; AZ IDs there look like {prefix}-az1")
 
-    counts = Counter(g.name for g in cluster.instance_groups)
+    first_seen: dict[str, int] = {}
     for i, group in enumerate(cluster.instance_groups):
         base = f"cluster.instanceGroups[{i}]"
-        if counts[group.name] > 1:
-            yield ConfigIssue(f"{base}.name", f"instance group name {group.name!r} is used more than once")
+        if group.name in first_seen:
+            yield ConfigIssue(
+                f"{base}.name",
+                f"instance group name {group.name!r} is already used by cluster.instanceGroups[{first_seen[group.name]}];"
+                " group names must be unique",
+            )
+        first_seen.setdefault(group.name, i)
         if offered and group.instance_type not in offered:
             yield ConfigIssue(
                 f"{base}.instanceType",
                 f"{group.instance_type} is not a HyperPod instance type in {region} "
                 f"(cfn-lint region data; e.g. {', '.join(sorted(t for t in offered if t.startswith('ml.p5')) or sorted(offered)[:3])})",
             )
-        az = group.availability_zone_id
-        if az is not None:
-            if prefix is not None and not az_id_in_region(az, region):
-                yield ConfigIssue(
-                    f"{base}.availabilityZoneId", f"AZ ID {az} is not in {region}; AZ IDs there look like {prefix}-az1"
-                )
-            elif az not in cfg.network.az_ids:
+        group_az = group.availability_zone_id
+        if group_az is not None:
+            if prefix is not None and not az_id_in_region(group_az, region):
                 yield ConfigIssue(
                     f"{base}.availabilityZoneId",
-                    f"AZ ID {az} has no private subnet in this stack; allowed: {', '.join(cfg.network.az_ids)}",
+                    f"AZ ID {group_az} is not in {region}; AZ IDs there look like {prefix}-az1",
+                )
+            elif group_az not in cfg.network.az_ids:
+                yield ConfigIssue(
+                    f"{base}.availabilityZoneId",
+                    f"AZ ID {group_az} has no private subnet in this stack; allowed: {', '.join(cfg.network.az_ids)}",
                 )
         if group.training_plan_arn and f":sagemaker:{region}:" not in group.training_plan_arn:
             yield ConfigIssue(f"{base}.trainingPlanArn", f"the training plan must be in the stack's region {region}")

@@ -1,0 +1,415 @@
+"""The cluster layer under mocks: node SG, EKS, HyperPod dependencies, HyperPod cluster, IAM, protection."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+from parliament import analyze_policy_string, enhance_finding
+
+from components.config.cluster import HYPERPOD_CLI_COMMIT
+from components.hyperpod_cluster import LIFECYCLE_DIR, execution_role_policy
+from components.hyperpod_dependencies import RELEASE_NAME
+from tests.conftest import STACKS, registered, stack_mapping
+from tools.harness import StackRun
+from tools.mocks import Registration
+from tools.render import cloudformation_template
+
+REGIONS = {"dev": "us-west-2", "prod": "us-east-1"}
+SG = "aws:ec2/securityGroup:SecurityGroup"
+INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+HP = "aws-native:sagemaker:Cluster"
+EKS = "eks:index:Cluster"
+SEVERITY = {"LOW": 1, "MEDIUM": 2, "HIGH": 3, "CRITICAL": 4}
+
+
+def _one(run: StackRun, typ: str, name: str | None = None) -> Registration:
+    regs = [r for r in run.of_type(typ) if name is None or r.name == name]
+    assert len(regs) == 1, f"expected one {typ} {name or ''}, got {[r.name for r in regs]}"
+    return regs[0]
+
+
+def _ec2_id(reg: Registration) -> str:
+    """The physical id of an EC2 resource (the mocks put it at the end of the ARN)."""
+    return str(reg.outputs["arn"]).rsplit("/", 1)[-1]
+
+
+def _node_sg_id(run: StackRun) -> str:
+    return _ec2_id(_one(run, SG, "node-sg-sg"))
+
+
+def _subnet_az(run: StackRun) -> dict[str, str]:
+    return {_ec2_id(r): r.inputs["availabilityZoneId"] for r in run.of_type("aws:ec2/subnet:Subnet")}
+
+
+# --- CloudFormation lint of the rendered AWS::SageMaker::Cluster -------------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_rendered_sagemaker_cluster_passes_cfn_lint(stack: str, stack_runs) -> None:
+    region = REGIONS[stack]
+    template = cloudformation_template(stack_runs[stack].registrations, region)
+    clusters = {k: v for k, v in template["Resources"].items() if v["Type"] == "AWS::SageMaker::Cluster"}
+    assert len(clusters) == 1
+    props = next(iter(clusters.values()))["Properties"]
+    # Exact CloudFormation names, including the acronyms aws-native's camelCase loses.
+    assert props["InstanceGroups"][0]["InstanceStorageConfigs"][0]["EbsVolumeConfig"]["VolumeSizeInGB"] == 500
+    assert props["Orchestrator"]["Eks"]["ClusterArn"].startswith(f"arn:aws:eks:{region}:")
+    matches = lint(json.dumps(template), config=ManualArgs(regions=[region]))
+    assert [str(m) for m in matches] == []
+
+
+def test_cfn_lint_catches_a_type_not_offered_in_the_region(stack_runs) -> None:
+    """The lint above is not vacuous: the same template with an unavailable instance type fails."""
+    template = copy.deepcopy(cloudformation_template(stack_runs["dev"].registrations, "us-west-2"))
+    cluster = next(v for v in template["Resources"].values() if v["Type"] == "AWS::SageMaker::Cluster")
+    cluster["Properties"]["InstanceGroups"][1]["InstanceType"] = "ml.m6i.4xlarge"
+    matches = lint(json.dumps(template), config=ManualArgs(regions=["us-west-2"]))
+    assert any("ml.m6i.4xlarge" in str(m) for m in matches), [str(m) for m in matches]
+
+
+# --- node security group -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_node_sg_has_self_ingress_and_self_egress(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    sg_id = _node_sg_id(run)
+    for typ, name in ((INGRESS, "node-sg-self-ingress"), (EGRESS, "node-sg-self-egress")):
+        rule = _one(run, typ, name)
+        assert rule.inputs["securityGroupId"] == sg_id
+        assert rule.inputs["referencedSecurityGroupId"] == sg_id
+        assert rule.inputs["ipProtocol"] == "-1"
+    https = _one(run, INGRESS, "node-sg-https-from-vpc")
+    assert (https.inputs["cidrIpv4"], https.inputs["fromPort"], https.inputs["toPort"]) == (
+        str(stack_mapping(stack)["hyperpod-inference:network"]["cidr"]),
+        443,
+        443,
+    )
+    # No FSx ports unless asked for.
+    assert not [r for r in run.of_type(INGRESS) if r.name.startswith("node-sg-fsx")]
+
+
+def test_fsx_ports_open_when_fsx_enabled(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:cluster"]["fsxEnabled"] = True
+    result = registered(run("dev", mapping))
+    sg_id = _node_sg_id(result)
+    fsx = {
+        (r.inputs["fromPort"], r.inputs["toPort"]): r
+        for r in result.of_type(INGRESS)
+        if r.name.startswith("node-sg-fsx")
+    }
+    assert set(fsx) == {(988, 988), (1018, 1023)}
+    assert all(r.inputs["referencedSecurityGroupId"] == sg_id and r.inputs["ipProtocol"] == "tcp" for r in fsx.values())
+
+
+def test_control_plane_and_nodes_can_talk(stack_runs) -> None:
+    run = stack_runs["dev"]
+    sg_id = _node_sg_id(run)
+    cluster_sg = _one(run, EKS).outputs["clusterSecurityGroupId"]
+    api = _one(run, INGRESS, "eks-api-from-nodes")
+    assert (api.inputs["securityGroupId"], api.inputs["referencedSecurityGroupId"]) == (cluster_sg, sg_id)
+    kubelet = _one(run, INGRESS, "eks-nodes-from-api-high")
+    assert (kubelet.inputs["securityGroupId"], kubelet.inputs["referencedSecurityGroupId"]) == (sg_id, cluster_sg)
+    assert (kubelet.inputs["fromPort"], kubelet.inputs["toPort"]) == (1025, 65535)
+
+
+# --- subnets and instance groups ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_one_private_subnet_per_configured_az_id(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    azs = stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]
+    private = [r for r in run.of_type("aws:ec2/subnet:Subnet") if "-private-" in r.name]
+    assert sorted(r.inputs["availabilityZoneId"] for r in private) == sorted(azs)
+    hp = _one(run, HP)
+    subnet_az = _subnet_az(run)
+    assert sorted(subnet_az[s] for s in hp.inputs["vpcConfig"]["subnets"]) == sorted(azs)
+
+
+EXPECTED_GROUPS = {
+    "dev": [
+        ("system", "ml.m5.2xlarge", 2, "usw2-az1", []),
+        ("gpu-p5", "ml.p5.4xlarge", 1, "usw2-az2", ["InstanceStress", "InstanceConnectivity"]),
+    ],
+    "prod": [
+        ("system", "ml.m5.2xlarge", 3, "use1-az2", []),
+        ("p5-inference", "ml.p5.48xlarge", 4, "use1-az4", ["InstanceStress", "InstanceConnectivity"]),
+        ("p6-inference", "ml.p6-b200.48xlarge", 2, "use1-az6", ["InstanceStress", "InstanceConnectivity"]),
+    ],
+}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_instance_groups_as_configured(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    hp = _one(run, HP)
+    sg_id = _node_sg_id(run)
+    role_arn = _one(run, "aws:iam/role:Role", "hyperpod-execution-role").outputs["arn"]
+    bucket = _one(run, "aws:s3/bucket:Bucket", "hyperpod-lifecycle").outputs["bucket"]
+    subnet_az = _subnet_az(run)
+    got = []
+    for g in hp.inputs["instanceGroups"]:
+        vpc = g["overrideVpcConfig"]
+        assert vpc["securityGroupIds"] == [sg_id] and len(vpc["subnets"]) == 1
+        assert g["executionRole"] == role_arn
+        assert g["threadsPerCore"] == 1
+        assert g["instanceStorageConfigs"] == [{"ebsVolumeConfig": {"volumeSizeInGb": 500}}]
+        assert g["lifeCycleConfig"] == {"sourceS3Uri": f"s3://{bucket}/lifecycle/", "onCreate": "on_create.sh"}
+        got.append(
+            (
+                g["instanceGroupName"],
+                g["instanceType"],
+                g["instanceCount"],
+                subnet_az[vpc["subnets"][0]],
+                g.get("onStartDeepHealthChecks", []),
+            )
+        )
+    assert got == EXPECTED_GROUPS[stack]
+    assert hp.inputs["nodeRecovery"] == "Automatic"
+    assert hp.inputs["vpcConfig"]["securityGroupIds"] == [sg_id]
+
+
+def test_prod_group_labels_and_dev_taints_training_plan(stack_runs, run) -> None:
+    prod = {g["instanceGroupName"]: g for g in _one(stack_runs["prod"], HP).inputs["instanceGroups"]}
+    assert prod["p5-inference"]["kubernetesConfig"] == {"labels": {"workload": "inference"}}
+    assert "kubernetesConfig" not in prod["system"]
+
+    mapping = stack_mapping("dev")
+    gpu = mapping["hyperpod-inference:cluster"]["instanceGroups"][1]
+    gpu["taints"] = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    gpu["trainingPlanArn"] = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-dev"
+    gpu["threadsPerCore"] = 2
+    gpu["onStartDeepHealthChecks"] = ["InstanceStress"]
+    mapping["hyperpod-inference:cluster"]["nodeProvisioningMode"] = "Continuous"
+    hp = _one(registered(run("dev", mapping)), HP)
+    g = hp.inputs["instanceGroups"][1]
+    assert g["kubernetesConfig"] == {"taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]}
+    assert g["trainingPlanArn"] == "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-dev"
+    assert g["threadsPerCore"] == 2
+    assert g["onStartDeepHealthChecks"] == ["InstanceStress"]
+    assert hp.inputs["nodeProvisioningMode"] == "Continuous"
+    assert "nodeProvisioningMode" not in _one(stack_runs["dev"], HP).inputs
+
+
+def test_tiered_storage_follows_kv_cache_backend(stack_runs) -> None:
+    assert _one(stack_runs["dev"], HP).inputs["tieredStorageConfig"] == {
+        "mode": "Enable",
+        "instanceMemoryAllocationPercentage": 20,
+    }
+    assert "tieredStorageConfig" not in _one(stack_runs["prod"], HP).inputs  # prod uses redis
+
+
+# --- EKS ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    eks = _one(run, EKS)
+    i = eks.inputs
+    key = _one(run, "aws:kms/key:Key", "eks-secrets-key")
+    assert key.inputs["enableKeyRotation"] is True
+    assert i["name"] == f"hpi-{stack}-eks"
+    assert i["version"] == "1.33"
+    assert i["authenticationMode"] == "API_AND_CONFIG_MAP"
+    assert i["createOidcProvider"] is True
+    assert i["skipDefaultNodeGroup"] is True
+    assert i["endpointPrivateAccess"] is True
+    assert i["encryptionConfigKeyArn"] == key.outputs["arn"]
+    assert i["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+    assert i["kubernetesServiceIpAddressRange"] == "172.20.0.0/16"
+    assert i["vpcCniOptions"]["addonVersion"] == "v1.20.0-eksbuild.1"
+    assert i["kubeProxyAddonOptions"]["version"] == "v1.33.0-eksbuild.2"
+    assert i["corednsAddonOptions"]["version"] == "v1.12.1-eksbuild.2"
+    subnet_az = _subnet_az(run)
+    assert sorted(subnet_az[s] for s in i["privateSubnetIds"]) == sorted(
+        stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]
+    )
+    if stack == "prod":
+        assert i["endpointPublicAccess"] is False and "publicAccessCidrs" not in i
+        assert i["deletionProtection"] is True
+    else:
+        assert i["endpointPublicAccess"] is True and i["publicAccessCidrs"] == ["203.0.113.0/24"]
+        assert i["deletionProtection"] is False
+    agent = _one(run, "aws:eks/addon:Addon", "eks-pod-identity-agent")
+    assert (agent.inputs["addonName"], agent.inputs["addonVersion"], agent.inputs["clusterName"]) == (
+        "eks-pod-identity-agent",
+        "v1.3.7-eksbuild.2",
+        f"hpi-{stack}-eks",
+    )
+
+
+def test_dev_without_public_cidrs_keeps_endpoint_private(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:cluster"]["endpointPublicAccessCidrs"] = []
+    eks = _one(registered(run("dev", mapping)), EKS)
+    assert eks.inputs["endpointPublicAccess"] is False and "publicAccessCidrs" not in eks.inputs
+
+
+def test_kubernetes_provider_uses_the_cluster_kubeconfig(stack_runs) -> None:
+    run = stack_runs["dev"]
+    provider = _one(run, "pulumi:providers:kubernetes", "eks-k8s")
+    raw = provider.inputs["kubeconfig"]
+    # The kubeconfig reaches the provider as a Pulumi secret (the engine's secret envelope).
+    assert isinstance(raw, dict) and "4dabf18193072939515e22adb298388d" in raw, "kubeconfig must be secret"
+    kubeconfig = json.loads(raw["value"])
+    assert kubeconfig["users"][0]["user"]["exec"]["args"][-3] == "hpi-dev-eks"
+
+
+def test_hyperpod_orchestrated_by_this_eks_cluster(stack_runs) -> None:
+    run = stack_runs["prod"]
+    assert _one(run, HP).inputs["orchestrator"] == {
+        "eks": {"clusterArn": "arn:aws:eks:us-east-1:123456789012:cluster/hpi-prod-eks"}
+    }
+    assert run.outputs["eksClusterName"] == "hpi-prod-eks"
+    assert run.outputs["hyperpodClusterArn"] == _one(run, HP).outputs["clusterArn"]
+
+
+# --- HyperPod dependencies chart ---------------------------------------------------------------------------
+
+
+def test_hyperpod_dependencies_chart_pinned_and_before_the_cluster(stack_runs) -> None:
+    run = stack_runs["dev"]
+    rel = _one(run, "kubernetes:helm.sh/v3:Release", "hyperpod-deps-release")
+    assert rel.inputs["name"] == RELEASE_NAME and rel.inputs["namespace"] == "kube-system"
+    assert rel.inputs["chart"].endswith("helm_chart/HyperPodHelmChart")
+    assert HYPERPOD_CLI_COMMIT in rel.inputs["description"] and len(HYPERPOD_CLI_COMMIT) == 40
+    values = rel.inputs["values"]
+    assert values["health-monitoring-agent"] == {"enabled": True, "region": "us-west-2"}
+    assert values["inferenceOperators"] == {"enabled": False}  # the operator is an EKS add-on (issue 4)
+    assert values["cert-manager"] == {"enabled": False}
+    assert rel.provider is not None and "eks-k8s" in rel.provider
+    # depends_on a component expands to its children: the HyperPod layer waits for the release itself.
+    component = _one(run, "hyperpod:hyperpod_cluster:HyperPodCluster")
+    assert rel.urn in component.dependencies
+
+
+# --- lifecycle bucket, IAM, protection ---------------------------------------------------------------------
+
+
+def test_lifecycle_scripts_are_the_repos_own(stack_runs) -> None:
+    run = stack_runs["dev"]
+    bucket = _one(run, "aws:s3/bucket:Bucket", "hyperpod-lifecycle")
+    objects = [o for o in run.of_type("aws:s3/bucketObject:BucketObject") if o.name.startswith("hyperpod-lifecycle-")]
+    shipped = {p.name: p.read_text(encoding="utf-8") for p in LIFECYCLE_DIR.glob("*.sh")}
+    assert "on_create.sh" in shipped
+    assert {o.inputs["key"]: o.inputs["content"] for o in objects} == {f"lifecycle/{k}": v for k, v in shipped.items()}
+    assert all(o.inputs["bucket"] == bucket.outputs["bucket"] for o in objects)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_lifecycle_bucket_is_private_encrypted_versioned_tls_only(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    bucket_id = _one(run, "aws:s3/bucket:Bucket", "hyperpod-lifecycle").outputs["bucket"]
+    assert bucket_id == f"sagemaker-hpi-{stack}-lifecycle-123456789012"
+    pab = _one(run, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "hyperpod-lifecycle-pab").inputs
+    assert all(
+        pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
+    sse = _one(
+        run,
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        "hyperpod-lifecycle-sse",
+    )
+    assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    ver = _one(run, "aws:s3/bucketVersioning:BucketVersioning", "hyperpod-lifecycle-versioning").inputs
+    assert ver["versioningConfiguration"]["status"] == "Enabled"
+    policy = json.loads(_one(run, "aws:s3/bucketPolicy:BucketPolicy", "hyperpod-lifecycle-policy").inputs["policy"])
+    deny = policy["Statement"][0]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    own = _one(run, "aws:s3/bucketOwnershipControls:BucketOwnershipControls", "hyperpod-lifecycle-ownership").inputs
+    assert own["rule"]["objectOwnership"] == "BucketOwnerEnforced"
+
+
+def test_execution_role_trusts_sagemaker_with_the_documented_policies(stack_runs) -> None:
+    run = stack_runs["prod"]
+    role = _one(run, "aws:iam/role:Role", "hyperpod-execution-role")
+    trust = json.loads(role.inputs["assumeRolePolicy"])
+    assert trust["Statement"] == [
+        {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
+    ]
+    attached = [r.inputs["policyArn"] for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
+    assert "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy" in attached
+    inline = json.loads(_one(run, "aws:iam/rolePolicy:RolePolicy", "hyperpod-execution-inline").inputs["policy"])
+    actions = {a for s in inline["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert not any(a.endswith("*") for a in actions), "no wildcard actions"
+    s3 = next(s for s in inline["Statement"] if s["Sid"] == "ReadLifecycleScripts")
+    assert s3["Resource"] == [
+        "arn:aws:s3:::sagemaker-hpi-prod-lifecycle-123456789012",
+        "arn:aws:s3:::sagemaker-hpi-prod-lifecycle-123456789012/*",
+    ]
+
+
+def _findings_above_low(doc: dict[str, Any]) -> list[str]:
+    out = []
+    is_trust = all(
+        str(a).startswith("sts:AssumeRole")
+        for s in doc["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    )
+    for f in analyze_policy_string(json.dumps(doc)).findings:
+        enhance_finding(f)
+        if is_trust and f.issue == "MALFORMED":  # parliament lints trust policies as identity policies
+            continue
+        if SEVERITY.get(f.severity, 4) > SEVERITY["LOW"]:
+            out.append(f"{f.severity} {f.issue}: {f.detail}")
+    return out
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_iam_policies_pass_parliament(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    docs = [
+        (
+            "execution trust",
+            json.loads(_one(run, "aws:iam/role:Role", "hyperpod-execution-role").inputs["assumeRolePolicy"]),
+        ),
+        (
+            "execution inline",
+            json.loads(_one(run, "aws:iam/rolePolicy:RolePolicy", "hyperpod-execution-inline").inputs["policy"]),
+        ),
+        (
+            "lifecycle bucket",
+            json.loads(_one(run, "aws:s3/bucketPolicy:BucketPolicy", "hyperpod-lifecycle-policy").inputs["policy"]),
+        ),
+        ("execution inline (gov partition)", execution_role_policy("arn:aws-us-gov:s3:::b", "aws-us-gov")),
+    ]
+    for where, doc in docs:
+        assert _findings_above_low(doc) == [], where
+
+
+def test_parliament_check_is_not_vacuous() -> None:
+    bad = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:ec2:*:*:instance/*"}],
+    }
+    assert _findings_above_low(bad)
+
+
+STATEFUL = [
+    ("aws-native:sagemaker:Cluster", "hyperpod-cluster"),
+    ("aws:s3/bucket:Bucket", "hyperpod-lifecycle"),
+    ("aws:kms/key:Key", "eks-secrets-key"),
+]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_deletion_protection_only_in_prod(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    prod = stack == "prod"
+    for typ, name in STATEFUL:
+        assert _one(run, typ, name).protect is prod, f"{typ} {name}"
+    assert _one(run, "aws:s3/bucket:Bucket", "hyperpod-lifecycle").inputs["forceDestroy"] is (not prod)
+
+
+def test_no_duplicate_resource_names(stack_runs) -> None:
+    for run in stack_runs.values():
+        pairs = [(r.type, r.name) for r in run.registrations]
+        assert len(pairs) == len(set(pairs))

@@ -1,0 +1,171 @@
+"""Cluster-layer config errors: each bad input exits the preview with 2 and names its stack key path."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.config.cluster import is_accelerated
+from components.config.regions import az_id_in_region, az_id_prefix, hyperpod_instance_types
+from tests.conftest import stack_mapping
+from tools.preview import preview
+
+CLUSTER = "hyperpod-inference:cluster"
+NETWORK = "hyperpod-inference:network"
+
+
+def _group(m: dict[str, Any], i: int) -> dict[str, Any]:
+    return m[CLUSTER]["instanceGroups"][i]
+
+
+CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
+    (
+        "instance-type-not-in-region",
+        "dev",
+        lambda m: _group(m, 1).__setitem__("instanceType", "ml.m6i.4xlarge"),
+        "hyperpod-inference:cluster.instanceGroups[1].instanceType: ml.m6i.4xlarge is not a HyperPod instance "
+        "type in us-west-2",
+    ),
+    (
+        "instance-type-not-offered-anywhere",
+        "prod",
+        lambda m: _group(m, 1).__setitem__("instanceType", "ml.p5e.48xlarge"),
+        "hyperpod-inference:cluster.instanceGroups[1].instanceType: ml.p5e.48xlarge is not a HyperPod instance "
+        "type in us-east-1",
+    ),
+    (
+        "negative-count",
+        "dev",
+        lambda m: _group(m, 1).__setitem__("instanceCount", -1),
+        "hyperpod-inference:cluster.instanceGroups[1].instanceCount: Input should be greater than or equal to 0",
+    ),
+    (
+        "duplicate-group-names",
+        "prod",
+        lambda m: _group(m, 2).__setitem__("name", "p5-inference"),
+        "hyperpod-inference:cluster.instanceGroups[2].name: instance group name 'p5-inference' is already used by "
+        "cluster.instanceGroups[1]",
+    ),
+    (
+        "group-az-outside-region",
+        "dev",
+        lambda m: _group(m, 0).__setitem__("availabilityZoneId", "use1-az1"),
+        "hyperpod-inference:cluster.instanceGroups[0].availabilityZoneId: AZ ID use1-az1 is not in us-west-2; "
+        "AZ IDs there look like usw2-az1",
+    ),
+    (
+        "group-az-without-subnet",
+        "dev",
+        lambda m: _group(m, 1).__setitem__("availabilityZoneId", "usw2-az3"),
+        "hyperpod-inference:cluster.instanceGroups[1].availabilityZoneId: AZ ID usw2-az3 has no private subnet "
+        "in this stack; allowed: usw2-az1, usw2-az2",
+    ),
+    (
+        "network-az-outside-region",
+        "prod",
+        lambda m: m[NETWORK].__setitem__("availabilityZoneIds", ["use1-az2", "use1-az4", "usw2-az1"]),
+        "hyperpod-inference:network.availabilityZoneIds[2]: AZ ID usw2-az1 is not in us-east-1",
+    ),
+    (
+        "open-endpoint-in-prod",
+        "prod",
+        lambda m: m[CLUSTER].__setitem__("endpointPublicAccessCidrs", ["0.0.0.0/0"]),
+        "hyperpod-inference:cluster.endpointPublicAccessCidrs[0]: 0.0.0.0/0 opens the EKS API endpoint to the internet",
+    ),
+    (
+        "any-public-endpoint-in-prod",
+        "prod",
+        lambda m: m[CLUSTER].__setitem__("endpointPublicAccessCidrs", ["198.51.100.0/24"]),
+        "hyperpod-inference:cluster.endpointPublicAccessCidrs[0]: prod keeps the EKS API endpoint private",
+    ),
+    (
+        "open-endpoint-in-dev",
+        "dev",
+        lambda m: m[CLUSTER].__setitem__("endpointPublicAccessCidrs", ["203.0.113.0/24", "0.0.0.0/0"]),
+        "hyperpod-inference:cluster.endpointPublicAccessCidrs[1]: 0.0.0.0/0 opens the EKS API endpoint",
+    ),
+    (
+        "kube-proxy-minor-mismatch",
+        "dev",
+        lambda m: m[CLUSTER].__setitem__("addons", {"kubeProxy": "v1.32.6-eksbuild.2"}),
+        "hyperpod-inference:cluster.addons.kubeProxy: kube-proxy v1.32.6-eksbuild.2 does not match "
+        "kubernetesVersion 1.33",
+    ),
+    (
+        "misspelt-addon-key",
+        "dev",
+        lambda m: m[CLUSTER].__setitem__("addons", {"vpcCNI": "v1.20.0-eksbuild.1"}),
+        "hyperpod-inference:cluster.addons.vpcCNI: unknown key",
+    ),
+    (
+        "region-without-hyperpod",
+        "dev",
+        lambda m: m.__setitem__("aws:region", "af-south-1"),
+        "hyperpod-inference:aws:region: SageMaker HyperPod is not offered in af-south-1",
+    ),
+    (
+        "training-plan-other-region",
+        "dev",
+        lambda m: _group(m, 1).__setitem__(
+            "trainingPlanArn", "arn:aws:sagemaker:us-east-1:123456789012:training-plan/p5-plan"
+        ),
+        "hyperpod-inference:cluster.instanceGroups[1].trainingPlanArn: the training plan must be in the stack's "
+        "region us-west-2",
+    ),
+    (
+        "overlapping-service-cidr",
+        "prod",
+        lambda m: m[CLUSTER].__setitem__("serviceIpv4Cidr", "10.64.128.0/20"),
+        "hyperpod-inference:cluster.serviceIpv4Cidr: 10.64.128.0/20 overlaps the VPC CIDR 10.64.0.0/16",
+    ),
+]
+
+
+@pytest.mark.parametrize(("stack", "mutate", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_cluster_input_is_a_config_error(stack: str, mutate, expected: str, capsys) -> None:
+    mapping = stack_mapping(stack)
+    mutate(mapping)
+    code = preview(stack, mapping=mapping)
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert expected in " ".join(out.split()), out
+    assert "Traceback" not in out
+
+
+def test_config_error_registers_nothing(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping[CLUSTER]["instanceGroups"][1]["name"] = "system"
+    result = run("dev", mapping)
+    assert result.config_error is not None
+    assert [i.path for i in result.config_error.issues] == ["cluster.instanceGroups[1].name"]
+    assert result.registrations == []
+
+
+def test_region_tables() -> None:
+    assert az_id_prefix("us-west-2") == "usw2"
+    assert az_id_prefix("ap-southeast-2") == "apse2"
+    assert az_id_in_region("use1-az6", "us-east-1")
+    assert not az_id_in_region("use1-az6", "us-east-2")
+    assert not az_id_in_region("usw2-az1", "mars-north-1")
+    # cfn-lint's per-region HyperPod data: p5 everywhere HyperPod runs in the US, nothing where it does not run.
+    assert "ml.p5.48xlarge" in hyperpod_instance_types("us-east-1")
+    assert "ml.m6i.4xlarge" in hyperpod_instance_types("us-east-1")
+    assert "ml.m6i.4xlarge" not in hyperpod_instance_types("us-west-2")
+    assert hyperpod_instance_types("af-south-1") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "accelerated"),
+    [
+        ("ml.p5.48xlarge", True),
+        ("ml.p6-b200.48xlarge", True),
+        ("ml.g6e.12xlarge", True),
+        ("ml.trn2.48xlarge", True),
+        ("ml.m5.2xlarge", False),
+        ("ml.c5.large", False),
+    ],
+)
+def test_accelerated_families(instance_type: str, accelerated: bool) -> None:
+    assert is_accelerated(instance_type) is accelerated

@@ -160,6 +160,8 @@ if cfg.ingress.enabled:
             name_prefix=cfg.name_prefix,
             is_prod=cfg.is_prod,
             k8s_provider=eks.k8s_provider,
+            # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
+            k8s_depends_on=[inference_operator, operator_prereqs],
             tags=cfg.common_tags,
         ),
     )

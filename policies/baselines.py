@@ -8,6 +8,7 @@ AWS document it encodes. Enforcement in code is the prod behaviour; ``config.dev
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -84,7 +85,7 @@ AUTH_ACTIONS = ("authenticate-oidc", "authenticate-cognito")
 
 def _unauthenticated_forward(actions: Any) -> bool:
     """True when, in order, a forward action comes before any authenticate-oidc/-cognito action."""
-    listed = [a for a in as_list(actions) if isinstance(a, dict)]
+    listed = [a for a in as_list(actions) if isinstance(a, Mapping)]
     ordered = sorted(enumerate(listed), key=lambda ia: (get(ia[1], "order", default=1e9), ia[0]))
     for _, action in ordered:
         kind = str(get(action, "type", default="")).lower()
@@ -198,7 +199,7 @@ def _all_traffic(protocol: Any, from_port: Any = None, to_port: Any = None) -> b
 
 def _inline_self(sg: PolicyResource, direction: str) -> bool:
     return any(
-        isinstance(rule, dict) and truthy(get(rule, "self")) and _all_traffic(get(rule, "protocol"))
+        isinstance(rule, Mapping) and truthy(get(rule, "self")) and _all_traffic(get(rule, "protocol"))
         for rule in as_list(get(sg.props, direction))
     )
 

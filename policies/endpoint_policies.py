@@ -36,7 +36,7 @@ from pulumi_policy import (
 )
 
 from . import rules
-from .graph import EKS_ADDON, HYPERPOD_CLUSTER, INFERENCE_ADDON, as_list, crd_kind, get, of_type
+from .graph import EKS_ADDON, HYPERPOD_CLUSTER, INFERENCE_ADDON, as_list, crd_kind, get, of_type, plain
 
 ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
 
@@ -93,17 +93,6 @@ CONFIG_SCHEMA = PolicyConfigSchema(
 )
 
 
-def _ints(value: Any) -> Any:
-    """The engine sends numbers as floats (8000.0); the rules compare with CRD ints."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {k: _ints(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_ints(v) for v in value]
-    return value
-
-
 def _prod_level(rule: rules.Rule) -> EnforcementLevel:
     """The policy's own (prod) level: mandatory if the rule can be mandatory for some resource in prod."""
     if rule.enforcement["prod"] == "mandatory" or rule.name in DEFAULT_REPORT_LEVELS:
@@ -140,7 +129,7 @@ def _resource_policy(rule: rules.Rule) -> ResourceValidationPolicy:
         if crd_kind(args.resource_type) not in ENDPOINT_KINDS:
             return
         environment, levels, addon = _settings(args.get_config(), rule)
-        cr = _ints(dict(args.props))
+        cr = plain(dict(args.props))
         _check(rule, cr, rules.RuleContext(environment=environment, addon_version=addon or ""), levels, report)
 
     return ResourceValidationPolicy(
@@ -185,7 +174,7 @@ def _stack_policy(rule: rules.Rule) -> StackValidationPolicy:
         )
         for resource in args.resources:
             if crd_kind(resource.resource_type) in ENDPOINT_KINDS:
-                _check(rule, _ints(dict(resource.props)), ctx, levels, report, urn=resource.urn)
+                _check(rule, plain(dict(resource.props)), ctx, levels, report, urn=resource.urn)
 
     return StackValidationPolicy(
         name=rule.name,

@@ -9,7 +9,7 @@ gives ints), nested objects as dicts. Stack policies join resources the way the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import PolicyResource, StackValidationArgs
@@ -56,10 +56,31 @@ def truthy(value: Any) -> bool:
     return bool(value)
 
 
+def is_list(value: Any) -> bool:
+    """A list input: a ``list`` offline, a read-only ``Sequence`` proxy under the CLI's analyzer."""
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
+
+
 def as_list(value: Any) -> list[Any]:
     if value is None:
         return []
-    return list(value) if isinstance(value, list | tuple) else [value]
+    return list(value) if is_list(value) else [value]
+
+
+def plain(value: Any) -> Any:
+    """Props as plain dicts, lists and ints.
+
+    Under the CLI, props arrive as the analyzer's read-only ``Mapping``/``Sequence`` proxies (which raise on
+    values unknown during preview) with numbers as floats (8000.0); the rule functions expect ``dict``,
+    ``list`` and the CRDs' integers.
+    """
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if is_list(value):
+        return [plain(v) for v in value]
+    return value
 
 
 def as_json(value: Any) -> Any:

@@ -852,3 +852,107 @@ def test_pull_request_workflow_previews_every_stack_with_its_pack_config() -> No
         for step in job["steps"]:
             if "uses" in step:
                 assert "@v" in step["uses"], f"unpinned action {step['uses']}"
+
+
+# --- parity with the CLI's analyzer ----------------------------------------------------------------------
+
+
+def _struct(value: dict[str, Any]) -> Any:
+    from google.protobuf import struct_pb2
+
+    s = struct_pb2.Struct()
+    s.update(json.loads(json.dumps(value, default=str)))  # ints become floats, as on the wire
+    return s
+
+
+def _analyzer_results(regs: list[Registration], env: str) -> set[tuple[str, str, str, str]]:
+    """(level, policy, type, name) from pulumi_policy's own analyzer servicer, configured with the env's file.
+
+    This is the code the CLI talks to over gRPC: it proxies props (read-only Mapping/Sequence, unknowns raise),
+    sends numbers as floats, unwraps secrets and resolves enforcement from ``Configure``.
+    """
+    from pulumi.runtime import proto
+    from pulumi_policy import EnforcementLevel
+    from pulumi_policy.policy import _PolicyAnalyzerServicer
+
+    from policies.pack import PACK_ENFORCEMENT
+
+    levels = {"advisory": proto.ADVISORY, "mandatory": proto.MANDATORY, "disabled": proto.DISABLED}
+    names = {proto.ADVISORY: "advisory", proto.MANDATORY: "mandatory"}
+    servicer = _PolicyAnalyzerServicer(PACK_NAME, "0.1.0", POLICIES, EnforcementLevel(PACK_ENFORCEMENT.value))
+    request = proto.ConfigureAnalyzerRequest()
+    for policy, entry in policy_pack_config(env).items():
+        props = {k: v for k, v in entry.items() if k != "enforcementLevel"}
+        request.policyConfig[policy].CopyFrom(
+            proto.PolicyConfig(enforcementLevel=levels[entry["enforcementLevel"]], properties=_struct(props))
+        )
+    servicer.Configure(request, None)
+    by_urn = {r.urn: (r.type, r.name) for r in regs}
+    out: set[tuple[str, str, str, str]] = set()
+
+    def collect(response: Any, default_urn: str = "") -> None:
+        for d in response.diagnostics:
+            typ, name = by_urn.get(d.urn or default_urn, ("pulumi:pulumi:Stack", "stack"))
+            out.add((names[d.enforcementLevel], d.policyName, typ, name))
+
+    resources = []
+    for reg in regs:
+        opts = proto.AnalyzerResourceOptions(protect=reg.protect, parent=reg.parent or "")
+        props = _struct(reg.inputs)
+        collect(
+            servicer.Analyze(
+                proto.AnalyzeRequest(type=reg.type, properties=props, urn=reg.urn, name=reg.name, options=opts), None
+            ),
+            reg.urn,
+        )
+        resource = proto.AnalyzerResource(
+            type=reg.type,
+            properties=props,
+            urn=reg.urn,
+            name=reg.name,
+            options=opts,
+            parent=reg.parent or "",
+            dependencies=reg.dependencies,
+        )
+        for key, urns in reg.property_dependencies.items():
+            resource.propertyDependencies[key].urns.extend(urns)
+        resources.append(resource)
+    collect(servicer.AnalyzeStack(proto.AnalyzeStackRequest(resources=resources), None))
+    return out
+
+
+def _everything_broken(regs: list[Registration]) -> None:
+    for rule, (stack, _, bad, _, engine) in ENDPOINT_CASES.items():
+        if stack == "prod":
+            regs.append(_cr(f"raw-{rule}", bad(), engine=engine))
+    regs.append(_gateway_config(None))
+    regs.append(_replication_group(False, False, protect=False))
+    _listener_actions("front-door-https", True)(regs)
+    _execution_role_named("hpi-prod-operator")(regs)
+    _remove("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "node-sg-self-ingress")(regs)
+    _eks_public(["0.0.0.0/0"])(regs)
+    pab = next(r for r in regs if r.type == "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
+    regs.remove(pab)
+
+
+@pytest.mark.parametrize("env", ["prod", "dev"])
+def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun], env: str) -> None:
+    regs = copy.deepcopy(stack_runs["prod"].registrations)
+    _everything_broken(regs)
+    offline = {(r.level, r.policy, r.resource_type, r.resource_name) for r in evaluate(POLICIES, regs, env)}
+    analyzer = _analyzer_results(regs, env)
+    assert offline == analyzer
+    # every policy of the pack fired at least once, at the level the env's config gives it
+    config = policy_pack_config(env)
+    fired = {policy for _, policy, _, _ in analyzer}
+    expected = set(TABLE_NAMES) - {
+        "feature-supported-by-addon-version",
+        "known-addon-defect",
+        "tieredstorage-on-non-p-instance",
+    }
+    if env != "prod":
+        expected.discard("l2-redis-wired")  # the injected redis:// URL is allowed outside prod
+    assert expected <= fired, expected - fired
+    assert {(policy, level) for level, policy, _, _ in analyzer} <= {
+        (p, config[p]["enforcementLevel"]) for p in TABLE_NAMES
+    }

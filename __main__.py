@@ -143,6 +143,44 @@ pulumi.export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_a
 pulumi.export("tlsCertificateBucket", operator_iam.tls_bucket_name)
 
 # --- KV cache L2, endpoints, inference gateway (issue 5) ---
+from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs  # noqa: E402
+from components.inference_gateway import InferenceGateway, InferenceGatewayArgs  # noqa: E402
+from components.kv_cache import RedisKvCache, RedisKvCacheArgs  # noqa: E402
+
+kv_cache = None
+if cfg.kv_cache.l2_backend == "redis":
+    kv_cache = RedisKvCache(
+        "kv-cache",
+        RedisKvCacheArgs(
+            redis=cfg.kv_cache.redis,
+            vpc_id=network.vpc_id,
+            subnet_ids=list(network.private_subnet_ids.values()),
+            node_security_group_id=node_sg.security_group_id,
+            name_prefix=cfg.name_prefix,
+            is_prod=cfg.is_prod,
+            tags=cfg.common_tags,
+        ),
+    )
+    pulumi.export("kvCacheUrl", kv_cache.url)
+    pulumi.export("kvCacheAuthToken", kv_cache.auth_token)  # secret
+inference_gateway = None
+if cfg.gateway.enabled:
+    inference_gateway = InferenceGateway(
+        "inference-gateway",
+        InferenceGatewayArgs(gateway=cfg.gateway, k8s_provider=eks.k8s_provider, depends_on=[inference_operator]),
+    )
+    pulumi.export("inferenceGatewayName", inference_gateway.name)
+inference_endpoints = InferenceEndpoints(
+    "endpoints",
+    InferenceEndpointsArgs(
+        endpoints=cfg.endpoints,
+        tags=cfg.common_tags,
+        tls_bucket=operator_iam.tls_bucket_name,
+        redis_url=kv_cache.connection_url if kv_cache is not None else None,
+        k8s_provider=eks.k8s_provider,
+        depends_on=[inference_operator, *([inference_gateway] if inference_gateway is not None else [])],
+    ),
+)
 
 # --- ALB front door with OIDC (issue 6) ---
 from components.ingress import IngressAlb, IngressAlbArgs  # noqa: E402

@@ -13,6 +13,7 @@ from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
+    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
@@ -183,6 +184,9 @@ execution_role_name_prefix = StackValidationPolicy(
     "sagemaker-hyperpod-model-deployment-setup (operator execution role); seed operator-facts §9-10.",
     validate=_execution_role_name_prefix,
     enforcement_level=MANDATORY,
+    config_schema=PolicyConfigSchema(
+        properties={"prefix": {"type": "string", "default": ROLE_PREFIX, "description": "Required role-name prefix."}}
+    ),
     severity=Severity.HIGH,
 )
 

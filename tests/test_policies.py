@@ -956,3 +956,19 @@ def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun]
     assert {(policy, level) for level, policy, _, _ in analyzer} <= {
         (p, config[p]["enforcementLevel"]) for p in TABLE_NAMES
     }
+
+
+@pytest.mark.parametrize("env", ["dev", "staging", "prod"])
+def test_config_files_validate_against_each_policys_schema(env: str) -> None:
+    """What the CLI checks before the pack runs: every property a config file sets is in the policy's schema."""
+    import jsonschema
+
+    config = policy_pack_config(env)
+    for policy in POLICIES:
+        props = {k: v for k, v in config[policy.name].items() if k != "enforcementLevel"}
+        assert config[policy.name]["enforcementLevel"] in ("advisory", "mandatory", "disabled")
+        if policy.config_schema is None:
+            assert props == {}, policy.name
+            continue
+        schema = {"type": "object", "properties": policy.config_schema.properties, "additionalProperties": False}
+        jsonschema.validate(props, schema)

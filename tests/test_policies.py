@@ -431,12 +431,28 @@ def _preview_with_raw_cr(
     return code, console.export_text()
 
 
-def test_preview_catches_a_raw_custom_resource(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A hand-written CustomResource bypasses the config checks; the pack still stops it (exit 1)."""
-    bad = _edit(prod_kvaware, lambda s: s.update(invocationEndpoint="v1/chat/completions"))
-    code, out = _preview_with_raw_cr(monkeypatch, tmp_path, "prod", bad)
+@pytest.mark.parametrize(
+    ("stack", "rule"),
+    [("prod", "kvaware-requires-vllm-completions"), ("dev", "feature-supported-by-addon-version")],
+)
+def test_preview_catches_a_raw_custom_resource(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stack: str, rule: str
+) -> None:
+    """A hand-written CustomResource bypasses the config checks; the pack still stops it (exit 1).
+
+    The same spec in the stack config is a config error (exit 2): both call the same rule function.
+    """
+    case_stack, _, bad, _, _ = ENDPOINT_CASES[rule]
+    assert case_stack == stack
+    spec = bad()
+    mapping = stack_mapping(stack)
+    mapping["hyperpod-inference:endpoints"][0]["spec"] = copy.deepcopy(spec)
+    code, out = _preview(stack, mapping)
+    assert code == 2, out
+
+    code, out = _preview_with_raw_cr(monkeypatch, tmp_path, stack, spec)
     assert code == 1, out
-    assert f"MANDATORY kvaware-requires-vllm-completions {IEC_TYPE}::raw-endpoint" in out
+    assert f"MANDATORY {rule} {IEC_TYPE}::raw-endpoint" in out
 
 
 # --- baselines, by changing one registration of a reference stack --------------------------------------

@@ -1,19 +1,16 @@
 """InferenceEndpoints: rendered custom resources against the operator's real CRDs, and the CRD samples.
 
-Validation is jsonschema (Draft 7) on the CRD's v1 ``openAPIV3Schema`` with every object closed
-(``additionalProperties: false`` where the CRD lists properties), so an unknown field fails as the API
-server's strict decoding would. The documented 3.3 and 3.6 fields (no public CRD has them, see
-../shared/crds/history/README.md) are added on top only when the stack's pinned add-on has them.
+Validation uses ``tests/crd_schema.py``: jsonschema (Draft 7) on the CRD's v1 ``openAPIV3Schema`` with every
+object closed, so an unknown field fails; the documented 3.3 and 3.6 fields (no public CRD has them) are
+accepted on top only when the stack's pinned add-on has them.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 import yaml
 
@@ -29,84 +26,13 @@ from components.endpoints import (
 )
 from policies import compatibility as compat
 from tests.conftest import CRDS, STACKS, stack_mapping
+from tests.crd_schema import crd_path, validate_cr, validate_spec
+from tools.harness import StackRun
 
-IEC_CRD = "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
-JSM_CRD = "inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml"
 REDIS_URL = "rediss://:tok3n@master.hpi-x-kv.abc123.use1.cache.amazonaws.com:6379"
 TLS_BUCKET = "hyperpod-tls-123456789012-x"
-
-# Fields documented for operator releases newer than any public CRD (history/README.md).
-LATER_FIELDS: dict[str, dict[str, Any]] = {
-    "3.3": {
-        "loadBalancer.idleTimeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 4000},
-        "modelCacheConfig": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "imageCache": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["enabled"],
-                    "properties": {"enabled": {"type": "boolean"}},
-                },
-                "weightsCache": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {"enabled": {"type": "boolean"}, "hostPath": {"type": "string"}},
-                },
-            },
-        },
-    },
-    "3.6": {
-        "inferenceGateway": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {"enabled": {"type": "boolean"}, "name": {"type": "string"}},
-        }
-    },
-}
-
-
-def _close(node: Any) -> Any:
-    """Close every object schema that lists properties (unknown fields rejected)."""
-    if isinstance(node, dict):
-        out = {k: _close(v) for k, v in node.items()}
-        if (
-            out.get("type") == "object"
-            and "properties" in out
-            and "additionalProperties" not in out
-            and not out.get("x-kubernetes-preserve-unknown-fields")
-        ):
-            out["additionalProperties"] = False
-        return out
-    if isinstance(node, list):
-        return [_close(v) for v in node]
-    return node
-
-
-@functools.cache
-def _v1_spec_schema(path: str) -> dict[str, Any]:
-    doc = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    (v1,) = [v for v in doc["spec"]["versions"] if v["name"] == "v1"]
-    spec: dict[str, Any] = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    return spec
-
-
-def strict_schema(crd_path: Path, later: tuple[str, ...] = ()) -> dict[str, Any]:
-    schema = copy.deepcopy(_v1_spec_schema(str(crd_path)))
-    for release in later:
-        for dotted, sub in LATER_FIELDS[release].items():
-            *parents, leaf = dotted.split(".")
-            node = schema
-            for p in parents:
-                node = node["properties"][p]
-            node["properties"][leaf] = sub
-    return _close(schema)
-
-
-def spec_errors(spec: dict[str, Any], schema: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft7Validator(schema)
-    return [f"{'.'.join(map(str, e.absolute_path)) or '(spec)'}: {e.message}" for e in validator.iter_errors(spec)]
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+KINDS = ("InferenceEndpointConfig", "JumpStartModel")
 
 
 def stack_config(mapping: dict[str, Any], stack: str) -> StackConfig:
@@ -126,50 +52,44 @@ def owned(cfg: StackConfig) -> OwnedValues:
     )
 
 
-def crd_for(kind: str, crds: Path) -> Path:
-    return crds / (IEC_CRD if kind == "InferenceEndpointConfig" else JSM_CRD)
-
-
 # --- every stack's endpoints against the CRDs ---
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_rendered_endpoint_validates_against_the_crd(stack: str, crds_dir: Path) -> None:
+def test_every_registered_endpoint_validates_against_the_crd(
+    stack: str, stack_runs: dict[str, StackRun], crds_dir: Path
+) -> None:
+    """What the real program registers (owned fields filled, secrets unwrapped) against the newest CRD."""
+    run = stack_runs[stack]
     cfg = stack_config(stack_mapping(stack), stack)
-    release = compat.addon(cfg.operator.addon_version)
-    assert cfg.endpoints, "the reference stack has endpoints"
-    for ep in cfg.endpoints:
-        cr = render_endpoint(ep, owned(cfg))
-        errors = spec_errors(cr["spec"], strict_schema(crd_for(ep.kind, crds_dir), release.later_fields))
-        assert errors == [], f"{stack}/{ep.name}: {errors}"
+    later = compat.addon(cfg.operator.addon_version).later_fields
+    crs = [r for r in run.registrations if r.type.rsplit(":", 1)[-1] in KINDS and "inference.sagemaker" in r.type]
+    assert len(crs) == len(cfg.endpoints) > 0
+    for reg in crs:
+        spec = reg.inputs["spec"]
+        spec = spec["value"] if SECRET_SIG in spec else spec
+        errors = validate_spec(spec, crds_dir, reg.inputs["kind"], later=later)
+        assert errors == [], f"{stack}/{reg.name}: {errors}"
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_rendered_endpoints_validate_against_the_pinned_release_crd(stack: str, crds_dir: Path) -> None:
     cfg = stack_config(stack_mapping(stack), stack)
-    release = compat.addon(cfg.operator.addon_version)
-    crd = (
-        crds_dir / IEC_CRD if release.crd_history_file == "current" else crds_dir / "history" / release.crd_history_file
-    )
-    if not crd.exists():
-        pytest.skip(f"no CRD of operator {release.operator_version} in {crds_dir / 'history'}")
     for ep in cfg.endpoints:
-        if ep.kind != "InferenceEndpointConfig":
-            continue
+        if not crd_path(crds_dir, ep.kind, cfg.operator.addon_version).exists():
+            pytest.skip(f"no CRD of the release {cfg.operator.addon_version} pins in {crds_dir / 'history'}")
         cr = render_endpoint(ep, owned(cfg))
-        assert spec_errors(cr["spec"], strict_schema(crd, release.later_fields)) == [], ep.name
+        assert validate_cr(cr, crds_dir, cfg.operator.addon_version) == [], ep.name
 
 
 def test_later_fields_are_rejected_by_the_v32_crd(crds_dir: Path) -> None:
-    """The validator really closes objects: 3.6's inferenceGateway fails on a 3.2 pin."""
+    """The validator really closes objects: 3.6's inferenceGateway fails without the 3.6 fields."""
     cfg = stack_config(stack_mapping("prod"), "prod")
     (sglang,) = [e for e in cfg.endpoints if e.engine == "sglang"]
     spec = render_endpoint(sglang, owned(cfg))["spec"]
-    assert any(
-        e.startswith("(spec): Additional properties") and "inferenceGateway" in e
-        for e in spec_errors(spec, strict_schema(crds_dir / IEC_CRD))
-    )
-    assert spec_errors(spec, strict_schema(crds_dir / IEC_CRD, ("3.3", "3.6"))) == []
+    errors = validate_spec(spec, crds_dir, later=())
+    assert any("Additional properties" in e and "inferenceGateway" in e for e in errors), errors
+    assert validate_spec(spec, crds_dir, later=("3.3", "3.6")) == []
 
 
 # --- what the package owns ---
@@ -225,7 +145,7 @@ def test_jumpstart_model_renders_without_tags(crds_dir: Path) -> None:
     cr = render_endpoint(cfg.endpoints[-1], owned(cfg))
     assert cr["kind"] == "JumpStartModel" and "tags" not in cr["spec"]
     assert cr["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"].startswith(f"s3://{TLS_BUCKET}/")
-    assert spec_errors(cr["spec"], strict_schema(crds_dir / JSM_CRD)) == []
+    assert validate_spec(cr["spec"], crds_dir, "JumpStartModel") == []
 
 
 # --- the CRD samples, written as endpoints[] entries ---
@@ -353,7 +273,7 @@ def test_sample_renders_its_own_spec(sample_path: Path, crds_dir: Path) -> None:
     if cr["kind"] == "InferenceEndpointConfig":
         assert cr["spec"]["tags"] == [{"name": k, "value": v} for k, v in cfg.common_tags.items()]
     later = compat.addon(cfg.operator.addon_version).later_fields
-    assert spec_errors(cr["spec"], strict_schema(crd_for(cr["kind"], crds_dir), later)) == []
+    assert validate_spec(cr["spec"], crds_dir, cr["kind"], later=later) == []
 
 
 def test_there_are_samples(crds_dir: Path) -> None:

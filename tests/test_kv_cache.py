@@ -248,3 +248,31 @@ def test_redis_endpoint_without_stack_redis_is_a_config_error(backend: str) -> N
         i.startswith("hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheBackend: redis needs")
         for i in issues
     ), issues
+
+
+def test_real_program_admits_only_the_hyperpod_node_sg(stack_runs: dict[str, StackRun]) -> None:
+    """Wired in __main__.py: the ingress rule references the cluster layer's node SG, nothing else."""
+    run = stack_runs["prod"]
+    (component,) = [r for r in run.registrations if r.type == "hyperpod:node_security_group:NodeSecurityGroup"]
+    node_sgs = [r for r in run.of_type("aws:ec2/securityGroup:SecurityGroup") if r.parent == component.urn]
+    assert len(node_sgs) == 1
+    node_sg_id = rid(run, "aws:ec2/securityGroup:SecurityGroup", node_sgs[0].name)
+    redis_sg_id = rid(run, "aws:ec2/securityGroup:SecurityGroup", "kv-cache-sg")
+    rules = [
+        r.inputs
+        for r in run.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == redis_sg_id
+    ]
+    assert rules == [
+        {
+            "securityGroupId": redis_sg_id,
+            "referencedSecurityGroupId": node_sg_id,
+            "ipProtocol": "tcp",
+            "fromPort": 6379,
+            "toPort": 6379,
+            "description": "LMCache (HyperPod inference workers) to the L2 KV cache",
+            "tags": rules[0]["tags"],
+        }
+    ]
+    assert run.outputs["kvCacheUrl"].startswith("rediss://master.hpi-prod-kv.")
+    assert stack_runs["dev"].of_type(RG) == []

@@ -413,3 +413,19 @@ def test_no_duplicate_resource_names(stack_runs) -> None:
     for run in stack_runs.values():
         pairs = [(r.type, r.name) for r in run.registrations]
         assert len(pairs) == len(set(pairs))
+
+
+def test_efa_self_rule_policy_passes_and_catches_a_missing_egress_rule(stack_runs) -> None:
+    """The pack's efa-security-group-self-rules policy reads these standalone rules correctly."""
+    from policies.engine import evaluate
+    from policies.pack import POLICIES
+
+    run = stack_runs["dev"]
+
+    def efa(regs: list[Registration]) -> list[str]:
+        return [r.message for r in evaluate(POLICIES, regs, "dev") if "self-referencing" in r.message]
+
+    assert efa(run.registrations) == []
+    without_egress = [r for r in run.registrations if r.name != "node-sg-self-egress"]
+    assert len(without_egress) == len(run.registrations) - 1
+    assert any("egress" in m for m in efa(without_egress))

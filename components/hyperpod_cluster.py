@@ -312,15 +312,19 @@ class HyperPodCluster(pulumi.ComponentResource):
                 )
             ],
             on_start_deep_health_checks=checks or None,
-            kubernetes_config=sagemaker.ClusterKubernetesConfigArgs(
-                labels=dict(group.labels) or None,
-                taints=[
-                    sagemaker.ClusterKubernetesTaintArgs(
-                        key=t.key, value=t.value, effect=sagemaker.ClusterKubernetesTaintEffect(t.effect)
-                    )
-                    for t in group.taints
-                ]
-                or None,
+            kubernetes_config=(
+                sagemaker.ClusterKubernetesConfigArgs(
+                    labels=dict(group.labels) or None,
+                    taints=[
+                        sagemaker.ClusterKubernetesTaintArgs(
+                            key=t.key, value=t.value, effect=sagemaker.ClusterKubernetesTaintEffect(t.effect)
+                        )
+                        for t in group.taints
+                    ]
+                    or None,
+                )
+                if group.labels or group.taints
+                else None
             ),
             override_vpc_config=sagemaker.ClusterVpcConfigArgs(
                 security_group_ids=[args.node_security_group_id], subnets=[args.private_subnet_ids[az]]

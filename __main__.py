@@ -178,7 +178,8 @@ inference_endpoints = InferenceEndpoints(
         tls_bucket=operator_iam.tls_bucket_name,
         redis_url=kv_cache.connection_url if kv_cache is not None else None,
         k8s_provider=eks.k8s_provider,
-        depends_on=[inference_operator, *([inference_gateway] if inference_gateway is not None else [])],
+        depends_on=[inference_operator],
+        gateway=inference_gateway,
     ),
 )
 

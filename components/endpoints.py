@@ -59,6 +59,11 @@ def wants_redis_url(endpoint: EndpointConfig) -> bool:
     return l2_backend(spec) == "redis" and not l2.get("l2CacheLocalUrl")
 
 
+def opts_into_gateway(endpoint: EndpointConfig) -> bool:
+    opt_in = endpoint_spec(endpoint).get("inferenceGateway")
+    return isinstance(opt_in, dict) and bool(opt_in.get("enabled"))
+
+
 def labels(endpoint: EndpointConfig) -> dict[str, str]:
     return {
         ENGINE_LABEL: endpoint.engine,
@@ -107,6 +112,9 @@ class InferenceEndpointsArgs:
     depends_on: Sequence[pulumi.Resource] = field(
         default_factory=list, metadata={"doc": "The inference add-on: its CRDs and webhooks must exist first."}
     )
+    gateway: pulumi.Resource | None = field(
+        default=None, metadata={"doc": "The InferenceGateway; endpoints that opt in are created after it."}
+    )
 
 
 class InferenceEndpoints(pulumi.ComponentResource):
@@ -151,6 +159,8 @@ class InferenceEndpoints(pulumi.ComponentResource):
             depends: list[pulumi.Resource] = list(args.depends_on)
             if endpoint.namespace in self.namespaces:
                 depends.append(self.namespaces[endpoint.namespace])
+            if args.gateway is not None and opts_into_gateway(endpoint):
+                depends.append(args.gateway)
             self.resources[endpoint.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{endpoint.namespace}-{endpoint.name}",
                 api_version=API_VERSION,

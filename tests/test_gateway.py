@@ -52,6 +52,10 @@ def test_prod_endpoints_wired_after_the_addon_with_the_tls_bucket(stack_runs: di
         spec = _spec(cr.inputs["spec"])
         assert spec["tlsConfig"]["tlsCertificateOutputS3Uri"] == f"s3://{tls_bucket}/endpoints/inference/{name}"
         assert cr.inputs["metadata"]["labels"]["hyperpod-inference/engine"] in ("vllm", "sglang")
+    # Only the endpoint served through the gateway waits for the InferenceGatewayConfig.
+    (gw,) = run.of_type(GW_TYPE)
+    assert gw.urn in crs["qwen-sglang"].dependencies
+    assert gw.urn not in crs["llama-70b-kvaware"].dependencies
     sglang = _spec(crs["qwen-sglang"].inputs["spec"])
     assert sglang["inferenceGateway"] == {"enabled": True, "name": "inference-gateway"}
     assert "intelligentRoutingSpec" not in sglang and "kvCacheSpec" not in sglang

@@ -112,3 +112,8 @@ def policy_documents(run: Any, *, types: dict[str, tuple[str, ...]] | None = Non
             value = reg.inputs.get(prop)
             if isinstance(value, str) and value:
                 yield f"{reg.type}::{reg.name}.{prop}", value
+        if reg.type == "aws:iam/role:Role":  # inline policies written on the role itself
+            for i, inline in enumerate(reg.inputs.get("inlinePolicies") or []):
+                text = inline.get("policy") if isinstance(inline, dict) else None
+                if isinstance(text, str) and text:
+                    yield f"{reg.type}::{reg.name}.inlinePolicies[{i}]", text

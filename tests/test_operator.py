@@ -219,6 +219,17 @@ def test_every_operator_policy_document_passes_parliament(stack: str, stack_runs
         assert_policy_clean(text, where)
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_policy_document_of_the_package_passes_parliament(stack: str, stack_runs) -> None:
+    """Issue 4's verify item covers the whole package: every layer's roles, policies and bucket policies."""
+    found = list(policy_documents(stack_runs[stack]))
+    assert len(found) > len(
+        list(policy_documents(type("Run", (), {"registrations": _operator_regs(stack_runs[stack])})()))
+    )
+    for where, text in found:
+        assert_policy_clean(text, where)
+
+
 def test_iam_lint_is_not_vacuous() -> None:
     wildcard_admin = {
         "Version": "2012-10-17",

@@ -52,7 +52,9 @@ eks = EksCluster(
 )
 hyperpod_deps = HyperPodDependenciesRelease(
     "hyperpod-deps",
-    HyperPodDependenciesArgs(config=cfg.cluster.hyperpod_dependencies, region=cfg.region, k8s_provider=eks.k8s_provider),
+    HyperPodDependenciesArgs(
+        config=cfg.cluster.hyperpod_dependencies, region=cfg.region, k8s_provider=eks.k8s_provider
+    ),
 )
 hyperpod = HyperPodCluster(
     "hyperpod",

@@ -122,30 +122,18 @@ cross_check(_kv_cache_checks)
 def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     """Gateway endpoints have no request authentication unless ``spec.auth.jwt`` is set (AWS docs): prod needs it.
 
-    Lives with the serving-layer checks (L2 cache, endpoints, gateway) this package wires together.
+    The provider's own fields (issuer, remoteJWKS.uri, audiences or requiredClaims) are checked by the typed
+    gateway spec; this adds the environment rule and the endpoints' opt-in. It lives with the serving-layer
+    checks (L2 cache, endpoints, gateway) that this package wires together.
     """
     gw = cfg.gateway
-    if gw.enabled:
-        spec = gw.spec_dict() if hasattr(gw, "spec_dict") else dict(gw.spec or {})
-        jwt = ((spec.get("auth") or {}).get("jwt") or {}) if isinstance(spec.get("auth"), dict) else {}
-        provider = jwt.get("provider") if isinstance(jwt, dict) else None
-        if cfg.is_prod and not isinstance(provider, dict):
-            yield ConfigIssue(
-                "gateway.spec.auth.jwt.provider",
-                "prod requires JWT authentication on the Inference Gateway: set name, issuer, remoteJWKS.uri and "
-                "audiences or requiredClaims",
-            )
-        elif isinstance(provider, dict):
-            for key in ("name", "issuer"):
-                if not provider.get(key):
-                    yield ConfigIssue(f"gateway.spec.auth.jwt.provider.{key}", "required key is missing")
-            if not (provider.get("remoteJWKS") or {}).get("uri"):
-                yield ConfigIssue("gateway.spec.auth.jwt.provider.remoteJWKS.uri", "required key is missing")
-            if not provider.get("audiences") and not provider.get("requiredClaims"):
-                yield ConfigIssue(
-                    "gateway.spec.auth.jwt.provider",
-                    "set audiences or requiredClaims: a token from the issuer for any other audience must not pass",
-                )
+    spec = gw.spec_dict() if hasattr(gw, "spec_dict") else dict(gw.spec or {})
+    if gw.enabled and cfg.is_prod and not (spec.get("auth") or {}).get("jwt"):
+        yield ConfigIssue(
+            "gateway.spec.auth.jwt.provider",
+            "prod requires JWT authentication on the Inference Gateway: set name, issuer, remoteJWKS.uri and "
+            "audiences or requiredClaims",
+        )
     for i, endpoint in enumerate(cfg.endpoints):
         opt_in = endpoint_spec(endpoint).get("inferenceGateway")
         if isinstance(opt_in, dict) and opt_in.get("enabled") and not gw.enabled:

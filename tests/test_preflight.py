@@ -295,18 +295,24 @@ def test_addon_versions_access_denied(aws: None) -> None:
 # --- name clashes (moto) ------------------------------------------------------------------------------------
 
 
-def test_eks_name_pass_and_fail(aws: None) -> None:
-    cfg = config()
-    clients = clients_for(cfg)
-    assert pc.check_eks_name(clients, cfg)[0].status == "PASS"
-    clients("eks").create_cluster(
-        name="hpi-dev-eks",
-        roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks",
-        resourcesVpcConfig={"subnetIds": ["subnet-12345678"]},
-    )
-    result = pc.check_eks_name(clients, cfg)[0]
-    assert result.status == "FAIL"
-    assert result.detail.startswith("an EKS cluster hpi-dev-eks already exists in us-west-2")
+def test_planned_names_come_from_the_program_with_the_real_account() -> None:
+    dev = pc.planned_names(config("dev"), "210987654321")
+    assert dev["EKS cluster"] == ("hpi-dev-eks",)
+    assert dev["HyperPod cluster"] == ("hpi-dev-hp",)
+    assert "sagemaker-hpi-dev-lifecycle-210987654321" in dev["S3 bucket"]
+    assert "hyperpod-tls-dev-210987654321" in dev["S3 bucket"]
+    assert {"SageMakerHyperPodInference-dev", "hpi-dev-hyperpod-execution"} <= set(dev["IAM role"])
+    assert dev["KMS alias"][0] == "alias/hpi-dev-eks-secrets"
+    assert "load balancer" not in dev  # dev has no ingress
+    prod = pc.planned_names(config("prod"), "210987654321")
+    assert prod["load balancer"] == ("hpi-prod-alb",)
+    assert prod["ElastiCache replication group"] == ("hpi-prod-kv",)
+
+
+def test_stack_mapping_round_trips_to_the_same_config() -> None:
+    for stack in ("dev", "prod"):
+        cfg = config(stack)
+        assert load_config(stack, pc._stack_mapping(cfg)) == cfg
 
 
 def create_hyperpod_cluster(clients: Clients, name: str) -> None:
@@ -326,66 +332,94 @@ def create_hyperpod_cluster(clients: Clients, name: str) -> None:
     )
 
 
-def test_hyperpod_name_pass_and_fail(aws: None) -> None:
+def test_names_pass_on_a_clean_account(aws: None) -> None:
     cfg = config()
     clients = clients_for(cfg)
-    assert pc.check_hyperpod_name(clients, cfg)[0].status == "PASS"
     create_hyperpod_cluster(clients, "hpi-dev-hp-other")  # a name that merely contains ours is no clash
-    assert pc.check_hyperpod_name(clients, cfg)[0].status == "PASS"
-    create_hyperpod_cluster(clients, "hpi-dev-hp")
-    result = pc.check_hyperpod_name(clients, cfg)[0]
-    assert result.status == "FAIL"
-    assert result.detail.startswith("a HyperPod cluster hpi-dev-hp already exists in us-west-2")
+    results = pc.check_names(clients, cfg)
+    expected = sum(len(v) for v in pc.planned_names(cfg, ACCOUNT).values())
+    assert len(results) == expected > 8
+    assert {r.status for r in results} == {"PASS"}
+    assert CheckResult("name HyperPod cluster hpi-dev-hp", "PASS", "free in us-west-2") in results
 
 
-def test_bucket_names_pass_and_fail(aws: None) -> None:
+def fail_rows(results: list[CheckResult]) -> dict[str, str]:
+    return {r.check: r.detail for r in results if r.status == "FAIL"}
+
+
+def test_names_fail_when_dev_resources_exist(aws: None) -> None:
     cfg = config()
     clients = clients_for(cfg)
+    clients("eks").create_cluster(
+        name="hpi-dev-eks", roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks", resourcesVpcConfig={"subnetIds": ["subnet-1"]}
+    )
+    create_hyperpod_cluster(clients, "hpi-dev-hp")
     bucket = f"sagemaker-hpi-dev-lifecycle-{ACCOUNT}"
-    assert pc.check_bucket_names(clients, cfg) == [
-        CheckResult(f"name bucket {bucket}", "PASS", "no bucket of that name exists")
-    ]
     clients("s3").create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-    results = pc.check_bucket_names(clients, cfg)
-    assert results[0].status == "FAIL" and results[0].detail == "the bucket already exists in this account"
+    iam = clients("iam")
+    iam.create_role(RoleName="hpi-dev-hyperpod-execution", AssumeRolePolicyDocument="{}")
+    iam.create_policy(
+        PolicyName="hpi-dev-s3-csi-driver",
+        PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListBucket","Resource":"*"}]}',
+    )
+    key = clients("kms").create_key()["KeyMetadata"]["KeyId"]
+    clients("kms").create_alias(AliasName="alias/hpi-dev-eks-secrets", TargetKeyId=key)
+    fails = fail_rows(pc.check_names(clients, cfg))
+    assert set(fails) == {
+        "name EKS cluster hpi-dev-eks",
+        "name HyperPod cluster hpi-dev-hp",
+        f"name S3 bucket {bucket}",
+        "name IAM role hpi-dev-hyperpod-execution",
+        "name IAM policy hpi-dev-s3-csi-driver",
+        "name KMS alias alias/hpi-dev-eks-secrets",
+    }
+    assert fails["name EKS cluster hpi-dev-eks"] == "EKS cluster hpi-dev-eks already exists: status ACTIVE"
+    assert fails[f"name S3 bucket {bucket}"].endswith("already exists: it exists in this account")
+    assert "IAM names are global" in fails["name IAM role hpi-dev-hyperpod-execution"]
+    assert fails["name KMS alias alias/hpi-dev-eks-secrets"].endswith(f"it points at key {key}")
+
+
+def test_names_fail_when_prod_alb_and_redis_exist(aws: None) -> None:
+    cfg = config("prod")
+    clients = clients_for(cfg)
+    ec2 = clients("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i}.0/24", AvailabilityZone=f"us-east-1{z}")["Subnet"]["SubnetId"]
+        for i, z in enumerate("ab")
+    ]
+    clients("elbv2").create_load_balancer(Name="hpi-prod-alb", Subnets=subnets)
+    clients("elasticache").create_replication_group(
+        ReplicationGroupId="hpi-prod-kv", ReplicationGroupDescription="left over"
+    )
+    fails = fail_rows(pc.check_names(clients, cfg))
+    assert set(fails) == {"name load balancer hpi-prod-alb", "name ElastiCache replication group hpi-prod-kv"}
 
 
 def test_bucket_owned_by_someone_else_fails(aws: None) -> None:
     cfg = config()
     clients = clients_for(cfg)
     with Stubber(clients("s3")) as stub:
-        stub.add_client_error("head_bucket", "403", http_status_code=403)
-        result = pc.check_bucket_names(clients, cfg)[0]
-    assert result.status == "FAIL" and "bucket names are global" in result.detail
+        for _ in pc.planned_names(cfg, ACCOUNT)["S3 bucket"]:
+            stub.add_client_error("head_bucket", "403", http_status_code=403)
+        fails = fail_rows(pc.check_names(clients, cfg))
+    assert "bucket names are global" in fails[f"name S3 bucket sagemaker-hpi-dev-lifecycle-{ACCOUNT}"]
 
 
-def test_kms_alias_pass_and_fail(aws: None) -> None:
+def test_names_access_denied_names_the_iam_action(aws: None) -> None:
     cfg = config()
     clients = clients_for(cfg)
-    assert pc.check_kms_aliases(clients, cfg)[0].status == "PASS"
-    kms = clients("kms")
-    key = kms.create_key()["KeyMetadata"]["KeyId"]
-    kms.create_alias(AliasName="alias/hpi-dev-eks-secrets", TargetKeyId=key)
-    result = pc.check_kms_aliases(clients, cfg)[0]
-    assert (
-        result.status == "FAIL"
-        and result.detail == f"alias/hpi-dev-eks-secrets already points at key {key} in us-west-2"
-    )
-
-
-def test_planned_names_match_what_the_program_registers(stack_runs: dict[str, Any]) -> None:
-    """Guards against drift: the names preflight checks are the ones the program would create."""
-    from tools.mocks import ACCOUNT_ID
-
-    for stack, run in stack_runs.items():
-        names = pc.planned_names(config(stack), ACCOUNT_ID)
-        assert [r.inputs.get("name") for r in run.of_type("eks:index:Cluster")] == [names.eks_cluster]
-        hyperpod = run.of_type("aws-native:sagemaker:Cluster")
-        assert [r.inputs.get("clusterName") for r in hyperpod] == [names.hyperpod_cluster]
-        buckets = {r.inputs.get("bucket") for r in run.of_type("aws:s3/bucket:Bucket")}
-        assert set(names.buckets) <= buckets
-        aliases = {r.inputs.get("name") for r in run.of_type("aws:kms/alias:Alias")}
-        assert set(names.kms_aliases) <= aliases
+    with Stubber(clients("iam")) as stub:
+        stub.add_client_error("get_role", "AccessDenied", http_status_code=403)
+        results = pc.check_names(clients, cfg)
+    assert results == [
+        CheckResult(
+            "names",
+            "FAIL",
+            "access denied: the caller lacks iam:GetRole, so this could not be checked",
+            "grant iam:GetRole to the credentials running preflight (read-only), then rerun",
+        )
+    ]
 
 
 # --- ACM certificate (moto) --------------------------------------------------------------------------------

@@ -90,7 +90,7 @@ def _load(stack: str, path: Path, console: Console) -> StackConfig | None:
 def _run_checks(cfg: StackConfig, clients: Clients, console: Console) -> list[CheckResult] | None:
     """Every check's rows, or None after printing why AWS could not be used (credentials, network)."""
     try:
-        identity = clients("sts").get_caller_identity()
+        identity = clients.identity
         console.print(f"preflight for stack [bold]{cfg.stack}[/] in {cfg.region} as {identity.get('Arn', '?')}")
         return run_all(clients, cfg)
     except (NoCredentialsError, PartialCredentialsError) as err:

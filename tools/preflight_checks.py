@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
+from pydantic import SecretStr
 
-from components.config import StackConfig
+from components.config import PROJECT, StackConfig
 from components.config import operator as operator_config
 from components.config.cluster import InstanceGroup
 
@@ -67,14 +68,22 @@ class Clients:
         self.session = session
         self.region = region
         self._clients: dict[str, Any] = {}
-        self._account_id: str | None = None
+        self._identity: dict[str, Any] | None = None
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """The caller (STS GetCallerIdentity, which needs no IAM permission)."""
+        if self._identity is None:
+            self._identity = dict(self("sts").get_caller_identity())
+        return self._identity
 
     @property
     def account_id(self) -> str:
-        """The caller's account (STS GetCallerIdentity, which needs no IAM permission)."""
-        if self._account_id is None:
-            self._account_id = str(self("sts").get_caller_identity()["Account"])
-        return self._account_id
+        return str(self.identity["Account"])
+
+    @property
+    def partition(self) -> str:
+        return str(self.identity.get("Arn", "arn:aws:").split(":")[1])
 
     def __call__(self, service: str) -> Any:
         if service not in self._clients:
@@ -344,131 +353,190 @@ def check_addon_versions(clients: Clients, cfg: StackConfig) -> list[CheckResult
 
 # --- name clashes ----------------------------------------------------------------------------------------
 
+# Resource types the program gives a fixed physical name: the input holding it and what to call it. Names are
+# taken from a mock run of the real program (tools.harness), so they cannot drift from the components;
+# every other resource is auto-named by Pulumi (random suffix) and cannot clash.
+NAMED_TYPES: dict[str, tuple[str, str]] = {
+    "eks:index:Cluster": ("name", "EKS cluster"),
+    "aws-native:sagemaker:Cluster": ("clusterName", "HyperPod cluster"),
+    "aws:s3/bucket:Bucket": ("bucket", "S3 bucket"),
+    "aws:iam/role:Role": ("name", "IAM role"),
+    "aws:iam/policy:Policy": ("name", "IAM policy"),
+    "aws:kms/alias:Alias": ("name", "KMS alias"),
+    "aws:lb/loadBalancer:LoadBalancer": ("name", "load balancer"),
+    "aws:elasticache/replicationGroup:ReplicationGroup": ("replicationGroupId", "ElastiCache replication group"),
+}
+PlannedNames = dict[str, tuple[str, ...]]  # kind (NAMED_TYPES label) -> fixed names
+_NAMES_CACHE: dict[tuple[str, str, str], PlannedNames] = {}
 
-@dataclass(frozen=True)
-class PlannedNames:
-    """Fixed physical names the stack creates (everything else is auto-named by Pulumi, so cannot clash)."""
 
-    eks_cluster: str
-    hyperpod_cluster: str
-    buckets: tuple[str, ...]
-    kms_aliases: tuple[str, ...]
+def _stack_mapping(cfg: StackConfig) -> dict[str, Any]:
+    """The stack-file ``config:`` mapping that validates to ``cfg`` (what the user set; secrets as ``secure:``)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, SecretStr):
+            return {"secure": "v1:preflight-placeholder"}
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        if value is None or isinstance(value, (str, int, float, bool)):
+            return value
+        return str(value)  # IPv4Network, HttpUrl, ...
+
+    dumped = cfg.model_dump(by_alias=True, exclude_unset=True)
+    mapping = {f"{PROJECT}:{k}": plain(v) for k, v in dumped.items()}
+    mapping["aws:region"] = cfg.region
+    return mapping
 
 
 def planned_names(cfg: StackConfig, account_id: str) -> PlannedNames:
-    """The names ``__main__.py`` and the components give their resources, derived from the config as they do.
+    """Fixed names the program would create for ``cfg`` in ``account_id``, from a mock run of the program."""
+    from tools.harness import run_stack  # the Pulumi runtime is only loaded when names are needed
+    from tools.mocks import ACCOUNT_ID
 
-    tests/test_preflight.py runs the program under mocks and asserts these equal the registered names.
-    """
-    eks = f"{cfg.name_prefix}-eks"
-    return PlannedNames(
-        eks_cluster=eks,
-        hyperpod_cluster=f"{cfg.name_prefix}-hp",
-        buckets=(f"sagemaker-{cfg.name_prefix}-lifecycle-{account_id}",),
-        kms_aliases=(f"alias/{eks}-secrets",),
-    )
+    key = (cfg.stack, cfg.model_dump_json(), account_id)
+    if key not in _NAMES_CACHE:
+        run = run_stack(cfg.stack, _stack_mapping(cfg))
+        if run.config_error is not None:
+            raise ValueError(f"the program rejected the config under mocks: {run.config_error}")
+        names: dict[str, list[str]] = {}
+        for typ, (field, kind) in NAMED_TYPES.items():
+            for reg in run.of_type(typ):
+                value = reg.inputs.get(field)
+                if isinstance(value, str) and value not in names.setdefault(kind, []):
+                    names[kind].append(value.replace(ACCOUNT_ID, account_id))
+        _NAMES_CACHE[key] = {k: tuple(v) for k, v in names.items()}
+    return _NAMES_CACHE[key]
 
 
-@check("EKS cluster name")
-def check_eks_name(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
-    name = planned_names(cfg, clients.account_id).eks_cluster
+def _not_found(err: ClientError, *codes: str) -> bool:
+    return error_code(err) in codes
+
+
+def _eks_cluster(clients: Clients, name: str) -> str | None:
     try:
-        found = call(clients("eks"), "describe_cluster", name=name)["cluster"]
+        return f"status {call(clients('eks'), 'describe_cluster', name=name)['cluster'].get('status', '?')}"
     except ClientError as err:
-        if error_code(err) == "ResourceNotFoundException":
-            return [CheckResult("name EKS cluster", "PASS", f"{name} does not exist yet in {cfg.region}")]
+        if _not_found(err, "ResourceNotFoundException"):
+            return None
         raise
-    return [
-        CheckResult(
-            "name EKS cluster",
-            "FAIL",
-            f"an EKS cluster {name} already exists in {cfg.region} (status {found.get('status', '?')})",
-            "import it into this stack, delete it, or use another stack name",
-        )
-    ]
 
 
-@check("HyperPod cluster name")
-def check_hyperpod_name(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
-    name = planned_names(cfg, clients.account_id).hyperpod_cluster
-    sm = clients("sagemaker")
+def _hyperpod_cluster(clients: Clients, name: str) -> str | None:
     token: str | None = None
     while True:
         kwargs: dict[str, Any] = {"NameContains": name}
         if token:
             kwargs["NextToken"] = token
-        page = call(sm, "list_clusters", **kwargs)
+        page = call(clients("sagemaker"), "list_clusters", **kwargs)
         for summary in page.get("ClusterSummaries", []):
             if summary.get("ClusterName") == name:
-                return [
-                    CheckResult(
-                        "name HyperPod cluster",
-                        "FAIL",
-                        f"a HyperPod cluster {name} already exists in {cfg.region} "
-                        f"(status {summary.get('ClusterStatus', '?')})",
-                        "import it into this stack, delete it, or use another stack name",
-                    )
-                ]
+                return f"status {summary.get('ClusterStatus', '?')}"
         token = page.get("NextToken")
         if not token:
-            return [CheckResult("name HyperPod cluster", "PASS", f"{name} does not exist yet in {cfg.region}")]
+            return None
 
 
-@check("bucket names")
-def check_bucket_names(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
-    s3 = clients("s3")
+def _bucket(clients: Clients, name: str) -> str | None:
+    try:
+        clients("s3").head_bucket(Bucket=name)
+    except ClientError as err:
+        if _not_found(err, "404", "NoSuchBucket", "NotFound"):
+            return None
+        if error_code(err) in ("403", "AccessDenied"):
+            return "it exists and this account may not read it (bucket names are global), or the caller lacks s3:ListBucket"
+        raise
+    return "it exists in this account"
+
+
+def _iam_role(clients: Clients, name: str) -> str | None:
+    try:
+        call(clients("iam"), "get_role", RoleName=name)
+    except ClientError as err:
+        if _not_found(err, "NoSuchEntity"):
+            return None
+        raise
+    return "IAM names are global to the account: another region's stack of the same name counts"
+
+
+def _iam_policy(clients: Clients, name: str) -> str | None:
+    arn = f"arn:{clients.partition}:iam::{clients.account_id}:policy/{name}"
+    try:
+        call(clients("iam"), "get_policy", PolicyArn=arn)
+    except ClientError as err:
+        if _not_found(err, "NoSuchEntity"):
+            return None
+        raise
+    return "IAM names are global to the account: another region's stack of the same name counts"
+
+
+def _kms_alias(clients: Clients, name: str) -> str | None:
+    try:
+        key = call(clients("kms"), "describe_key", KeyId=name)["KeyMetadata"]
+    except ClientError as err:
+        if _not_found(err, "NotFoundException"):
+            return None
+        raise
+    return f"it points at key {key.get('KeyId', '?')}"
+
+
+def _load_balancer(clients: Clients, name: str) -> str | None:
+    try:
+        found = call(clients("elbv2"), "describe_load_balancers", Names=[name])["LoadBalancers"]
+    except ClientError as err:
+        if _not_found(err, "LoadBalancerNotFound"):
+            return None
+        raise
+    return f"{found[0].get('LoadBalancerArn', '?')}" if found else None
+
+
+def _replication_group(clients: Clients, name: str) -> str | None:
+    try:
+        found = call(clients("elasticache"), "describe_replication_groups", ReplicationGroupId=name)
+    except ClientError as err:
+        if _not_found(err, "ReplicationGroupNotFoundFault"):
+            return None
+        raise
+    groups = found.get("ReplicationGroups") or [{}]
+    return f"status {groups[0].get('Status', '?')}"
+
+
+LOOKUPS: dict[str, Callable[[Clients, str], str | None]] = {
+    "EKS cluster": _eks_cluster,
+    "HyperPod cluster": _hyperpod_cluster,
+    "S3 bucket": _bucket,
+    "IAM role": _iam_role,
+    "IAM policy": _iam_policy,
+    "KMS alias": _kms_alias,
+    "load balancer": _load_balancer,
+    "ElastiCache replication group": _replication_group,
+}
+
+
+@check("names")
+def check_names(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Every fixed name the stack would create must be free, or ``pulumi up`` fails with "already exists"."""
+    try:
+        names = planned_names(cfg, clients.account_id)
+    except Exception as err:  # noqa: BLE001 - any failure of the mock run is reported, never a traceback
+        return [CheckResult("names", "FAIL", f"could not derive the stack's names: {err}", "run tools.preview")]
     out: list[CheckResult] = []
-    for bucket in planned_names(cfg, clients.account_id).buckets:
-        try:
-            s3.head_bucket(Bucket=bucket)
-        except ClientError as err:
-            code = error_code(err)
-            if code in ("404", "NoSuchBucket", "NotFound"):
-                out.append(CheckResult(f"name bucket {bucket}", "PASS", "no bucket of that name exists"))
-            elif code in ("403", "AccessDenied"):
+    for kind, lookup in LOOKUPS.items():
+        for name in names.get(kind, ()):
+            found = lookup(clients, name)
+            if found is None:
+                out.append(CheckResult(f"name {kind} {name}", "PASS", f"free in {cfg.region}"))
+            else:
                 out.append(
                     CheckResult(
-                        f"name bucket {bucket}",
+                        f"name {kind} {name}",
                         "FAIL",
-                        "the bucket exists and this account may not read it (bucket names are global), "
-                        "or the caller lacks s3:ListBucket",
-                        "use another stack name, or grant s3:ListBucket if the bucket is yours",
+                        f"{kind} {name} already exists: {found}",
+                        "import it into this stack (pulumi import), delete it if it is left over, "
+                        "or use another stack name",
                     )
                 )
-            else:
-                raise
-            continue
-        out.append(
-            CheckResult(
-                f"name bucket {bucket}",
-                "FAIL",
-                "the bucket already exists in this account",
-                "import it into this stack or delete it",
-            )
-        )
-    return out
-
-
-@check("KMS alias names")
-def check_kms_aliases(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
-    kms = clients("kms")
-    out: list[CheckResult] = []
-    for alias in planned_names(cfg, clients.account_id).kms_aliases:
-        try:
-            key = call(kms, "describe_key", KeyId=alias)["KeyMetadata"]
-        except ClientError as err:
-            if error_code(err) == "NotFoundException":
-                out.append(CheckResult(f"name {alias}", "PASS", f"no KMS alias {alias} in {cfg.region}"))
-                continue
-            raise
-        out.append(
-            CheckResult(
-                f"name {alias}",
-                "FAIL",
-                f"{alias} already points at key {key.get('KeyId', '?')} in {cfg.region}",
-                "delete the alias (aws kms delete-alias) if it is left over, or use another stack name",
-            )
-        )
     return out
 
 

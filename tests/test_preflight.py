@@ -25,6 +25,7 @@ from moto import mock_aws
 from rich.console import Console
 
 from components.config import StackConfig
+from components.config.ingress import RouteConfig
 from tests.conftest import stack_mapping
 from tools import preflight_checks as pc
 from tools.preflight import NO_CREDENTIALS, load_config, main
@@ -505,6 +506,22 @@ def test_hosted_zone_pass_and_fail(aws: None) -> None:
     assert bad[0].status == "FAIL" and bad[0].detail.startswith("api.example.org is not inside the zone example.com")
     missing = pc.check_hosted_zone(clients, with_ingress(base, hosted_zone_id="ZNOSUCHZONE1", domain_name="a.b.com"))
     assert missing[0].status == "FAIL" and missing[0].detail == "no hosted zone ZNOSUCHZONE1 in this account"
+
+
+def test_hosted_zone_fails_on_name_mismatch_and_route_host_outside(aws: None) -> None:
+    base = config()
+    clients = clients_for(base)
+    zone_id = hosted_zone(clients, "example.com")
+    ok = dict(hosted_zone_id=zone_id, domain_name="api.example.com")
+    named = pc.check_hosted_zone(clients, with_ingress(base, hosted_zone_name="example.org", **ok))[0]
+    assert named.status == "FAIL"
+    assert named.detail == f"ingress.hostedZoneName is example.org but zone {zone_id} is example.com"
+    routes = [
+        RouteConfig.model_construct(endpoint="llama-8b", host="chat.example.com", path=None),
+        RouteConfig.model_construct(endpoint="llama-8b", host="x.other.net", path=None),
+    ]
+    hosts = pc.check_hosted_zone(clients, with_ingress(base, routes=routes, **ok))[0]
+    assert hosts.status == "FAIL" and hosts.detail == f"x.other.net is not inside the zone example.com ({zone_id})"
 
 
 def test_hosted_zone_private_with_internet_facing_alb_warns(aws: None) -> None:

@@ -628,13 +628,25 @@ def check_hosted_zone(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
         raise
     zone_name = zone["Name"].rstrip(".").lower()
     domain = ingress.domain_name.rstrip(".").lower()
-    if domain != zone_name and not domain.endswith("." + zone_name):
+    configured = (ingress.hosted_zone_name or "").rstrip(".").lower()
+    if configured and configured != zone_name:
         return [
             CheckResult(
                 "ingress hosted zone",
                 "FAIL",
-                f"{domain} is not inside the zone {zone_name} ({ingress.hosted_zone_id})",
-                "set ingress.hostedZoneId to the zone that holds ingress.domainName",
+                f"ingress.hostedZoneName is {configured} but zone {ingress.hosted_zone_id} is {zone_name}",
+                "make ingress.hostedZoneName and ingress.hostedZoneId name the same zone",
+            )
+        ]
+    hosts = [domain, *(r.host.rstrip(".").lower() for r in ingress.routes if r.host)]
+    outside = [h for h in dict.fromkeys(hosts) if h != zone_name and not h.endswith("." + zone_name)]
+    if outside:
+        return [
+            CheckResult(
+                "ingress hosted zone",
+                "FAIL",
+                f"{', '.join(outside)} is not inside the zone {zone_name} ({ingress.hosted_zone_id})",
+                "set ingress.hostedZoneId to the zone that holds ingress.domainName and the route hosts",
             )
         ]
     if zone.get("Config", {}).get("PrivateZone") and ingress.scheme == "internet-facing":

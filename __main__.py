@@ -5,9 +5,21 @@ registered), build the components in dependency order, export what operators nee
 """
 
 import pulumi
+import pulumi_aws as aws
 
 from components.config import load_stack_config
+from components.eks_cluster import EksCluster, EksClusterArgs
+from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs
+from components.hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
+from components.hyperpod_dependencies import HyperPodDependenciesArgs, HyperPodDependenciesRelease
+from components.inference_gateway import InferenceGateway, InferenceGatewayArgs
+from components.inference_operator import InferenceOperatorAddon, InferenceOperatorAddonArgs
+from components.ingress import IngressAlb, IngressAlbArgs
+from components.kv_cache import RedisKvCache, RedisKvCacheArgs
 from components.network import Network, NetworkArgs
+from components.node_security_group import NodeSecurityGroup, NodeSecurityGroupArgs
+from components.operator_iam import OperatorIam, OperatorIamArgs
+from components.operator_prerequisites import OperatorPrerequisites, OperatorPrerequisitesArgs, model_buckets
 
 cfg = load_stack_config()
 
@@ -23,10 +35,6 @@ network = Network(
 )
 
 # --- cluster layer: node security group, EKS, HyperPod cluster (issue 3) ---
-from components.eks_cluster import EksCluster, EksClusterArgs  # noqa: E402
-from components.hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs  # noqa: E402
-from components.hyperpod_dependencies import HyperPodDependenciesArgs, HyperPodDependenciesRelease  # noqa: E402
-from components.node_security_group import NodeSecurityGroup, NodeSecurityGroupArgs  # noqa: E402
 
 node_sg = NodeSecurityGroup(
     "node-sg",
@@ -78,11 +86,6 @@ pulumi.export("hyperpodClusterArn", hyperpod.cluster_arn)
 pulumi.export("hyperpodClusterName", hyperpod.cluster_name)
 
 # --- inference operator: prerequisites, IAM, the add-on (issue 4) ---
-import pulumi_aws as aws  # noqa: E402
-
-from components.inference_operator import InferenceOperatorAddon, InferenceOperatorAddonArgs  # noqa: E402
-from components.operator_iam import OperatorIam, OperatorIamArgs  # noqa: E402
-from components.operator_prerequisites import OperatorPrerequisites, OperatorPrerequisitesArgs, model_buckets  # noqa: E402
 
 account_id = aws.get_caller_identity_output().account_id
 operator_iam = OperatorIam(
@@ -145,9 +148,6 @@ pulumi.export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_a
 pulumi.export("tlsCertificateBucket", operator_iam.tls_bucket_name)
 
 # --- KV cache L2, endpoints, inference gateway (issue 5) ---
-from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs  # noqa: E402
-from components.inference_gateway import InferenceGateway, InferenceGatewayArgs  # noqa: E402
-from components.kv_cache import RedisKvCache, RedisKvCacheArgs  # noqa: E402
 
 kv_cache = None
 if cfg.kv_cache.l2_backend == "redis":
@@ -186,7 +186,6 @@ inference_endpoints = InferenceEndpoints(
 )
 
 # --- ALB front door with OIDC (issue 6) ---
-from components.ingress import IngressAlb, IngressAlbArgs  # noqa: E402
 
 if cfg.ingress.enabled:
     alb_subnets = network.public_subnet_ids if cfg.ingress.scheme == "internet-facing" else network.private_subnet_ids

@@ -122,8 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             path = Path(tmp) / f"Pulumi.bench{n}.yaml"
             path.write_text(yaml.safe_dump(endpoint_stack(n)), encoding="utf-8")
             cmd = [PY, "-m", "tools.preview", "--stack", f"bench{n}", "--stack-file", str(path), "--json"]
-            results[f"{n} endpoints"] = measure(cmd, max(3, args.runs // 2))
-    per_endpoint_ms = (results["200 endpoints"].wall_s - results["1 endpoints"].wall_s) / 199 * 1000
+            results[f"{n} endpoints"] = measure(cmd, args.runs)
+    # Marginal cost: least-squares slope through the three sizes (two-point differences are at the
+    # mercy of one noisy median).
+    points = [(n, results[f"{n} endpoints"].wall_s) for n in (1, 50, 200)]
+    per_endpoint_ms = statistics.linear_regression([x for x, _ in points], [y for _, y in points]).slope * 1000
     ratio = results["preview prod"].wall_s / floor.wall_s
     suite = None if args.skip_suite else suite_seconds()
 

@@ -166,8 +166,8 @@ def evaluate(policies: Iterable[Policy], registrations: Sequence[Any], environme
             results.append(PolicyResult(_level, _name, typ, name, message))
 
         if isinstance(policy, ResourceValidationPolicy):
-            for reg in registrations:
-                args = ResourceValidationArgs(reg.type, _plain(reg.inputs), reg.urn, reg.name, _opts(reg), None, props)
+            for reg, resource in zip(registrations, resources, strict=True):
+                args = ResourceValidationArgs(reg.type, resource.props, reg.urn, reg.name, resource.opts, None, props)
 
                 def report_resource(message: str, urn: str | None = None, _urn: str = reg.urn) -> None:
                     report(message, urn or _urn)

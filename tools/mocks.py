@@ -319,10 +319,12 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def __init__(self, region: str = DEFAULT_REGION) -> None:
         self.region = region
         self.resources: list[tuple[str, str, dict[str, Any]]] = []
+        self.inputs_by_key: dict[tuple[str, str], dict[str, Any]] = {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         inputs = _ints(dict(args.inputs))
         self.resources.append((args.typ, args.name, inputs))
+        self.inputs_by_key[(args.typ, args.name)] = inputs
         ctx = MockContext(self.region, args.typ, args.name, inputs)
         fn = OUTPUTS.get(args.typ)
         if fn is not None:
@@ -371,13 +373,17 @@ class GraphMonitor(MockMonitor):
 
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
+        self.recording = mocks
         self.registrations: list[Registration] = []
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type == "pulumi:pulumi:Stack":
             return response
-        inputs = _ints(rpc.deserialize_properties(request.object))
+        # The mock monitor has just deserialized these inputs for new_resource; reuse them (deserializing
+        # twice doubled the per-resource cost of large custom resources).
+        known = self.recording.inputs_by_key.get((request.type, request.name))
+        inputs = known if known is not None else _ints(rpc.deserialize_properties(request.object))
         timeouts = {}
         if request.HasField("customTimeouts"):
             ct = request.customTimeouts

@@ -12,6 +12,7 @@ Exit codes: 0 no mandatory violation, 1 mandatory violations, 2 config error.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections import Counter
@@ -141,6 +142,10 @@ def _as_json(run: StackRun, results: list[PolicyResult], written: list[Path]) ->
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The SDK modules just imported hold ~1M long-lived objects; without freezing them every gen-2
+    # collection during the run re-scans them all (profiled: ~25% of a 200-endpoint preview).
+    gc.collect()
+    gc.freeze()
     parser = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
     parser.add_argument(

@@ -10,9 +10,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 # Regions where HyperPod is offered (the keys of cfn-lint's instance-type table) plus a few neighbours.
 AZ_ID_PREFIX: dict[str, str] = {
@@ -42,7 +43,9 @@ AZ_ID_PREFIX: dict[str, str] = {
     "ap-southeast-5": "apse5",
 }
 
-_CFN_LINT_TABLE = ("cfnlint.data.schemas.extensions.aws_sagemaker_cluster", "instancetype_enum.json")
+# cfn-lint's per-region HyperPod instance types, read as a data file. Importing the ``cfnlint`` package
+# would load its whole linter (and sympy, ~1 s), so the file is located without executing the package.
+_CFN_LINT_TABLE = ("data", "schemas", "extensions", "aws_sagemaker_cluster", "instancetype_enum.json")
 
 
 def az_id_prefix(region: str) -> str | None:
@@ -57,8 +60,11 @@ def az_id_in_region(az_id: str, region: str) -> bool:
 
 @cache
 def _instance_type_table() -> dict[str, frozenset[str]]:
-    package, name = _CFN_LINT_TABLE
-    raw = json.loads(resources.files(package).joinpath(name).read_text(encoding="utf-8"))
+    spec = importlib.util.find_spec("cfnlint")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("cfn-lint is not installed; it is a runtime dependency (requirements.txt)")
+    path = Path(next(iter(spec.submodule_search_locations))).joinpath(*_CFN_LINT_TABLE)
+    raw = json.loads(path.read_text(encoding="utf-8"))
     return {region: frozenset(v["enum"]) for region, v in raw.items() if isinstance(v, dict) and "enum" in v}
 
 

@@ -28,6 +28,7 @@ import pulumi_aws_native as aws_native
 from pulumi_aws_native import sagemaker
 
 from .config.cluster import ClusterConfig, InstanceGroup
+from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 LIFECYCLE_DIR = Path(__file__).resolve().parent / "lifecycle"
 LIFECYCLE_PREFIX = "lifecycle"
@@ -111,22 +112,6 @@ def execution_role_policy(bucket_arn: str, partition: str = "aws") -> dict[str, 
     }
 
 
-def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
-
-
 @dataclass(frozen=True)
 class HyperPodClusterArgs:
     cluster: ClusterConfig
@@ -152,59 +137,22 @@ class HyperPodCluster(pulumi.ComponentResource):
     def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:hyperpod_cluster:HyperPodCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        protected = pulumi.ResourceOptions(parent=self, protect=args.is_prod)
         caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
 
         # --- lifecycle-script bucket ---
-        bucket = aws.s3.Bucket(
+        lifecycle = PrivateBucket(
             f"{name}-lifecycle",
-            # HyperPod's managed instance policy reads `sagemaker-*` buckets; the inline policy below
-            # grants this one explicitly as well.
-            bucket=caller.account_id.apply(lambda acct: f"sagemaker-{args.name_prefix}-lifecycle-{acct}"),
-            force_destroy=not args.is_prod,
-            tags=args.tags,
-            opts=protected,
-        )
-        pab = aws.s3.BucketPublicAccessBlock(
-            f"{name}-lifecycle-pab",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
+            PrivateBucketArgs(
+                # HyperPod's managed instance policy reads `sagemaker-*` buckets; the inline policy below
+                # grants this one explicitly as well.
+                bucket=caller.account_id.apply(lambda acct: f"sagemaker-{args.name_prefix}-lifecycle-{acct}"),
+                protect=args.is_prod,
+                tags=args.tags,
+            ),
             opts=child,
         )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-lifecycle-ownership",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-lifecycle-sse",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
-                    )
-                )
-            ],
-            opts=child,
-        )
-        aws.s3.BucketVersioning(
-            f"{name}-lifecycle-versioning",
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-lifecycle-policy",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
-        )
+        bucket = lifecycle.bucket
         objects = [
             aws.s3.BucketObject(
                 f"{name}-lifecycle-{fname.replace('.', '-').replace('_', '-')}",

@@ -111,18 +111,13 @@ def s3_csi_policy(bucket_names: list[str]) -> Document:
     }
 
 
-def tls_only_bucket_policy(bucket_arn: str) -> Document:
-    """Deny any request to the TLS certificate bucket that does not use TLS."""
+def tls_only_statement(bucket_arn: str) -> dict[str, Any]:
+    """Deny any request to the bucket that does not use TLS (every bucket of the package carries it)."""
     return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
     }

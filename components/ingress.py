@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +29,7 @@ from .config.ingress import (
     endpoint_port,
     endpoint_routing_algorithm,
 )
+from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 # Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.
 RULE_PRIORITY_STEP = 10
@@ -84,7 +84,7 @@ class IngressAlb(pulumi.ComponentResource):
         targets = self._targets(args)
 
         sg = self._security_group(name, args, targets, tags)
-        logs_bucket, logs_policy = self._log_bucket(name, args, tags)
+        logs = self._log_bucket(name, args, tags)
 
         alb = aws.lb.LoadBalancer(
             f"{name}-alb",
@@ -98,12 +98,11 @@ class IngressAlb(pulumi.ComponentResource):
                 cfg.deletion_protection if cfg.deletion_protection is not None else args.is_prod
             ),
             idle_timeout=cfg.idle_timeout,
-            access_logs=aws.lb.LoadBalancerAccessLogsArgs(
-                bucket=logs_bucket.bucket, prefix=ALB_LOG_PREFIX, enabled=True
-            ),
+            access_logs=aws.lb.LoadBalancerAccessLogsArgs(bucket=logs.bucket_name, prefix=ALB_LOG_PREFIX, enabled=True),
             tags={**tags, "Name": f"{args.name_prefix}-alb"},
             # ELB checks that it may write to the bucket when access logs are switched on.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs_policy]),
+            # ELB checks at creation that it may write: wait for the bucket policy (inside the component).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
         )
 
         certificate_arn = self._certificate(name, cfg, tags)
@@ -353,47 +352,24 @@ class IngressAlb(pulumi.ComponentResource):
             )
         return sg
 
-    def _log_bucket(
-        self, name: str, args: IngressAlbArgs, tags: dict[str, str]
-    ) -> tuple[aws.s3.Bucket, aws.s3.BucketPolicy]:
+    def _log_bucket(self, name: str, args: IngressAlbArgs, tags: dict[str, str]) -> PrivateBucket:
         """Access-log bucket: SSE-S3 (the only encryption ALB log delivery supports), private, TLS-only."""
         cfg = args.ingress
         child = pulumi.ResourceOptions(parent=self)
-        bucket = aws.s3.Bucket(
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        logs = PrivateBucket(
             f"{name}-logs",
-            bucket_prefix=f"{args.name_prefix}-alb-logs-",
-            force_destroy=not args.is_prod,
-            tags=tags,
-            # Access logs are audit evidence: a stray destroy must not take them in prod.
-            opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod),
+            PrivateBucketArgs(
+                bucket_prefix=f"{args.name_prefix}-alb-logs-",
+                # Access logs are audit evidence: a stray destroy must not take them in prod.
+                protect=args.is_prod,
+                versioned=False,
+                extra_statements=lambda arn: account_id.apply(lambda acct: [_log_delivery_statement(arn, acct)]),
+                tags=tags,
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-logs-sse",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
-                    )
-                )
-            ],
-            opts=child,
-        )
-        block = aws.s3.BucketPublicAccessBlock(
-            f"{name}-logs-private",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-logs-ownership",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
+        bucket = logs.bucket
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-logs-expiry",
             bucket=bucket.id,
@@ -409,15 +385,7 @@ class IngressAlb(pulumi.ComponentResource):
             ],
             opts=child,
         )
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
-        policy = aws.s3.BucketPolicy(
-            f"{name}-logs-policy",
-            bucket=bucket.id,
-            policy=pulumi.Output.all(bucket.arn, account_id).apply(lambda a: _log_bucket_policy(a[0], a[1])),
-            # S3 rejects a policy while the public-access block is still being applied.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[block]),
-        )
-        return bucket, policy
+        return logs
 
     def _certificate(self, name: str, cfg: IngressConfig, tags: dict[str, str]) -> pulumi.Input[str]:
         """An existing ARN, or a new certificate for the domain and route hosts, validated by DNS in the zone."""
@@ -569,27 +537,12 @@ def _validation_option(options: Any, host: str) -> dict[str, str]:
     raise ValueError(f"ACM returned no DNS validation option for {host}")
 
 
-def _log_bucket_policy(bucket_arn: str, account_id: str) -> str:
-    """Let ELB log delivery write under ``alb/AWSLogs/<account>/``; refuse anything not over TLS."""
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "AlbLogDeliveryWrite",
-                    "Effect": "Allow",
-                    "Principal": {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"},
-                    "Action": "s3:PutObject",
-                    "Resource": f"{bucket_arn}/{ALB_LOG_PREFIX}/AWSLogs/{account_id}/*",
-                },
-                {
-                    "Sid": "DenyInsecureTransport",
-                    "Effect": "Deny",
-                    "Principal": "*",
-                    "Action": "s3:*",
-                    "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-                },
-            ],
-        }
-    )
+def _log_delivery_statement(bucket_arn: str, account_id: str) -> dict[str, Any]:
+    """Let ELB log delivery write under ``alb/AWSLogs/<account>/`` (the bucket adds its TLS-only deny)."""
+    return {
+        "Sid": "AlbLogDeliveryWrite",
+        "Effect": "Allow",
+        "Principal": {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"},
+        "Action": "s3:PutObject",
+        "Resource": f"{bucket_arn}/{ALB_LOG_PREFIX}/AWSLogs/{account_id}/*",
+    }

@@ -34,6 +34,7 @@ import pulumi
 import pulumi_aws as aws
 
 from . import iam_documents as docs
+from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
 EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"  # required by the add-on's Helm template (isAddOn)
@@ -238,54 +239,15 @@ class OperatorIam(pulumi.ComponentResource):
         would need a key policy for the operator role, which its managed policy does not grant), TLS-only,
         versioned (a certificate overwritten by mistake can be restored); protected from deletion in prod.
         """
-        bucket_opts = pulumi.ResourceOptions(parent=self, protect=args.protect_bucket)
-        child = pulumi.ResourceOptions(parent=self)
-        bucket = aws.s3.Bucket(
+        tls = PrivateBucket(
             f"{name}-tls",
-            bucket=pulumi.Output.concat("hyperpod-tls-", args.stack, "-", args.account_id),
-            force_destroy=not args.protect_bucket,
-            tags={**args.tags, "Purpose": "hyperpod-inference-tls-certificates"},
-            opts=bucket_opts,
+            PrivateBucketArgs(
+                bucket=pulumi.Output.concat("hyperpod-tls-", args.stack, "-", args.account_id),
+                protect=args.protect_bucket,
+                bucket_key_enabled=True,
+                tags={**args.tags, "Purpose": "hyperpod-inference-tls-certificates"},
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        pab = aws.s3.BucketPublicAccessBlock(
-            f"{name}-tls-public-access",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        ownership = aws.s3.BucketOwnershipControls(
-            f"{name}-tls-ownership",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
-        sse = aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-tls-sse",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
-                    ),
-                    bucket_key_enabled=True,
-                )
-            ],
-            opts=child,
-        )
-        versioning = aws.s3.BucketVersioning(
-            f"{name}-tls-versioning",
-            bucket=bucket.id,
-            versioning_configuration=aws.s3.BucketVersioningVersioningConfigurationArgs(status="Enabled"),
-            opts=child,
-        )
-        policy = aws.s3.BucketPolicy(
-            f"{name}-tls-policy",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(docs.tls_only_bucket_policy(arn))),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[pab]),
-        )
-        self.dependencies.extend([bucket, pab, ownership, sse, versioning, policy])
-        return bucket.bucket
+        self.dependencies.append(tls)
+        return tls.bucket_name

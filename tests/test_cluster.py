@@ -309,7 +309,7 @@ def test_lifecycle_bucket_is_private_encrypted_versioned_tls_only(stack: str, st
     run = stack_runs[stack]
     bucket_id = _one(run, "aws:s3/bucket:Bucket", "hyperpod-lifecycle").outputs["bucket"]
     assert bucket_id == f"sagemaker-hpi-{stack}-lifecycle-123456789012"
-    pab = _one(run, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "hyperpod-lifecycle-pab").inputs
+    pab = _one(run, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "hyperpod-lifecycle-public-access").inputs
     assert all(
         pab[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
     )

@@ -225,7 +225,7 @@ def test_access_log_bucket_is_encrypted_private_and_tls_only(prod: StackRun) -> 
         "front-door-logs-sse",
     )
     assert sse["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
-    block = inputs(prod, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "front-door-logs-private")
+    block = inputs(prod, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", "front-door-logs-public-access")
     assert all(block[k] for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
     policy = json.loads(inputs(prod, "aws:s3/bucketPolicy:BucketPolicy", "front-door-logs-policy")["policy"])
     write, deny = policy["Statement"]

@@ -40,10 +40,16 @@ def _values(run: StackRun) -> dict[str, Any]:
 
 
 def _operator_regs(run: StackRun):
-    """Registrations whose parent is one of this layer's components."""
+    """Registrations under one of this layer's components (children and their descendants)."""
     parents = {r.urn for r in run.registrations if r.type in OPERATOR_TYPES}
     assert len(parents) == 3
-    return [r for r in run.registrations if r.parent in parents]
+    found: list = []
+    frontier = set(parents)
+    while frontier:
+        children = [r for r in run.registrations if r.parent in frontier]
+        found.extend(children)
+        frontier = {r.urn for r in children}
+    return found
 
 
 def _with_operator(stack: str, **operator: Any) -> dict[str, Any]:

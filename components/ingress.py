@@ -433,85 +433,55 @@ class IngressAlb(pulumi.ComponentResource):
         return pulumi.Output.secret(cfg.oidc.client_secret.get_secret_value())
 
     def _default_auth_actions(self, cfg: IngressConfig) -> list[aws.lb.ListenerDefaultActionArgs]:
-        if cfg.authentication == "oidc":
-            assert cfg.oidc is not None
-            o = cfg.oidc
-            return [
-                aws.lb.ListenerDefaultActionArgs(
-                    type="authenticate-oidc",
-                    order=1,
-                    authenticate_oidc=aws.lb.ListenerDefaultActionAuthenticateOidcArgs(
-                        issuer=str(o.issuer),
-                        authorization_endpoint=str(o.authorization_endpoint),
-                        token_endpoint=str(o.token_endpoint),
-                        user_info_endpoint=str(o.user_info_endpoint),
-                        client_id=o.client_id,
-                        client_secret=self._client_secret(cfg),
-                        scope=o.scope,
-                        session_timeout=o.session_timeout,
-                        on_unauthenticated_request=o.on_unauthenticated_request,
-                    ),
-                )
-            ]
-        if cfg.authentication == "cognito":
-            assert cfg.cognito is not None
-            c = cfg.cognito
-            return [
-                aws.lb.ListenerDefaultActionArgs(
-                    type="authenticate-cognito",
-                    order=1,
-                    authenticate_cognito=aws.lb.ListenerDefaultActionAuthenticateCognitoArgs(
-                        user_pool_arn=c.user_pool_arn,
-                        user_pool_client_id=c.user_pool_client_id,
-                        user_pool_domain=c.user_pool_domain,
-                        scope=c.scope,
-                        session_timeout=c.session_timeout,
-                        on_unauthenticated_request=c.on_unauthenticated_request,
-                    ),
-                )
-            ]
-        return []
+        return self._auth_actions(
+            cfg,
+            aws.lb.ListenerDefaultActionArgs,
+            aws.lb.ListenerDefaultActionAuthenticateOidcArgs,
+            aws.lb.ListenerDefaultActionAuthenticateCognitoArgs,
+        )
 
     def _rule_auth_actions(self, cfg: IngressConfig) -> list[aws.lb.ListenerRuleActionArgs]:
+        return self._auth_actions(
+            cfg,
+            aws.lb.ListenerRuleActionArgs,
+            aws.lb.ListenerRuleActionAuthenticateOidcArgs,
+            aws.lb.ListenerRuleActionAuthenticateCognitoArgs,
+        )
+
+    def _auth_actions(self, cfg: IngressConfig, action: Any, oidc_args: Any, cognito_args: Any) -> list[Any]:
+        """The authenticate step (order 1) before every forward.
+
+        Listener default actions and listener-rule actions are distinct typed classes in the SDK with the
+        same fields, so the classes are passed in and the settings are written once.
+        """
         if cfg.authentication == "oidc":
             assert cfg.oidc is not None
             o = cfg.oidc
-            return [
-                aws.lb.ListenerRuleActionArgs(
-                    type="authenticate-oidc",
-                    order=1,
-                    authenticate_oidc=aws.lb.ListenerRuleActionAuthenticateOidcArgs(
-                        issuer=str(o.issuer),
-                        authorization_endpoint=str(o.authorization_endpoint),
-                        token_endpoint=str(o.token_endpoint),
-                        user_info_endpoint=str(o.user_info_endpoint),
-                        client_id=o.client_id,
-                        client_secret=self._client_secret(cfg),
-                        scope=o.scope,
-                        session_timeout=o.session_timeout,
-                        on_unauthenticated_request=o.on_unauthenticated_request,
-                    ),
-                )
-            ]
+            oidc = oidc_args(
+                issuer=str(o.issuer),
+                authorization_endpoint=str(o.authorization_endpoint),
+                token_endpoint=str(o.token_endpoint),
+                user_info_endpoint=str(o.user_info_endpoint),
+                client_id=o.client_id,
+                client_secret=self._client_secret(cfg),
+                scope=o.scope,
+                session_timeout=o.session_timeout,
+                on_unauthenticated_request=o.on_unauthenticated_request,
+            )
+            return [action(type="authenticate-oidc", order=1, authenticate_oidc=oidc)]
         if cfg.authentication == "cognito":
             assert cfg.cognito is not None
             c = cfg.cognito
-            return [
-                aws.lb.ListenerRuleActionArgs(
-                    type="authenticate-cognito",
-                    order=1,
-                    authenticate_cognito=aws.lb.ListenerRuleActionAuthenticateCognitoArgs(
-                        user_pool_arn=c.user_pool_arn,
-                        user_pool_client_id=c.user_pool_client_id,
-                        user_pool_domain=c.user_pool_domain,
-                        scope=c.scope,
-                        session_timeout=c.session_timeout,
-                        on_unauthenticated_request=c.on_unauthenticated_request,
-                    ),
-                )
-            ]
+            cognito = cognito_args(
+                user_pool_arn=c.user_pool_arn,
+                user_pool_client_id=c.user_pool_client_id,
+                user_pool_domain=c.user_pool_domain,
+                scope=c.scope,
+                session_timeout=c.session_timeout,
+                on_unauthenticated_request=c.on_unauthenticated_request,
+            )
+            return [action(type="authenticate-cognito", order=1, authenticate_cognito=cognito)]
         return []
-
 
 def _target_group_name(prefix: str, endpoint: str, port: int) -> str:
     """Target-group names are at most 32 characters; a hash keeps them unique and changes with the port."""

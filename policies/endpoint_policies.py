@@ -129,7 +129,7 @@ def _resource_policy(rule: rules.Rule) -> ResourceValidationPolicy:
         if crd_kind(args.resource_type) not in ENDPOINT_KINDS:
             return
         environment, levels, addon = _settings(args.get_config(), rule)
-        cr = plain(dict(args.props))
+        cr = plain(args.props)
         _check(rule, cr, rules.RuleContext(environment=environment, addon_version=addon or ""), levels, report)
 
     return ResourceValidationPolicy(
@@ -174,7 +174,7 @@ def _stack_policy(rule: rules.Rule) -> StackValidationPolicy:
         )
         for resource in args.resources:
             if crd_kind(resource.resource_type) in ENDPOINT_KINDS:
-                _check(rule, plain(dict(resource.props)), ctx, levels, report, urn=resource.urn)
+                _check(rule, plain(resource.props), ctx, levels, report, urn=resource.urn)
 
     return StackValidationPolicy(
         name=rule.name,

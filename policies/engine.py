@@ -31,6 +31,8 @@ from pulumi_policy import (
 from pulumi_policy.deserialize import SPECIAL_SECRET_SIG, SPECIAL_SIG_KEY
 from pulumi_policy.policy import _NotApplicableError
 
+from policies.graph import PlainProps
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -131,7 +133,7 @@ def _policy_resources(registrations: Sequence[Any]) -> list[PolicyResource]:
     by_urn: dict[str, PolicyResource] = {}
     for reg in registrations:
         by_urn[reg.urn] = PolicyResource(
-            reg.type, _plain(reg.inputs), reg.urn, reg.name, _opts(reg), None, None, [], {}
+            reg.type, PlainProps(_plain(reg.inputs)), reg.urn, reg.name, _opts(reg), None, None, [], {}
         )
     for reg in registrations:
         res = by_urn[reg.urn]

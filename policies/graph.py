@@ -69,6 +69,13 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if is_list(value) else [value]
 
 
+class PlainProps(dict[str, Any]):
+    """Props that are already plain dicts, lists and ints (the offline engine hands these over).
+
+    :func:`plain` returns them untouched instead of rebuilding them for every policy that reads them.
+    """
+
+
 def plain(value: Any) -> Any:  # noqa: PLR0911 - one early return per input shape, fastest first
     """Props as plain dicts, lists and ints.
 
@@ -77,6 +84,8 @@ def plain(value: Any) -> Any:  # noqa: PLR0911 - one early return per input shap
     ``list`` and the CRDs' integers.
     """
     kind = type(value)
+    if kind is PlainProps:
+        return value
     if kind is str or kind is bool or kind is int or value is None:
         return value
     if kind is float:

@@ -143,9 +143,12 @@ def _as_json(run: StackRun, results: list[PolicyResult], written: list[Path]) ->
 
 def main(argv: list[str] | None = None) -> int:
     # The SDK modules just imported hold ~1M long-lived objects; without freezing them every gen-2
-    # collection during the run re-scans them all (profiled: ~25% of a 200-endpoint preview).
+    # collection during the run re-scans them all (profiled: ~25% of a 200-endpoint preview). The run
+    # itself allocates many short-lived protobuf/asyncio objects and frees them by reference counting, so
+    # a larger young generation avoids most collections (per-endpoint cost 9.3 -> 7.2 ms, measured).
     gc.collect()
     gc.freeze()
+    gc.set_threshold(100_000, 50, 50)
     parser = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
     parser.add_argument(

@@ -154,10 +154,11 @@ SAMPLE_BUCKET = "model-bucket-123456789012"
 ENGINES = {"vllm": ("vllm", "lmcache"), "sglang": ("sglang",)}
 
 
-def _samples() -> list[Path]:
+def _samples() -> list[Any]:
     root = CRDS / "samples"
     if not root.is_dir():
-        return []
+        reason = f"../shared/crds/samples not found at {root}: the published samples are needed"
+        return [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="no-samples")]
     return sorted(p for p in root.rglob("*.yaml") if "stale" not in p.relative_to(root).parts)
 
 
@@ -248,7 +249,7 @@ def _is_doc_mistake(sample: dict[str, Any]) -> bool:
     return "modelLocation" in sample["spec"].get("modelSourceConfig", {}).get("s3Storage", {})
 
 
-@pytest.mark.parametrize("sample_path", _samples(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("sample_path", _samples(), ids=lambda p: p.stem if isinstance(p, Path) else str(p))
 def test_sample_renders_its_own_spec(sample_path: Path, crds_dir: Path) -> None:
     sample = yaml.safe_load(sample_path.read_text(encoding="utf-8"))
     if _is_doc_mistake(sample):

@@ -11,7 +11,7 @@ from components.config import load_stack_config
 from components.eks_cluster import EksCluster, EksClusterArgs
 from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs
 from components.hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
-from components.hyperpod_dependencies import HyperPodDependenciesArgs, HyperPodDependenciesRelease
+from components.hyperpod_dependencies import HyperPodDependencies, HyperPodDependenciesArgs
 from components.inference_gateway import InferenceGateway, InferenceGatewayArgs
 from components.inference_operator import InferenceOperatorAddon, InferenceOperatorAddonArgs
 from components.ingress import IngressAlb, IngressAlbArgs
@@ -58,7 +58,7 @@ eks = EksCluster(
         tags=cfg.common_tags,
     ),
 )
-hyperpod_deps = HyperPodDependenciesRelease(
+hyperpod_deps = HyperPodDependencies(
     "hyperpod-deps",
     HyperPodDependenciesArgs(
         config=cfg.cluster.hyperpod_dependencies, region=cfg.region, k8s_provider=eks.k8s_provider

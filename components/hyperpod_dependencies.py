@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .config.cluster import HyperPodDependencies
+from .config.cluster import HyperPodDependenciesConfig
 
 RELEASE_NAME = "hyperpod-dependencies"
 NAMESPACE = "kube-system"
@@ -42,12 +42,12 @@ def chart_values(region: str) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class HyperPodDependenciesArgs:
-    config: HyperPodDependencies
+    config: HyperPodDependenciesConfig
     region: str
     k8s_provider: k8s.Provider
 
 
-class HyperPodDependenciesRelease(pulumi.ComponentResource):
+class HyperPodDependencies(pulumi.ComponentResource):
     """``helm install hyperpod-dependencies <checkout@gitCommit>/helm_chart/HyperPodHelmChart -n kube-system``."""
 
     release: k8s.helm.v3.Release | None

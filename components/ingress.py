@@ -483,6 +483,7 @@ class IngressAlb(pulumi.ComponentResource):
             return [action(type="authenticate-cognito", order=1, authenticate_cognito=cognito)]
         return []
 
+
 def _target_group_name(prefix: str, endpoint: str, port: int) -> str:
     """Target-group names are at most 32 characters; a hash keeps them unique and changes with the port."""
     digest = hashlib.sha256(f"{endpoint}:{port}".encode()).hexdigest()[:6]

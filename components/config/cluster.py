@@ -96,7 +96,7 @@ class AddonVersions(Model):
     pod_identity_agent: AddonPin = Field(default="v1.3.7-eksbuild.2", description="eks-pod-identity-agent version.")
 
 
-class HyperPodDependencies(Model):
+class HyperPodDependenciesConfig(Model):
     """The HyperPod dependencies Helm chart (health-monitoring agent, device plugins, deep health checks, ...).
 
     The chart is not published to a Helm repository; AWS documents installing it from a checkout of
@@ -134,7 +134,7 @@ class ClusterConfig(Model):
     control_plane_log_types: list[LogType] = Field(
         default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES), description="EKS control-plane log types to enable."
     )
-    hyperpod_dependencies: HyperPodDependencies = Field(default_factory=HyperPodDependencies)
+    hyperpod_dependencies: HyperPodDependenciesConfig = Field(default_factory=HyperPodDependenciesConfig)
     tiered_storage_memory_percentage: int = Field(
         default=20,
         ge=1,

@@ -1,0 +1,65 @@
+"""House rules the reference stacks must keep: every resource under a component, unique names, one
+component per file with a ``hyperpod:<module>:<Name>`` token."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import STACKS
+
+COMPONENTS = Path(__file__).resolve().parents[1] / "components"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_resource_has_a_component_parent(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    components = {r.urn for r in run.registrations if not r.custom}
+    assert components
+    orphans = [(r.type, r.name) for r in run.registrations if r.custom and r.parent not in components]
+    assert not orphans, f"resources created without parent=<component>: {orphans}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_names_are_unique_per_type(stack: str, stack_runs) -> None:
+    """The mocks do not detect duplicate URNs (the real engine fails on them), so check here."""
+    seen: dict[tuple[str, str], int] = {}
+    for r in stack_runs[stack].registrations:
+        seen[(r.type, r.name)] = seen.get((r.type, r.name), 0) + 1
+    assert len(seen) > 10
+    assert not [k for k, n in seen.items() if n > 1]
+
+
+def _component_classes(path: Path) -> list[tuple[str, str | None]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("ComponentResource") for b in node.bases):
+            token = next(
+                (
+                    c.args[0].value
+                    for c in ast.walk(node)
+                    if isinstance(c, ast.Call)
+                    and ast.unparse(c.func) == "super().__init__"
+                    and c.args
+                    and isinstance(c.args[0], ast.Constant)
+                ),
+                None,
+            )
+            found.append((node.name, token))
+    return found
+
+
+def test_one_component_per_file_with_a_hyperpod_token() -> None:
+    files = sorted(COMPONENTS.glob("*.py"))
+    with_components = 0
+    for path in files:
+        classes = _component_classes(path)
+        assert len(classes) <= 1, f"{path.name} defines {len(classes)} components"
+        for name, token in classes:
+            with_components += 1
+            assert token is not None and re.fullmatch(rf"hyperpod:[a-z_]+:{name}", token), (path.name, token)
+    assert with_components >= 10

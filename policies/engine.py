@@ -28,10 +28,10 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.deserialize import SPECIAL_SECRET_SIG, SPECIAL_SIG_KEY
 from pulumi_policy.policy import _NotApplicableError
 
 from policies.graph import PlainProps
+from tools.mocks import unwrap_secrets
 
 HERE = Path(__file__).resolve().parent
 
@@ -84,21 +84,6 @@ def enforcement_for(
     return level, props
 
 
-def _plain(value: Any) -> Any:
-    """Inputs as the CLI's analyzer hands them to policies: secrets unwrapped.
-
-    The mock monitor keeps a secret input as ``{SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": ...}``;
-    ``pulumi_policy.deserialize`` unwraps that before any policy runs, so the offline path must too.
-    """
-    if isinstance(value, dict):
-        if value.get(SPECIAL_SIG_KEY) == SPECIAL_SECRET_SIG:
-            return _plain(value.get("value"))
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def _opts(reg: Any) -> PolicyResourceOptions:
     def seconds(value: str | None) -> float:
         if not value:
@@ -133,7 +118,7 @@ def _policy_resources(registrations: Sequence[Any]) -> list[PolicyResource]:
     by_urn: dict[str, PolicyResource] = {}
     for reg in registrations:
         by_urn[reg.urn] = PolicyResource(
-            reg.type, PlainProps(_plain(reg.inputs)), reg.urn, reg.name, _opts(reg), None, None, [], {}
+            reg.type, PlainProps(unwrap_secrets(reg.inputs)), reg.urn, reg.name, _opts(reg), None, None, [], {}
         )
     for reg in registrations:
         res = by_urn[reg.urn]

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from tools.mocks import Registration
+from tools.mocks import Registration, unwrap_secrets
 
 # aws-native type token -> CloudFormation type, for the services this package uses.
 _CFN_SERVICE_NAMES = {
@@ -138,36 +138,38 @@ def logical_id(name: str) -> str:
 def cloudformation_template(registrations: list[Registration], region: str = "us-east-1") -> dict[str, Any]:
     """A CloudFormation template of the run's aws-native resources; ``region`` picks the cfn-lint schema."""
     resources = {
-        logical_id(r.name): {"Type": cfn_type(r.type), "Properties": cfn_resource_properties(r.type, r.inputs, region)}
+        logical_id(r.name): {
+            "Type": cfn_type(r.type),
+            "Properties": cfn_resource_properties(r.type, unwrap_secrets(r.inputs), region),
+        }
         for r in registrations
         if r.type.startswith("aws-native:") and r.custom
     }
     return {"AWSTemplateFormatVersion": "2010-09-09", "Resources": resources}
 
 
+# Manifest fields in the order kubectl prints them; everything else a provider input carries is dropped.
+_MANIFEST_FIELDS = (
+    "apiVersion",
+    "kind",
+    "metadata",
+    "spec",
+    "data",
+    "stringData",
+    "rules",
+    "roleRef",
+    "subjects",
+    "type",
+)
+
+
 def kubernetes_manifests(registrations: list[Registration]) -> list[dict[str, Any]]:
+    """Each Kubernetes object's manifest, secrets unwrapped (offline they are mocks or placeholders)."""
     out = []
     for r in registrations:
         if r.type.startswith("kubernetes:") and r.custom and "kind" in r.inputs:
-            out.append(
-                {
-                    k: v
-                    for k, v in r.inputs.items()
-                    if k
-                    in (
-                        "apiVersion",
-                        "kind",
-                        "metadata",
-                        "spec",
-                        "data",
-                        "stringData",
-                        "rules",
-                        "roleRef",
-                        "subjects",
-                        "type",
-                    )
-                }
-            )
+            inputs = unwrap_secrets(r.inputs)
+            out.append({k: inputs[k] for k in _MANIFEST_FIELDS if k in inputs})
     return out
 
 

@@ -45,3 +45,22 @@ def test_pack_entry_point_holds_only_the_pack() -> None:
     source = (ROOT / "policies" / "__main__.py").read_text(encoding="utf-8")
     assert "PolicyPack(name=PACK_NAME, policies=POLICIES" in source
     assert "ResourceValidationPolicy" not in source and "StackValidationPolicy" not in source
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-r"):
+            name, _, version = line.partition("==")
+            assert version, f"{path.name}: {line!r} is not pinned exactly"
+            pins[name.lower()] = version
+    return pins
+
+
+def test_policy_pack_pins_match_the_program() -> None:
+    """The pack's requirements.txt (read by the CLI) must not drift from the program's pins."""
+    root = Path(__file__).resolve().parents[1]
+    program, pack = _pins(root / "requirements.txt"), _pins(root / "policies" / "requirements.txt")
+    assert pack, "policies/requirements.txt pins nothing"
+    assert {name: program.get(name) for name in pack} == pack

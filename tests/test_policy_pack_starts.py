@@ -49,8 +49,8 @@ def test_pack_entry_point_holds_only_the_pack() -> None:
 
 def _pins(path: Path) -> dict[str, str]:
     pins = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].strip()
         if line and not line.startswith("-r"):
             name, _, version = line.partition("==")
             assert version, f"{path.name}: {line!r} is not pinned exactly"

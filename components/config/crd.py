@@ -247,44 +247,6 @@ class PayloadConfig(CrdModel):
     )
 
 
-class DataCaptureModelPod(CrdModel):
-    """`dataCapture.modelPod` — Configuration for Model Pod level data capture (Tier 3)"""
-
-    buffer_config: BufferConfig | None = Field(
-        default=None, alias="bufferConfig", description="Configuration for buffering and flushing captured data"
-    )
-    capture_content_type_header: CaptureContentTypeHeader | None = Field(
-        default=None,
-        alias="captureContentTypeHeader",
-        description="Configuration for how to treat different content type headers during capture",
-    )
-    capture_options: list[CaptureOption] | None = Field(
-        default=None,
-        alias="captureOptions",
-        max_length=32,
-        min_length=1,
-        description="Capture options (Input, Output, or both)",
-    )
-    enabled: bool = Field(alias="enabled", description="Enable or disable model pod data capture")
-    initial_sampling_percentage: int | None = Field(
-        default=None,
-        alias="initialSamplingPercentage",
-        ge=0,
-        le=100,
-        description="Percentage of requests to capture (0-100)",
-    )
-    kms_key_id: str | None = Field(
-        default=None,
-        alias="kmsKeyId",
-        max_length=2048,
-        pattern="^[a-zA-Z0-9:/_-]*$",
-        description="Optional KMS key ID, ARN, alias name, or alias ARN for encrypting captured data",
-    )
-    payload_config: PayloadConfig | None = Field(
-        default=None, alias="payloadConfig", description="Configuration for payload size limits"
-    )
-
-
 class DataCaptureSageMakerEndpoint(CrdModel):
     """`dataCapture.sagemakerEndpoint` — Configuration for SageMaker Endpoint level data capture (Tier 1)"""
 
@@ -314,6 +276,21 @@ class DataCaptureSageMakerEndpoint(CrdModel):
         max_length=2048,
         pattern="^[a-zA-Z0-9:/_-]*$",
         description="Optional KMS key ID, ARN, alias name, or alias ARN for encrypting captured data",
+    )
+
+
+class DataCaptureModelPod(DataCaptureSageMakerEndpoint):
+    """`dataCapture.modelPod` — Configuration for Model Pod level data capture (Tier 3)
+
+    The CRD repeats the SageMaker-endpoint tier's fields here and adds buffering and payload limits.
+    """
+
+    buffer_config: BufferConfig | None = Field(
+        default=None, alias="bufferConfig", description="Configuration for buffering and flushing captured data"
+    )
+    enabled: bool = Field(alias="enabled", description="Enable or disable model pod data capture")
+    payload_config: PayloadConfig | None = Field(
+        default=None, alias="payloadConfig", description="Configuration for payload size limits"
     )
 
 

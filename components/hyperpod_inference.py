@@ -1,0 +1,252 @@
+"""HyperPodInference: one environment of LLM inference on SageMaker HyperPod, as one component.
+
+It composes the layers in dependency order — network, cluster (node security group, EKS, the HyperPod
+dependencies chart, the HyperPod cluster), the inference operator (IAM, prerequisites, the add-on), the
+serving layer (L2 KV cache, inference gateway, endpoints) and the ALB front door — from one validated
+:class:`~components.config.StackConfig`. ``__main__.py`` only loads the config, builds this component and
+exports :attr:`HyperPodInference.exports`; another Pulumi program can do the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from .config import StackConfig
+from .eks_cluster import EksCluster, EksClusterArgs
+from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
+from .hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
+from .hyperpod_dependencies import HyperPodDependencies, HyperPodDependenciesArgs
+from .inference_gateway import InferenceGateway, InferenceGatewayArgs
+from .inference_operator import InferenceOperatorAddon, InferenceOperatorAddonArgs
+from .ingress import IngressAlb, IngressAlbArgs
+from .kv_cache import RedisKvCache, RedisKvCacheArgs
+from .network import Network, NetworkArgs
+from .node_security_group import NodeSecurityGroup, NodeSecurityGroupArgs
+from .operator_iam import OperatorIam, OperatorIamArgs
+from .operator_prerequisites import OperatorPrerequisites, OperatorPrerequisitesArgs, model_buckets
+
+
+@dataclass(frozen=True)
+class HyperPodInferenceArgs:
+    """The validated stack config (``components.config.load_stack_config()`` or ``parse_stack_config``)."""
+
+    config: StackConfig
+
+
+class HyperPodInference(pulumi.ComponentResource):
+    """Every layer of one hyperpod-inference environment; ``exports`` holds what operators need."""
+
+    exports: dict[str, Any]
+
+    def __init__(self, name: str, args: HyperPodInferenceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("hyperpod:index:HyperPodInference", name, None, opts)
+        cfg = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        self.exports = {}
+
+        # --- network ---
+        network = Network(
+            "network",
+            NetworkArgs(
+                network=cfg.network,
+                region=cfg.region,
+                nat_per_az=(cfg.network.nat_gateways or ("perAz" if cfg.is_prod else "single")) == "perAz",
+                eks_cluster_name=f"{cfg.name_prefix}-eks",
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+
+        # --- cluster layer: node security group, EKS, HyperPod cluster ---
+        node_sg = NodeSecurityGroup(
+            "node-sg",
+            NodeSecurityGroupArgs(
+                vpc_id=network.vpc_id,
+                vpc_cidr=network.vpc_cidr,
+                fsx_enabled=cfg.cluster.fsx_enabled,
+                name_prefix=cfg.name_prefix,
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+        eks = EksCluster(
+            "eks",
+            EksClusterArgs(
+                cluster=cfg.cluster,
+                cluster_name=f"{cfg.name_prefix}-eks",
+                vpc_id=network.vpc_id,
+                private_subnet_ids=list(network.private_subnet_ids.values()),
+                node_security_group_id=node_sg.security_group_id,
+                is_prod=cfg.is_prod,
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+        hyperpod_deps = HyperPodDependencies(
+            "hyperpod-deps",
+            HyperPodDependenciesArgs(
+                config=cfg.cluster.hyperpod_dependencies, region=cfg.region, k8s_provider=eks.k8s_provider
+            ),
+            opts=child,
+        )
+        hyperpod = HyperPodCluster(
+            "hyperpod",
+            HyperPodClusterArgs(
+                cluster=cfg.cluster,
+                cluster_name=f"{cfg.name_prefix}-hp",
+                eks_cluster_arn=eks.cluster_arn,
+                node_security_group_id=node_sg.security_group_id,
+                private_subnet_ids=network.private_subnet_ids,
+                default_az_id=cfg.network.az_ids[0],
+                name_prefix=cfg.name_prefix,
+                tiered_storage=cfg.kv_cache.l2_backend == "tieredstorage",
+                is_prod=cfg.is_prod,
+                tags=cfg.common_tags,
+            ),
+            # AWS requires the dependencies chart on the EKS cluster before the HyperPod cluster is created.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod_deps, eks]),
+        )
+        self._export("eksClusterName", eks.cluster_name)
+        self._export("hyperpodClusterArn", hyperpod.cluster_arn)
+        self._export("hyperpodClusterName", hyperpod.cluster_name)
+
+        # --- inference operator: prerequisites, IAM, the add-on ---
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        operator_iam = OperatorIam(
+            "operator-iam",
+            OperatorIamArgs(
+                stack=cfg.stack,
+                name_prefix=cfg.name_prefix,
+                region=cfg.region,
+                account_id=account_id,
+                cluster_name=eks.cluster_name,
+                oidc_provider_arn=eks.oidc_provider_arn,
+                oidc_provider_url=eks.oidc_provider_url,
+                alb_mode=cfg.operator.load_balancer_controller.mode,
+                keda_mode=cfg.operator.keda.mode,
+                gateway_enabled=cfg.gateway.enabled,
+                protect_bucket=cfg.is_prod,
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+        operator_prereqs = OperatorPrerequisites(
+            "operator-prereqs",
+            OperatorPrerequisitesArgs(
+                name_prefix=cfg.name_prefix,
+                region=cfg.region,
+                operator=cfg.operator,
+                cluster_name=eks.cluster_name,
+                oidc_provider_arn=eks.oidc_provider_arn,
+                oidc_provider_url=eks.oidc_provider_url,
+                model_bucket_names=model_buckets(cfg.endpoints),
+                vpc_id=network.vpc_id,
+                k8s_provider=eks.k8s_provider,
+                alb_role_arn=operator_iam.alb_role_arn,
+                keda_role_arn=operator_iam.keda_role_arn,
+                tags=cfg.common_tags,
+            ),
+            # Controllers need schedulable HyperPod nodes (the only nodes of the cluster) to become ready.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod]),
+        )
+        inference_operator = InferenceOperatorAddon(
+            "inference-operator",
+            InferenceOperatorAddonArgs(
+                addon_version=cfg.operator.addon_version,
+                cluster_name=eks.cluster_name,
+                hyperpod_cluster_arn=hyperpod.cluster_arn,
+                execution_role_arn=operator_iam.execution_role_arn,
+                tls_bucket_name=operator_iam.tls_bucket_name,
+                gated_model_role_arn=operator_iam.gated_model_role_arn,
+                alb_mode=cfg.operator.load_balancer_controller.mode,
+                keda_mode=cfg.operator.keda.mode,
+                alb_role_arn=operator_iam.alb_role_arn,
+                keda_role_arn=operator_iam.keda_role_arn,
+                gateway_enabled=cfg.gateway.enabled,
+                gateway_role_arn=operator_iam.gateway_role_arn,
+                depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster],
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+        self._export("inferenceOperatorAddonVersion", cfg.operator.addon_version)
+        self._export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_arn)
+        self._export("tlsCertificateBucket", operator_iam.tls_bucket_name)
+
+        # --- serving layer: KV cache L2, inference gateway, endpoints ---
+        kv_cache = None
+        if cfg.kv_cache.l2_backend == "redis":
+            kv_cache = RedisKvCache(
+                "kv-cache",
+                RedisKvCacheArgs(
+                    redis=cfg.kv_cache.redis,
+                    vpc_id=network.vpc_id,
+                    subnet_ids=list(network.private_subnet_ids.values()),
+                    node_security_group_id=node_sg.security_group_id,
+                    name_prefix=cfg.name_prefix,
+                    is_prod=cfg.is_prod,
+                    tags=cfg.common_tags,
+                ),
+                opts=child,
+            )
+            self._export("kvCacheUrl", kv_cache.url)
+            self._export("kvCacheAuthToken", kv_cache.auth_token)  # secret
+        inference_gateway = None
+        if cfg.gateway.enabled:
+            inference_gateway = InferenceGateway(
+                "inference-gateway",
+                InferenceGatewayArgs(
+                    gateway=cfg.gateway, k8s_provider=eks.k8s_provider, depends_on=[inference_operator]
+                ),
+                opts=child,
+            )
+            self._export("inferenceGatewayName", inference_gateway.name)
+        InferenceEndpoints(
+            "endpoints",
+            InferenceEndpointsArgs(
+                endpoints=cfg.endpoints,
+                tags=cfg.common_tags,
+                tls_bucket=operator_iam.tls_bucket_name,
+                redis_url=kv_cache.connection_url if kv_cache is not None else None,
+                k8s_provider=eks.k8s_provider,
+                depends_on=[inference_operator],
+                gateway=inference_gateway,
+            ),
+            opts=child,
+        )
+
+        # --- ALB front door with OIDC ---
+        if cfg.ingress.enabled:
+            public = cfg.ingress.scheme == "internet-facing"
+            alb_subnets = network.public_subnet_ids if public else network.private_subnet_ids
+            front_door = IngressAlb(
+                "front-door",
+                IngressAlbArgs(
+                    ingress=cfg.ingress,
+                    endpoints=cfg.endpoints,
+                    vpc_id=network.vpc_id,
+                    vpc_cidr=network.vpc_cidr,
+                    subnet_ids=list(alb_subnets.values()),
+                    name_prefix=cfg.name_prefix,
+                    is_prod=cfg.is_prod,
+                    k8s_provider=eks.k8s_provider,
+                    # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
+                    k8s_depends_on=[inference_operator, operator_prereqs],
+                    tags=cfg.common_tags,
+                ),
+                opts=child,
+            )
+            self._export("frontDoorUrl", front_door.url)
+            self._export("frontDoorAlbDnsName", front_door.dns_name)
+
+        self._export("environment", cfg.environment)
+        self._export("vpcId", network.vpc_id)
+        self._export("privateSubnetIds", network.private_subnet_ids)
+        self.register_outputs(self.exports)
+
+    def _export(self, key: str, value: Any) -> None:
+        self.exports[key] = value

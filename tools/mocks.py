@@ -381,6 +381,7 @@ class Registration:
     protect: bool = False
     provider: str | None = None
     custom_timeouts: dict[str, str] = field(default_factory=dict)
+    additional_secret_outputs: list[str] = field(default_factory=list)
 
 
 class GraphMonitor(MockMonitor):
@@ -418,6 +419,7 @@ class GraphMonitor(MockMonitor):
                 protect=bool(request.protect),
                 provider=request.provider or None,
                 custom_timeouts=timeouts,
+                additional_secret_outputs=list(request.additionalSecretOutputs),
             )
         )
         return response
@@ -430,3 +432,19 @@ class GraphMonitor(MockMonitor):
         if len(found) != 1:
             raise LookupError(f"{len(found)} registrations of {typ} named {name!r}")
         return found[0]
+
+
+def secret_values(registrations: list[Registration], config_placeholders: tuple[str, ...] = ()) -> frozenset[str]:
+    """The string values a run treats as secret: config placeholders and every output a resource marks secret.
+
+    Generated SDKs mark provider-secret outputs with ``additional_secret_outputs`` (e.g. RandomPassword
+    ``result``); the mocks echo them back as outputs. The plan uses these to blind exactly the secret leaves
+    inside a secret-wrapped input and keep the rest of its structure readable.
+    """
+    found = {p for p in config_placeholders if p}
+    for r in registrations:
+        for key in r.additional_secret_outputs:
+            value = r.outputs.get(key)
+            if isinstance(value, str) and value:
+                found.add(value)
+    return frozenset(found)

@@ -1,12 +1,16 @@
 """Offline preview: run the real program for a stack under Pulumi mocks, then the policy pack.
 
-    python -m tools.preview --stack dev [--out DIR] [--json] [--critical-path] [--graph FILE]
+    python -m tools.preview --stack dev [--stack-file FILE] [--json] [--diff BASE.json] [--out DIR]
+                            [--critical-path] [--graph FILE]
 
-No AWS credentials, Pulumi CLI or provider plugins are needed. Prints the resource tree (type, name,
-parent), counts by type and every policy result as
-``<MANDATORY|ADVISORY> <policy-name> <type>::<name>: <message>``.
+No AWS credentials, Pulumi CLI or provider plugins are needed. Prints the resource tree (type, name, the
+key properties a reviewer checks first), counts by type and every policy result as
+``<MANDATORY|ADVISORY> <policy-name> <type>::<name>: <message>``. ``--json`` prints the plan in the shape of
+``pulumi preview --json`` (:mod:`tools.plan`); ``--diff BASE.json`` compares it with a saved plan and prints
+only what changes (:mod:`tools.plan_diff`); ``--out DIR`` writes the plan, the Kubernetes manifests, the
+CloudFormation template, every IAM document and every dashboard body.
 
-Exit codes: 0 no mandatory violation, 1 mandatory violations, 2 config error.
+Exit codes: 0 no mandatory violation, 1 mandatory violations, 2 config error (or unusable arguments).
 """
 
 from __future__ import annotations
@@ -14,38 +18,191 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shutil
+import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
-from components.config.stackfile import load_stack_file, stack_path
-from policies.engine import PolicyResult, evaluate
+from components.config.stackfile import (
+    StackFileError,
+    config_from_mapping,
+    list_stacks,
+    load_stack_file,
+    stack_path,
+)
+from policies.engine import evaluate
+from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, REPLICATION_GROUP
 from policies.pack import POLICIES
 from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
+from tools.mocks import Registration, unwrap_secrets
+from tools.plan import build_plan, config_error_plan, ordered
+from tools.plan_diff import BasePlanError, check_base, diff_lines, diff_plans
 from tools.render import write_outputs
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG = 0, 1, 2
+# Piped output (CI logs, `| less`, the job summary) gets this width instead of rich's 80 columns, so no
+# line is cropped; on a terminal, long labels fold onto the next line instead.
+PIPED_WIDTH = 400
+GRAPH_SUFFIXES = {".dot", ".gv", ".mmd", ".md", ".svg", ".png"}
+
+Renderer = Callable[[StackRun, dict[str, Any]], RenderableType | None]
+EXTRA_RENDERERS: list[Renderer] = []
+"""Optional terminal sections, printed after the policy results: ``fn(run, plan) -> renderable | None``.
+
+How other tools add a section to the human output (e.g. a capacity table) without editing this module.
+"""
+
+ALB = "aws:lb/loadBalancer:LoadBalancer"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+_ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
+
+
+def make_console() -> Console:
+    piped = not sys.stdout.isatty()
+    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH if piped else None)
+
+
+def _endpoint_properties(inputs: dict[str, Any]) -> str:
+    labels = (inputs.get("metadata") or {}).get("labels") or {}
+    spec = inputs.get("spec") or {}
+    routing_spec = spec.get("intelligentRoutingSpec") or {}
+    if (spec.get("inferenceGateway") or {}).get("enabled"):
+        routing = "routing: inference gateway"
+    elif routing_spec.get("enabled"):
+        routing = f"routing: {routing_spec.get('routingStrategy', 'default')}"
+    else:
+        routing = "routing: none"
+    pd = spec.get("pdSpec") or {}
+    if pd:
+        replicas = (
+            f"prefill x{(pd.get('prefillSpec') or {}).get('replicas', '?')} "
+            f"+ decode x{(pd.get('decodingSpec') or {}).get('replicas', '?')}"
+        )
+    else:
+        replicas = f"replicas {spec['replicas']}" if "replicas" in spec else "replicas: CRD default"
+    instance = spec.get("instanceType") or (spec.get("server") or {}).get("instanceType") or "?"
+    return f"{labels.get('hyperpod-inference/engine', '?')}, {routing}, {replicas}, {instance}"
+
+
+def key_properties(reg: Registration) -> str:
+    """The properties a reviewer checks first, for the resource types that have them ("" otherwise)."""
+    i = unwrap_secrets(reg.inputs)
+    t = reg.type
+    if t == HYPERPOD_CLUSTER:
+        return ", ".join(
+            f"{g.get('instanceGroupName')}: {g.get('instanceType')} x{g.get('instanceCount')}"
+            for g in i.get("instanceGroups") or []
+        )
+    if t.startswith("kubernetes:inference.sagemaker.aws.amazon.com/") and t.endswith(_ENDPOINT_KINDS):
+        return _endpoint_properties(i)
+    if t == EKS_ADDON:
+        return f"{i.get('addonName')} {i.get('addonVersion', '(default version)')}"
+    if t == EKS_COMPONENT:
+        core = [
+            f"vpc-cni {(i.get('vpcCniOptions') or {}).get('addonVersion', 'default')}",
+            f"kube-proxy {(i.get('kubeProxyAddonOptions') or {}).get('version', 'default')}",
+            f"coredns {(i.get('corednsAddonOptions') or {}).get('version', 'default')}",
+        ]
+        access = "public+private" if i.get("endpointPublicAccess") else "private"
+        return f"Kubernetes {i.get('version')}, API endpoint {access}; " + ", ".join(core)
+    if t == HELM_RELEASE:
+        version = i.get("version")
+        return f"chart {Path(str(i.get('chart'))).name}{' ' + version if version else ''} in {i.get('namespace')}"
+    if t == ALB:
+        return "internal" if i.get("internal") else "internet-facing"
+    if t == REPLICATION_GROUP:
+        n = int(i.get("numCacheClusters") or 1)
+        return (
+            f"{i.get('engine')} {i.get('engineVersion')}, {i.get('nodeType')} x{n} "
+            f"(1 primary + {n - 1} replica{'s' if n != 2 else ''})"
+        )
+    return ""
+
+
+def _label(reg: Registration) -> Text:
+    label = Text.from_markup(f"[cyan]{reg.type}[/] {reg.name}", overflow="fold")
+    props = key_properties(reg)
+    if props:
+        label.append(f"  [{props}]", style="green")
+    if reg.protect:
+        label.append(" (protected)", style="yellow")
+    return label
 
 
 def _tree(run: StackRun) -> Tree:
     root = Tree(f"[bold]pulumi:pulumi:Stack[/] hyperpod-inference-{run.stack}")
     nodes: dict[str, Tree] = {}
-    for reg in run.registrations:
+    for reg in ordered(run.registrations):  # parents come before their children, children sorted
         parent = nodes.get(reg.parent or "", root)
-        label = f"[cyan]{reg.type}[/] {reg.name}" + (" [yellow](protected)[/]" if reg.protect else "")
-        nodes[reg.urn] = parent.add(label)
+        nodes[reg.urn] = parent.add(_label(reg))
     return root
 
 
 def _environment(mapping: dict[str, Any]) -> str:
     env = mapping.get("hyperpod-inference:environment")
     return env if isinstance(env, str) else "dev"
+
+
+def _region(mapping: dict[str, Any]) -> str | None:
+    region = mapping.get("aws:region")
+    return region if isinstance(region, str) else None
+
+
+def _fail(
+    console: Console, as_json: bool, stack: str, issues: list[tuple[str, str, str]], heading: str = "config error"
+) -> int:
+    """Print a config error (as JSON with ``--json``) and return exit code 2."""
+    if as_json:
+        print(json.dumps(config_error_plan(stack, issues), indent=2))
+    else:
+        console.print(f"[bold red]{heading}[/] in stack {stack}:")
+        for _, _, text in issues:
+            console.print(f"  {text}", markup=False)
+    return EXIT_CONFIG
+
+
+def _argument_error(console: Console, as_json: bool, stack: str, message: str) -> int:
+    return _fail(console, as_json, stack, [("", message, message)], heading="error")
+
+
+def _graph_problem(graph: Path) -> str | None:
+    if graph.suffix not in GRAPH_SUFFIXES:
+        return f"--graph {graph}: unknown format {graph.suffix or '(none)'}; use one of {', '.join(sorted(GRAPH_SUFFIXES))}"
+    if graph.suffix in (".svg", ".png") and shutil.which("dot") is None:
+        return (
+            f"--graph {graph}: {graph.suffix} needs Graphviz `dot` on PATH (e.g. `apt-get install graphviz`); "
+            "without it write FILE.dot or FILE.mmd (Mermaid)"
+        )
+    return None
+
+
+def _write_graph(run: StackRun, graph: Path) -> list[Path]:
+    if graph.suffix != ".png":
+        return write_graph(run.registrations, graph)
+    graph.parent.mkdir(parents=True, exist_ok=True)
+    dot = shutil.which("dot")
+    assert dot is not None  # checked before the run
+    subprocess.run([dot, "-Tpng", "-o", str(graph)], input=Graph.build(run.registrations).to_dot(), text=True, check=True)
+    return [graph]
+
+
+def _load_base(path: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BasePlanError(f"--diff {path}: no such file") from None
+    except json.JSONDecodeError as err:
+        raise BasePlanError(f"--diff {path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+    return check_base(raw, f"--diff {path}")
 
 
 def preview(
@@ -57,33 +214,80 @@ def preview(
     console: Console | None = None,
     critical_path: bool = False,
     graph: Path | None = None,
+    diff: Path | None = None,
+    stack_file: Path | None = None,
 ) -> int:
     """Run the preview and print it; returns the exit code."""
-    console = console or Console(highlight=False, soft_wrap=True)
+    console = console or make_console()
     if mapping is None:
-        path = stack_path(stack)
-        if not path.exists():
-            console.print(f"[red]no stack file {path}[/]")
-            return EXIT_CONFIG
-        mapping = load_stack_file(path)
+        path = stack_file or stack_path(stack)
+        if stack_file is None and not path.exists():
+            known = ", ".join(list_stacks()) or "(none)"
+            return _argument_error(
+                console, as_json, stack, f"no stack {stack!r}: {path} does not exist; stacks in stacks/: {known}"
+            )
+        try:
+            mapping = load_stack_file(path)
+        except StackFileError as err:
+            return _fail(console, as_json, stack, [("", str(err), str(err))])
+    if graph is not None and (problem := _graph_problem(graph)) is not None:
+        return _argument_error(console, as_json, stack, problem)
+    base = None
+    if diff is not None:
+        try:
+            base = _load_base(diff)
+        except BasePlanError as err:
+            return _argument_error(console, as_json, stack, str(err))
+
     run = run_stack(stack, mapping)
     if run.config_error is not None:
-        if as_json:
-            print(json.dumps({"stack": stack, "configErrors": [i.render() for i in run.config_error.issues]}, indent=2))
-        else:
-            console.print(f"[bold red]config error[/] in stack {stack}:")
-            for issue in run.config_error.issues:
-                console.print(f"  {issue.render()}", markup=False)
-        return EXIT_CONFIG
+        return _fail(console, as_json, stack, [(i.path, i.message, i.render()) for i in run.config_error.issues])
 
-    results = evaluate(POLICIES, run.registrations, _environment(mapping))
-    mandatory = [r for r in results if r.level == "mandatory"]
-    written = write_outputs(run.registrations, out) if out is not None else []
+    environment, region = _environment(mapping), _region(mapping)
+    results = evaluate(POLICIES, run.registrations, environment)
+    config, secret_keys = config_from_mapping(mapping)
+    plan = build_plan(run, results, environment=environment, region=region, config=config, secret_keys=secret_keys)
+    if base is not None:
+        allowed = mapping.get("hyperpod-inference:allowReplacement") or []
+        plan = diff_plans(base, plan, allow_replacement=allowed)
+    mandatory = [r for r in plan["policyResults"] if r["enforcementLevel"] == "mandatory"]
+
+    written: list[Path] = []
+    if out is not None:
+        written = write_outputs(run.registrations, out, region or "us-east-1")
+        plan_path = out / "plan.json"
+        plan_path.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+        written.insert(0, plan_path)
     if graph is not None:
-        written += write_graph(run.registrations, graph)
+        written += _write_graph(run, graph)
 
     if as_json:
-        print(json.dumps(_as_json(run, results, written), indent=2, default=str))
+        print(json.dumps(plan, indent=2))
+    else:
+        _print_human(console, run, plan, base_path=diff, critical_path=critical_path, written=written)
+    return EXIT_VIOLATIONS if mandatory else EXIT_OK
+
+
+def _policy_line(r: dict[str, Any]) -> str:
+    return f"{r['enforcementLevel'].upper()} {r['policyName']} {r['resourceType']}::{r['resourceName']}: {r['message']}"
+
+
+def _print_human(
+    console: Console,
+    run: StackRun,
+    plan: dict[str, Any],
+    *,
+    base_path: Path | None,
+    critical_path: bool,
+    written: list[Path],
+) -> None:
+    results = plan["policyResults"]
+    mandatory = [r for r in results if r["enforcementLevel"] == "mandatory"]
+    if base_path is not None:
+        console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")
+        for line in diff_lines(plan):
+            style = {"+ ": "green", "~ ": "yellow", "+-": "red", "- ": "red"}.get(line[:2], "")
+            console.print(Text(line, style=style, overflow="fold"))
     else:
         console.print(_tree(run))
         table = Table(title=f"{len(run.registrations)} resources", show_lines=False)
@@ -94,23 +298,24 @@ def preview(
         console.print(table)
         if run.outputs:
             console.print("[bold]stack outputs[/] (mock values):")
-            for key, value in run.outputs.items():
+            for key, value in sorted(run.outputs.items()):
                 shown = "[secret]" if key in run.secret_outputs else json.dumps(value, default=str)
                 console.print(f"  {key}: {shown}", markup=False)
-        if results:
-            console.print(
-                f"[bold]policy results[/] ({len(mandatory)} mandatory, {len(results) - len(mandatory)} advisory):"
-            )
-            for r in results:
-                style = "red" if r.level == "mandatory" else "yellow"
-                console.print(f"[{style}]{r.render()}[/]", markup=True)
-        else:
-            console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
-        if critical_path:
-            console.print(_critical_path_table(run))
-        for path in written:
-            console.print(f"wrote {path}", markup=False)
-    return EXIT_VIOLATIONS if mandatory else EXIT_OK
+    if results:
+        console.print(f"[bold]policy results[/] ({len(mandatory)} mandatory, {len(results) - len(mandatory)} advisory):")
+        for r in results:
+            style = "red" if r["enforcementLevel"] == "mandatory" else "yellow"
+            console.print(Text(_policy_line(r), style=style, overflow="fold"))
+    else:
+        console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
+    if critical_path:
+        console.print(_critical_path_table(run))
+    for render in EXTRA_RENDERERS:
+        renderable = render(run, plan)
+        if renderable is not None:
+            console.print(renderable)
+    for path in written:
+        console.print(f"wrote {path}", markup=False)
 
 
 def _critical_path_table(run: StackRun) -> Table:
@@ -127,20 +332,6 @@ def _critical_path_table(run: StackRun) -> Table:
     return table
 
 
-def _as_json(run: StackRun, results: list[PolicyResult], written: list[Path]) -> dict[str, Any]:
-    return {
-        "stack": run.stack,
-        "resources": [
-            {"type": r.type, "name": r.name, "parent": r.parent, "custom": r.custom, "protect": r.protect}
-            for r in run.registrations
-        ],
-        "counts": dict(sorted(Counter(r.type for r in run.registrations).items())),
-        "outputs": {k: ("[secret]" if k in run.secret_outputs else v) for k, v in run.outputs.items()},
-        "policyResults": [r.__dict__ for r in results],
-        "written": [str(p) for p in written],
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     # The SDK modules just imported hold ~1M long-lived objects; without freezing them every gen-2
     # collection during the run re-scans them all (profiled: ~25% of a 200-endpoint preview). The run
@@ -154,14 +345,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--stack-file", type=Path, help="read the config from this file instead of stacks/Pulumi.<stack>.yaml"
     )
-    parser.add_argument("--out", type=Path, help="write Kubernetes YAML and a CloudFormation template here")
-    parser.add_argument("--json", action="store_true", help="print machine-readable JSON instead of the tree")
+    parser.add_argument(
+        "--out", type=Path, help="write plan.json, Kubernetes YAML, CloudFormation, IAM documents, dashboards here"
+    )
+    parser.add_argument("--json", action="store_true", help="print the plan (pulumi preview --json shape)")
+    parser.add_argument("--diff", type=Path, metavar="BASE.json", help="compare with a saved plan; print only changes")
     parser.add_argument("--critical-path", action="store_true", help="print the longest chain of typical create times")
-    parser.add_argument("--graph", type=Path, help="write the resource graph: FILE.dot, FILE.mmd (Mermaid) or FILE.svg")
+    parser.add_argument(
+        "--graph", type=Path, help="write the resource graph: FILE.dot, FILE.mmd (Mermaid), FILE.svg/.png (Graphviz)"
+    )
     args = parser.parse_args(argv)
-    mapping = load_stack_file(args.stack_file) if args.stack_file else None
     return preview(
-        args.stack, mapping=mapping, out=args.out, as_json=args.json, critical_path=args.critical_path, graph=args.graph
+        args.stack,
+        stack_file=args.stack_file,
+        out=args.out,
+        as_json=args.json,
+        critical_path=args.critical_path,
+        graph=args.graph,
+        diff=args.diff,
     )
 
 

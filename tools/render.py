@@ -7,7 +7,10 @@ resources become a CloudFormation-shaped template, since aws-native types *are* 
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +40,52 @@ def _pascal(key: str) -> str:
     return key[:1].upper() + key[1:]
 
 
+# cfn-lint ships the CloudFormation resource provider schemas as data: ``providers/<region>.json`` maps each
+# type to a file in ``resources/``. Importing ``cfnlint.schema`` to get at them loads the whole linter (and
+# sympy, ~1 s), so the files are located without executing the package, as ``components/config/regions.py``
+# does for the HyperPod instance-type table.
+_CFN_LINT_SCHEMAS = ("data", "schemas")
+
+
+@cache
+def _cfn_lint_schemas_dir() -> Path | None:
+    spec = importlib.util.find_spec("cfnlint")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - cfn-lint is a runtime dependency
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).joinpath(*_CFN_LINT_SCHEMAS)
+
+
+@cache
+def _provider_index(region: str) -> dict[str, str]:
+    root = _cfn_lint_schemas_dir()
+    if root is None:
+        return {}
+    path = root / "providers" / f"{region}.json"
+    if not path.is_file():
+        path = root / "providers" / "us-east-1.json"
+    index: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
+    return index
+
+
+@cache
+def _schema_file(name: str) -> dict[str, Any]:
+    root = _cfn_lint_schemas_dir()
+    assert root is not None
+    schema: dict[str, Any] = json.loads((root / "resources" / f"{name}.json").read_text(encoding="utf-8"))
+    return schema
+
+
+def resource_schema(cfn_resource_type: str, region: str) -> dict[str, Any] | None:
+    """The CloudFormation resource schema cfn-lint ships for ``cfn_resource_type`` in ``region`` (None when unknown).
+
+    An unknown region falls back to us-east-1's index. Callers must not mutate the returned dict (cached).
+    """
+    name = _provider_index(region).get(cfn_resource_type)
+    return _schema_file(name) if name else None
+
+
 def _resource_schema(cfn_resource_type: str, region: str) -> dict[str, Any] | None:
-    """The CloudFormation resource schema cfn-lint ships for ``cfn_resource_type`` (None when unknown)."""
-    try:
-        from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
-    except ImportError:  # pragma: no cover - cfn-lint is a runtime dependency
-        return None
-    try:
-        return dict(PROVIDER_SCHEMA_MANAGER.get_resource_schema(region, cfn_resource_type).schema)
-    except Exception:  # noqa: BLE001 - unknown type/region: fall back to plain PascalCase
-        return None
+    return resource_schema(cfn_resource_type, region)
 
 
 class _SchemaWalker:
@@ -173,8 +212,84 @@ def kubernetes_manifests(registrations: list[Registration]) -> list[dict[str, An
     return out
 
 
+def _document(value: Any) -> Any:
+    """A policy document input (a JSON string or an object) as an object; None when absent."""
+    value = unwrap_secrets(value)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "unnamed"
+
+
+# Which input of which type holds an IAM policy document (pulumi-aws input names).
+_IAM_DOCUMENT_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "aws:iam/role:Role": (("assumeRolePolicy", "trust"),),
+    "aws:iam/policy:Policy": (("policy", "policy"),),
+    "aws:iam/rolePolicy:RolePolicy": (("policy", "inline"),),
+    "aws:iam/userPolicy:UserPolicy": (("policy", "inline"),),
+    "aws:iam/groupPolicy:GroupPolicy": (("policy", "inline"),),
+    "aws:s3/bucketPolicy:BucketPolicy": (("policy", "bucket-policy"),),
+    "aws:kms/key:Key": (("policy", "key-policy"),),
+    "aws:ecr/repositoryPolicy:RepositoryPolicy": (("policy", "resource-policy"),),
+}
+
+
+def iam_documents(registrations: list[Registration]) -> dict[str, dict[str, Any]]:
+    """Every IAM document the program creates, as ``{file name: document}``.
+
+    Role trust policies (``<role>.trust.json``), managed policies (``<policy>.policy.json``), inline role
+    policies (``<resource>.inline.json``, and ``<role>.inline-<name>.json`` for a role's ``inlinePolicies``),
+    bucket and key policies: the inputs of ``_IAM_DOCUMENT_INPUTS`` that hold a document. Names are the
+    Pulumi resource names, so ``parliament`` or ``aws accessanalyzer validate-policy`` can run file by file.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for r in registrations:
+        if not r.custom:
+            continue
+        for key, kind in _IAM_DOCUMENT_INPUTS.get(r.type, ()):
+            doc = _document(r.inputs.get(key))
+            if doc is not None:
+                out[f"{_file_name(r.name)}.{kind}.json"] = doc
+        if r.type == "aws:iam/role:Role":
+            for inline in unwrap_secrets(r.inputs.get("inlinePolicies")) or []:
+                doc = _document(inline.get("policy")) if isinstance(inline, dict) else None
+                if doc is not None:
+                    out[f"{_file_name(r.name)}.inline-{_file_name(str(inline.get('name') or 'policy'))}.json"] = doc
+    return dict(sorted(out.items()))
+
+
+DASHBOARD = "aws:cloudwatch/dashboard:Dashboard"
+
+
+def dashboards(registrations: list[Registration]) -> dict[str, Any]:
+    """Every CloudWatch dashboard body, ``{dashboard name: body}`` (the body parsed from its JSON string)."""
+    out: dict[str, Any] = {}
+    for r in registrations:
+        if r.type == DASHBOARD and r.custom:
+            body = _document(r.inputs.get("dashboardBody"))
+            out[_file_name(str(r.inputs.get("dashboardName") or r.name))] = body if body is not None else {}
+    return dict(sorted(out.items()))
+
+
+def _write_json(path: Path, value: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
 def write_outputs(registrations: list[Registration], out_dir: Path, region: str = "us-east-1") -> list[Path]:
-    """Write ``kubernetes/<kind>-<namespace>-<name>.yaml`` and ``cloudformation.yaml``; return the paths."""
+    """Write what reviewers and external validators read; return the paths.
+
+    ``kubernetes/<kind>-<namespace>-<name>.yaml``, ``cloudformation.yaml`` (the aws-native resources, property
+    names from ``region``'s cfn-lint schemas), ``iam/<resource>.<kind>.json`` (every IAM document) and
+    ``dashboards/<name>.json`` (every CloudWatch dashboard body). ``plan.json`` is written by the preview.
+    """
     written: list[Path] = []
     out_dir.mkdir(parents=True, exist_ok=True)
     k8s_dir = out_dir / "kubernetes"
@@ -190,4 +305,8 @@ def write_outputs(registrations: list[Registration], out_dir: Path, region: str 
         path = out_dir / "cloudformation.yaml"
         path.write_text(yaml.safe_dump(template, sort_keys=False), encoding="utf-8")
         written.append(path)
+    for fname, doc in iam_documents(registrations).items():
+        written.append(_write_json(out_dir / "iam" / fname, doc))
+    for name, body in dashboards(registrations).items():
+        written.append(_write_json(out_dir / "dashboards" / f"{name}.json", body))
     return written

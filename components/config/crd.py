@@ -727,6 +727,7 @@ class InferenceEndpointConfigSpec(CrdModel):
 
     initial_replica_count: int | None = Field(
         default=None,
+        ge=0,
         alias="InitialReplicaCount",
         description="Deprecated: This field has no effect and will be removed in a future release",
     )
@@ -800,8 +801,10 @@ class InferenceEndpointConfigSpec(CrdModel):
     pd_spec: PdSpec | None = Field(
         default=None, alias="pdSpec", description="Configuration for disaggregated prefill and decode (DPD)"
     )
+    # The CRD declares no minimum; a negative count is never valid (Kubernetes rejects negative replicas:
+    # apps/v1 validation "must be greater than or equal to 0", k8s.io/kubernetes pkg/apis/apps/validation).
     replicas: int | None = Field(
-        default=None, alias="replicas", description="The desired number of inference server replicas"
+        default=None, alias="replicas", ge=0, description="The desired number of inference server replicas"
     )
     tags: list[Tag] | None = Field(
         default=None, alias="tags", description="Mentions the tags to be added to the Sagemaker Endpoint"
@@ -951,8 +954,10 @@ class JumpStartModelSpec(CrdModel):
         default=None, alias="metrics", description="Configuration for metrics collection and exposure"
     )
     model: JumpStartModelRef = Field(alias="model")
+    # The CRD declares no minimum; a negative count is never valid (Kubernetes rejects negative replicas:
+    # apps/v1 validation "must be greater than or equal to 0", k8s.io/kubernetes pkg/apis/apps/validation).
     replicas: int | None = Field(
-        default=None, alias="replicas", description="The desired number of inference server replicas"
+        default=None, alias="replicas", ge=0, description="The desired number of inference server replicas"
     )
     sage_maker_endpoint: SageMakerEndpoint | None = Field(default=None, alias="sageMakerEndpoint")
     server: JumpStartServer = Field(alias="server")

@@ -91,7 +91,12 @@ def parse_stack_config(
     try:
         cfg = StackConfig.model_validate({**raw, "stack": stack, "region": region or "unset-region-0"})
     except ValidationError as err:
-        issues.extend(_issues_from_validation(err))
+        found = _issues_from_validation(err)
+        if region is None:
+            # The placeholder only lets the rest of the model validate; its own pattern error would report
+            # the missing region a second time, naming a value the user never wrote.
+            found = [i for i in found if i.path != "aws:region"]
+        issues.extend(found)
         raise ConfigError(issues) from None
     issues.extend(run_checks(cfg))
     if issues:

@@ -12,9 +12,57 @@ from pathlib import Path
 from typing import Any
 
 from .base import PROJECT
+from .loader import SECRET_PATHS
 from .stack import CONFIG_KEYS, StackConfig
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "stacks" / "schema.json"
+
+# How a Pulumi secret appears in a stack file: `pulumi config set --secret` writes `{secure: <ciphertext>}`
+# (Pulumi docs, "Secrets": "the encrypted value is stored in the stack settings file as `secure: ...`").
+SECURE_VALUE: dict[str, Any] = {
+    "type": "object",
+    "properties": {"secure": {"type": "string", "minLength": 1}},
+    "required": ["secure"],
+    "additionalProperties": False,
+    "description": "A Pulumi secret, as `pulumi config set --secret --path ...` writes it (`{secure: <ciphertext>}`).",
+}
+
+
+def _object_schema(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any] | None:
+    """The object schema behind ``node`` (following ``$ref`` and the non-null branch of ``anyOf``)."""
+    for _ in range(10):
+        if "$ref" in node:
+            node = defs[node["$ref"].rsplit("/", 1)[-1]]
+        elif "anyOf" in node:
+            branches = [b for b in node["anyOf"] if b.get("type") != "null"]
+            if len(branches) != 1:
+                return None
+            node = branches[0]
+        else:
+            return node if "properties" in node else None
+    return None
+
+
+def _require_secure_form(props: dict[str, Any], defs: dict[str, Any]) -> None:
+    """Make every key of :data:`SECRET_PATHS` accept exactly what the program accepts: the secure form.
+
+    pydantic describes the decrypted value (a string), but a stack file holds the ciphertext object; plain
+    text there is a config error (``loader.parse_stack_config``), so the schema rejects it as well.
+    """
+    for key, path in SECRET_PATHS.items():
+        node: dict[str, Any] | None = props.get(f"{PROJECT}:{key}")
+        for part in path[1:-1]:
+            node = _object_schema(node, defs) if node is not None else None
+            node = (node or {}).get("properties", {}).get(part)
+        holder = _object_schema(node, defs) if node is not None else None
+        if holder is None or path[-1] not in holder.get("properties", {}):
+            raise LookupError(f"schema has no {'.'.join(path)}")
+        leaf = holder["properties"][path[-1]]
+        holder["properties"][path[-1]] = {
+            "anyOf": [SECURE_VALUE, {"type": "null"}],
+            "default": None,
+            "description": leaf.get("description", ""),
+        }
 
 
 def stack_config_schema() -> dict[str, Any]:
@@ -26,6 +74,7 @@ def stack_config_schema() -> dict[str, Any]:
         "description": "The AWS region of the stack.",
         "pattern": r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$",
     }
+    _require_secure_form(props, defs)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"{PROJECT} stack file",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -38,6 +38,16 @@ class StackConfig(Model):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     endpoints: list[EndpointConfig] = Field(default_factory=list)
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every AWS resource that takes tags.")
+    allow_replacement: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description=(
+            "Logical names of stateful resources (EKS cluster, HyperPod cluster, ElastiCache group, S3 buckets) "
+            "this change may replace or delete: `tools.preview --diff` then reports the "
+            "no-replacement-of-stateful-resources policy as advisory instead of mandatory in prod. The names "
+            "are the Pulumi resource names the diff prints (e.g. `hyperpod-cluster`). Remove the entry after "
+            "the change is deployed."
+        ),
+    )
 
     @property
     def is_prod(self) -> bool:

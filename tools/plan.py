@@ -1,0 +1,260 @@
+"""The offline preview as a plan shaped like ``pulumi preview --json``, so tools written for that output work on it.
+
+Shape (field names as the Pulumi CLI writes them):
+
+* ``PreviewDigest`` — ``steps``, ``diagnostics``, ``changeSummary``, ``config`` — and ``PreviewStep`` — ``op``,
+  ``urn``, ``provider``, ``oldState``, ``newState``, ``diffReasons``, ``replaceReasons``, ``detailedDiff``
+  (``{kind, inputDiff}`` per property path) — and ``PreviewDiagnostic`` — ``urn``, ``prefix``, ``message``,
+  ``severity``: pulumi/pulumi@1fe2f58220fe303af2a5395b8a6e5d02f282e66c ``sdk/go/common/display/json.go``.
+* ``newState`` / ``oldState`` are ``apitype.ResourceV3``: ``urn``, ``custom``, ``type``, ``inputs``, ``parent``,
+  ``protect``, ``dependencies``, ``provider``, ``propertyDependencies``:
+  pulumi/pulumi@9f6f08481488f9cc2c464da758d5fabcde4cb09d ``sdk/go/common/apitype/core.go``.
+* The ``detailedDiff`` kinds are ``DiffKind.String()``: ``add``, ``add-replace``, ``delete``, ``delete-replace``,
+  ``update``, ``update-replace`` (pulumi/pulumi ``sdk/go/common/resource/plugin/provider.go``).
+
+Our own top-level keys: ``stack``, ``environment``, ``region``, ``outputs`` (stack exports), ``policyResults``
+(``policyName``, ``enforcementLevel``, ``resourceType``, ``resourceName``, ``resourceUrn``, ``message``:
+camelCase like the rest) and ``configErrors`` (``path``, ``message``, ``text``). Optional sections (for example
+a deploy rehearsal or a capacity table) are added through :data:`EXTRA_SECTIONS`.
+
+Differences from the CLI, on purpose: one step per registered resource (the stack resource and default
+providers are not steps); a default provider is referenced as the CLI references a provider it has not
+created yet, ``<urn>::04da6b54-80e4-46f7-96ec-b56ff0331ba9`` (the engine's unknown-ID sentinel,
+``plugin.UnknownStringValue``); ``inputs`` are every input the program passed (secrets as ``"[secret]"``),
+not the provider's checked inputs; ``diagnostics`` carries the policy results and config errors. Steps come
+in a stable order: depth first through the parent tree, children sorted by type and name — the order of
+the terminal tree (the SDK's registration order varies from run to run).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections import Counter
+from collections.abc import Callable, Iterable
+from functools import cache
+from typing import Any
+
+from pulumi.runtime import rpc
+
+from components.config import PROJECT
+from policies.engine import PolicyResult
+from tools.harness import StackRun
+from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
+from tools.mocks import Registration, secret_values, unwrap_secrets
+
+PLAN_FORMAT = 1
+SECRET = "[secret]"
+# The engine's unknown-value sentinel (pulumi/pulumi sdk/go/common/resource/plugin: UnknownStringValue),
+# which `pulumi preview` prints as the ID of providers that do not exist yet.
+UNKNOWN_ID = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+# Provider package of a type token -> the Python SDK distribution that carries its version.
+_SDK_DISTRIBUTIONS = {
+    "aws": "pulumi_aws",
+    "aws-native": "pulumi_aws_native",
+    "kubernetes": "pulumi_kubernetes",
+    "eks": "pulumi_eks",
+    "random": "pulumi_random",
+}
+
+PlanSection = Callable[[StackRun, dict[str, Any]], Any]
+EXTRA_SECTIONS: dict[str, PlanSection] = {}
+"""Optional plan sections: ``key -> fn(run, plan)``; a non-None result is stored as ``plan[key]``.
+
+How other tools plug into the plan (e.g. ``EXTRA_SECTIONS["rehearsal"] = rehearse_section``); each section
+sees the steps, policy results and config already built.
+"""
+
+
+def register_section(key: str, fn: PlanSection) -> None:
+    """Add an optional plan section (see :data:`EXTRA_SECTIONS`)."""
+    EXTRA_SECTIONS[key] = fn
+
+
+def _blind(value: Any, secrets: frozenset[str]) -> Any:
+    """``value`` with every string that contains a known secret replaced by ``"[secret]"``."""
+    if isinstance(value, str):
+        return SECRET if any(s in value for s in secrets) else value
+    if isinstance(value, dict):
+        return {k: _blind(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blind(v, secrets) for v in value]
+    return value
+
+
+def plain(value: Any, secrets: frozenset[str] = frozenset()) -> Any:
+    """Inputs as JSON: secrets as ``"[secret]"``, mapping keys sorted (stable run to run), lists in order.
+
+    A secret-wrapped input whose plaintext contains one of the run's known secret values (``secrets``: the
+    config placeholders and the outputs resources mark secret, :func:`tools.mocks.secret_values`) keeps its
+    structure with exactly those strings blinded — the HTTPS listener's actions stay readable while the OIDC
+    client secret inside them does not. Any other secret-wrapped input is ``"[secret]"`` as a whole.
+    """
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            inner = unwrap_secrets(value.get("value"))
+            blinded = _blind(inner, secrets) if secrets else inner
+            return plain(blinded, secrets) if blinded != inner else SECRET
+        return {str(k): plain(value[k], secrets) for k in sorted(value, key=str)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, secrets) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    urn = getattr(value, "urn", None)  # a resource reference the mock monitor deserialized
+    return f"resource-reference:{type(value).__name__}" if urn is not None else str(value)
+
+
+@cache
+def _sdk_version(package: str) -> str | None:
+    dist = _SDK_DISTRIBUTIONS.get(package)
+    if dist is None:
+        return None
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def package_of(typ: str) -> str:
+    return typ.split(":", 1)[0]
+
+
+def provider_reference(reg: Registration, stack: str) -> str:
+    """The provider a custom resource (or remote component) is managed by, as ``<provider urn>::<id>``."""
+    if reg.provider:
+        return reg.provider
+    package = package_of(reg.type)
+    if package in ("pulumi", "hyperpod") or not (reg.custom or package in _SDK_DISTRIBUTIONS):
+        return ""
+    version = _sdk_version(package)
+    name = f"default_{version.replace('.', '_')}" if version else "default"
+    return f"urn:pulumi:{stack}::{PROJECT}::pulumi:providers:{package}::{name}::{UNKNOWN_ID}"
+
+
+def ordered(registrations: Iterable[Registration]) -> list[Registration]:
+    """Depth first through the parent tree, children sorted by (type, name): stable run to run."""
+    regs = list(registrations)
+    urns = {r.urn for r in regs}
+    children: dict[str, list[Registration]] = {}
+    roots: list[Registration] = []
+    for r in regs:
+        if r.parent and r.parent in urns:
+            children.setdefault(r.parent, []).append(r)
+        else:
+            roots.append(r)
+    out: list[Registration] = []
+
+    def visit(items: list[Registration]) -> None:
+        for r in sorted(items, key=lambda x: (x.type, x.name, x.urn)):
+            out.append(r)
+            visit(children.get(r.urn, []))
+
+    visit(roots)
+    return out
+
+
+def new_state(reg: Registration, stack: str, secrets: frozenset[str] = frozenset()) -> dict[str, Any]:
+    return {
+        "type": reg.type,
+        "urn": reg.urn,
+        "custom": reg.custom,
+        "parent": reg.parent or "",
+        "provider": provider_reference(reg, stack),
+        "protect": reg.protect,
+        "inputs": plain(reg.inputs, secrets),
+        "dependencies": sorted(set(reg.dependencies)),
+        "propertyDependencies": {k: sorted(set(v)) for k, v in sorted(reg.property_dependencies.items())},
+    }
+
+
+def step(reg: Registration, stack: str, secrets: frozenset[str] = frozenset()) -> dict[str, Any]:
+    state = new_state(reg, stack, secrets)
+    return {"op": "create", "urn": reg.urn, "provider": state["provider"], "newState": state}
+
+
+def policy_result_json(result: PolicyResult, urns: dict[tuple[str, str], str]) -> dict[str, Any]:
+    return {
+        "policyName": result.policy,
+        "enforcementLevel": result.level,
+        "resourceType": result.resource_type,
+        "resourceName": result.resource_name,
+        "resourceUrn": urns.get((result.resource_type, result.resource_name), ""),
+        "message": result.message,
+    }
+
+
+def policy_diagnostic(result: dict[str, Any]) -> dict[str, Any]:
+    """A policy result as the CLI's diagnostics list it (mandatory: error, advisory: warning)."""
+    severity = "error" if result["enforcementLevel"] == "mandatory" else "warning"
+    return {
+        "urn": result["resourceUrn"],
+        "prefix": f"{severity}: ",
+        "message": f"[{result['policyName']}] {result['message']}",
+        "severity": severity,
+    }
+
+
+def summary(steps: list[dict[str, Any]]) -> dict[str, int]:
+    return dict(sorted(Counter(s["op"] for s in steps).items()))
+
+
+def blinded_config(config: dict[str, str], secret_keys: Iterable[str]) -> dict[str, str]:
+    """The stack config as the CLI's ``config`` key shows it: secrets blinded."""
+    secret = set(secret_keys)
+    return {k: (SECRET if k in secret else v) for k, v in sorted(config.items())}
+
+
+def build_plan(
+    run: StackRun,
+    results: list[PolicyResult],
+    *,
+    environment: str,
+    region: str | None,
+    config: dict[str, str] | None = None,
+    secret_keys: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The plan of one mock run (``op: create`` for every registered resource)."""
+    regs = ordered(run.registrations)
+    urns = {(r.type, r.name): r.urn for r in regs}
+    policy = [policy_result_json(r, urns) for r in results]
+    secrets = secret_values(run.registrations, (OFFLINE_SECRET_PLACEHOLDER,))
+    steps = [step(r, run.stack, secrets) for r in regs]
+    plan: dict[str, Any] = {
+        "format": PLAN_FORMAT,
+        "stack": run.stack,
+        "environment": environment,
+        "region": region,
+        "config": blinded_config(config or {}, secret_keys),
+        "steps": steps,
+        "changeSummary": summary(steps),
+        "diagnostics": [policy_diagnostic(p) for p in policy],
+        "outputs": {k: (SECRET if k in run.secret_outputs else plain(v)) for k, v in sorted(run.outputs.items())},
+        "policyResults": policy,
+        "configErrors": [],
+    }
+    for key, fn in EXTRA_SECTIONS.items():
+        value = fn(run, plan)
+        if value is not None:
+            plan[key] = value
+    return plan
+
+
+def config_error_plan(
+    stack: str, issues: Iterable[tuple[str, str, str]], *, environment: str | None = None, region: str | None = None
+) -> dict[str, Any]:
+    """The plan of a run that stopped on a config error: no steps, the errors in ``configErrors``.
+
+    ``issues`` are ``(path, message, rendered text)``; a stack-file error has path ``""``.
+    """
+    errors = [{"path": p, "message": m, "text": t} for p, m, t in issues]
+    return {
+        "format": PLAN_FORMAT,
+        "stack": stack,
+        "environment": environment,
+        "region": region,
+        "steps": [],
+        "changeSummary": {},
+        "diagnostics": [{"prefix": "error: ", "message": e["text"], "severity": "error"} for e in errors],
+        "policyResults": [],
+        "configErrors": errors,
+    }

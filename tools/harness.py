@@ -70,6 +70,9 @@ def run_stack(
     asyncio.set_event_loop(loop)
     mocks = RecordingMocks(region=region)
     monitor = GraphMonitor(mocks)
+    # set_mocks keeps an existing root Stack resource: without this, every run after the first in one process
+    # would parent its top-level resources (and read its exports) under the first run's stack URN.
+    settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(config, secret_keys)
 

@@ -1,0 +1,342 @@
+"""``tools.preview --json`` (the plan) and ``--diff`` (the plan against a saved base)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import stack_mapping
+from tools.plan import EXTRA_SECTIONS, UNKNOWN_ID
+from tools.plan_diff import POLICY, diff_lines, diff_plans, input_diff, property_path
+from tools.preview import preview
+
+HP_URN_END = "aws-native:sagemaker:Cluster::hyperpod-cluster"
+
+
+def _plan(stack: str, mapping: dict[str, Any] | None = None, diff: Path | None = None) -> tuple[int, dict[str, Any]]:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = preview(stack, mapping=mapping, as_json=True, diff=diff)
+    return code, json.loads(buf.getvalue())
+
+
+@pytest.fixture(scope="module")
+def prod_plan() -> dict[str, Any]:
+    code, plan = _plan("prod")
+    assert code == 0
+    return plan
+
+
+def _step(plan: dict[str, Any], urn_end: str) -> dict[str, Any]:
+    found = [s for s in plan["steps"] if s["urn"].endswith(urn_end)]
+    assert len(found) == 1, f"{len(found)} steps end with {urn_end}"
+    return found[0]
+
+
+def test_one_create_step_with_inputs_per_registration(prod_plan, stack_runs) -> None:
+    regs = stack_runs["prod"].registrations
+    assert len(regs) > 100
+    assert len(prod_plan["steps"]) == len(regs)
+    assert {s["urn"] for s in prod_plan["steps"]} == {r.urn for r in regs}
+    assert prod_plan["changeSummary"] == {"create": len(regs)}
+    by_urn = {r.urn: r for r in regs}
+    for s in prod_plan["steps"]:
+        assert s["op"] == "create"
+        state = s["newState"]
+        assert set(state) == {
+            "type",
+            "urn",
+            "custom",
+            "parent",
+            "provider",
+            "protect",
+            "inputs",
+            "dependencies",
+            "propertyDependencies",
+        }
+        reg = by_urn[s["urn"]]
+        assert state["type"] == reg.type and state["custom"] == reg.custom and state["protect"] == reg.protect
+        assert set(state["inputs"]) == set(reg.inputs), reg.name
+        assert state["dependencies"] == sorted(set(reg.dependencies))
+    assert prod_plan["stack"] == "prod" and prod_plan["region"] == "us-east-1" and prod_plan["environment"] == "prod"
+    assert prod_plan["configErrors"] == [] and prod_plan["policyResults"] == []
+
+
+def test_https_listener_actions_in_order_and_secret_blinded(prod_plan) -> None:
+    listener = _step(prod_plan, "aws:lb/listener:Listener::front-door-https")
+    actions = listener["newState"]["inputs"]["defaultActions"]
+    assert [a["type"] for a in actions] == ["authenticate-oidc", "forward"]
+    assert [a["order"] for a in actions] == [1, 2]
+    oidc = actions[0]["authenticateOidc"]
+    assert oidc["clientSecret"] == "[secret]"
+    assert oidc["clientId"] == "hpi-prod-front-door" and oidc["onUnauthenticatedRequest"] == "deny"
+    assert actions[1]["targetGroupArn"].startswith("arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/")
+    text = json.dumps(prod_plan)
+    assert "offline-preview-secret-placeholder" not in text
+    assert "1b47061264138c4ac30d75fd1eb44270" not in text, "a Pulumi secret wrapper leaked into the plan"
+
+
+def test_redis_token_in_endpoint_url_is_blinded(prod_plan, stack_runs) -> None:
+    token = stack_runs["prod"].named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token").outputs["result"]
+    assert len(token) == 64
+    endpoint = _step(prod_plan, "InferenceEndpointConfig::endpoints-inference-llama-70b-kvaware")
+    l2 = endpoint["newState"]["inputs"]["spec"]["kvCacheSpec"]["l2CacheSpec"]
+    assert l2 == {"l2CacheBackend": "redis", "l2CacheLocalUrl": "[secret]"}
+    assert token not in json.dumps(prod_plan)
+
+
+def test_remote_component_keeps_inputs_and_providers(prod_plan) -> None:
+    eks = _step(prod_plan, "eks:index:Cluster::eks-cluster")
+    assert eks["newState"]["custom"] is False
+    assert eks["newState"]["inputs"]["name"] == "hpi-prod-eks"
+    assert eks["newState"]["inputs"]["endpointPublicAccess"] is False
+    assert eks["provider"] == f"urn:pulumi:prod::hyperpod-inference::pulumi:providers:eks::default_4_4_0::{UNKNOWN_ID}"
+    hp = _step(prod_plan, HP_URN_END)
+    assert hp["provider"].startswith("urn:pulumi:prod::hyperpod-inference::pulumi:providers:aws-native::default_1_84_0::")
+    assert hp["newState"]["protect"] is True
+    assert hp["newState"]["propertyDependencies"]["vpcConfig"], "vpcConfig depends on the subnets and the node SG"
+    crd = _step(prod_plan, "InferenceEndpointConfig::endpoints-inference-qwen-sglang")
+    assert crd["provider"].split("::")[-2] == "eks-k8s", "Kubernetes objects go through the EKS cluster's provider"
+    component = _step(prod_plan, "hyperpod:index:HyperPodInference::hyperpod-inference")
+    assert component["provider"] == "" and component["newState"]["parent"].endswith("pulumi:pulumi:Stack::hyperpod-inference-prod")
+
+
+def test_plan_is_stable_run_to_run(prod_plan) -> None:
+    _, again = _plan("prod")
+    assert json.dumps(again) == json.dumps(prod_plan)
+    parents = {s["urn"]: s["newState"]["parent"] for s in prod_plan["steps"]}
+    seen: set[str] = set()
+    for s in prod_plan["steps"]:
+        parent = parents[s["urn"]]
+        assert parent not in parents or parent in seen, "a child before its parent"
+        seen.add(s["urn"])
+
+
+def test_extra_sections_plug_into_the_plan(monkeypatch) -> None:
+    monkeypatch.setitem(EXTRA_SECTIONS, "capacity", lambda run, plan: {"steps": len(plan["steps"])})
+    monkeypatch.setitem(EXTRA_SECTIONS, "nothing", lambda run, plan: None)
+    _, plan = _plan("dev")
+    assert plan["capacity"] == {"steps": len(plan["steps"])} and "nothing" not in plan
+
+
+# --- --diff ------------------------------------------------------------------------------------------------
+
+
+def _saved(tmp_path: Path, plan: dict[str, Any], name: str = "base.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(plan), encoding="utf-8")
+    return path
+
+
+def test_same_plan_diffs_to_nothing(tmp_path, prod_plan) -> None:
+    code, plan = _plan("prod", diff=_saved(tmp_path, prod_plan))
+    assert code == 0
+    assert plan["changeSummary"] == {"same": len(prod_plan["steps"])}
+
+
+def test_one_instance_count_changed_is_exactly_one_update(tmp_path, prod_plan) -> None:
+    mapping = stack_mapping("prod")
+    group = mapping["hyperpod-inference:cluster"]["instanceGroups"][1]
+    assert group["name"] == "p5-inference" and group["instanceCount"] == 4
+    group["instanceCount"] = 6
+    code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    assert code == 0
+    changed = [s for s in plan["steps"] if s["op"] != "same"]
+    assert [(s["op"], s["urn"].rsplit("::", 1)[-1]) for s in changed] == [("update", "hyperpod-cluster")]
+    step = changed[0]
+    assert step["newState"]["type"] == "aws-native:sagemaker:Cluster"
+    assert step["diffReasons"] == ["instanceGroups"] and step["replaceReasons"] == []
+    assert step["detailedDiff"] == {"instanceGroups[1].instanceCount": {"kind": "update", "inputDiff": True}}
+    assert step["oldState"]["inputs"]["instanceGroups"][1]["instanceCount"] == 4
+    assert plan["changeSummary"] == {"same": len(prod_plan["steps"]) - 1, "update": 1}
+    assert not [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+
+
+def _base_with_other_subnet(plan: dict[str, Any]) -> dict[str, Any]:
+    base = copy.deepcopy(plan)
+    step = _step(base, HP_URN_END)
+    step["newState"]["inputs"]["vpcConfig"]["subnets"][0] = "subnet-0aaaaaaaaaaaaaaa0"
+    return base
+
+
+def test_changed_hyperpod_subnet_replaces_and_is_mandatory_in_prod(tmp_path, prod_plan) -> None:
+    code, plan = _plan("prod", diff=_saved(tmp_path, _base_with_other_subnet(prod_plan)))
+    assert code == 1
+    step = _step(plan, HP_URN_END)
+    assert step["op"] == "replace"
+    assert step["replaceReasons"] == ["vpcConfig"]
+    assert step["detailedDiff"] == {"vpcConfig.subnets[0]": {"kind": "update-replace", "inputDiff": True}}
+    assert "createOnlyProperties of AWS::SageMaker::Cluster" in step["replacementSource"]
+    results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+    assert [(r["enforcementLevel"], r["resourceName"]) for r in results] == [("mandatory", "hyperpod-cluster")]
+    assert results[0]["resourceUrn"] == step["urn"]
+    assert any(d["severity"] == "error" and POLICY in d["message"] for d in plan["diagnostics"])
+
+
+def test_allow_replacement_makes_it_advisory_in_prod(tmp_path, prod_plan) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:allowReplacement"] = ["hyperpod-cluster"]
+    code, plan = _plan("prod", mapping, diff=_saved(tmp_path, _base_with_other_subnet(prod_plan)))
+    assert code == 0
+    results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+    assert [(r["enforcementLevel"], r["resourceName"]) for r in results] == [("advisory", "hyperpod-cluster")]
+    assert "allowed by hyperpod-inference:allowReplacement" in results[0]["message"]
+
+
+def test_allow_replacement_of_another_resource_does_not_help(tmp_path, prod_plan) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:allowReplacement"] = ["kv-cache-rg"]
+    code, plan = _plan("prod", mapping, diff=_saved(tmp_path, _base_with_other_subnet(prod_plan)))
+    assert code == 1
+
+
+def test_replacement_is_advisory_outside_prod(tmp_path) -> None:
+    _, dev = _plan("dev")
+    code, plan = _plan("dev", diff=_saved(tmp_path, _base_with_other_subnet(dev)))
+    assert code == 0
+    results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+    assert [(r["enforcementLevel"], r["resourceName"]) for r in results] == [("advisory", "hyperpod-cluster")]
+
+
+def test_deleted_stateful_resource_is_a_delete_and_mandatory(tmp_path, prod_plan) -> None:
+    base = copy.deepcopy(prod_plan)
+    extra = copy.deepcopy(_step(base, "aws:elasticache/replicationGroup:ReplicationGroup::kv-cache-rg"))
+    extra["urn"] = extra["urn"].replace("::kv-cache-rg", "::old-kv-cache-rg")
+    extra["newState"]["urn"] = extra["urn"]
+    base["steps"].append(extra)
+    code, plan = _plan("prod", diff=_saved(tmp_path, base))
+    assert code == 1
+    deleted = [s for s in plan["steps"] if s["op"] == "delete"]
+    assert [s["urn"].rsplit("::", 1)[-1] for s in deleted] == ["old-kv-cache-rg"]
+    assert deleted[0]["oldState"]["type"] == "aws:elasticache/replicationGroup:ReplicationGroup"
+    assert plan["changeSummary"]["delete"] == 1
+    results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+    assert [(r["enforcementLevel"], r["resourceName"]) for r in results] == [("mandatory", "old-kv-cache-rg")]
+
+
+def test_new_resource_is_a_create(tmp_path, prod_plan) -> None:
+    base = copy.deepcopy(prod_plan)
+    base["steps"] = [s for s in base["steps"] if not s["urn"].endswith("::front-door-http")]
+    _, plan = _plan("prod", diff=_saved(tmp_path, base))
+    assert [s["urn"].rsplit("::", 1)[-1] for s in plan["steps"] if s["op"] == "create"] == ["front-door-http"]
+
+
+def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    urn = f"urn:pulumi:prod::hyperpod-inference::{typ}::r"
+
+    def plan(inputs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "region": "us-east-1",
+            "environment": "prod",
+            "steps": [{"op": "create", "urn": urn, "provider": "", "newState": {"type": typ, "urn": urn, "inputs": inputs}}],
+        }
+
+    step: dict[str, Any] = diff_plans(plan(old), plan(new))["steps"][0]
+    return step
+
+
+@pytest.mark.parametrize(
+    ("typ", "old", "new", "op", "replacement"),
+    [
+        ("aws:elasticache/replicationGroup:ReplicationGroup", {"replicationGroupId": "a"}, {"replicationGroupId": "b"}, "replace", "known"),
+        ("aws:elasticache/replicationGroup:ReplicationGroup", {"nodeType": "cache.r7g.large"}, {"nodeType": "cache.r7g.xlarge"}, "update", "known"),
+        ("eks:index:Cluster", {"name": "a"}, {"name": "b"}, "replace", "known"),
+        ("eks:index:Cluster", {"version": "1.32"}, {"version": "1.33"}, "update", "known"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"name": "a"}, {"name": "b"}, "replace", "known"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"internal": True}, {"internal": False}, "replace", "known"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"idleTimeout": 60}, {"idleTimeout": 300}, "update", "known"),
+        ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "update", "unknown"),
+        ("kubernetes:core/v1:Namespace", {"kind": "Namespace", "metadata": {"name": "a"}}, {"kind": "Namespace", "metadata": {"name": "b"}}, "replace", "known"),
+        ("kubernetes:core/v1:ConfigMap", {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}}, {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}}, "update", "known"),
+        ("aws-native:sagemaker:Cluster", {"clusterName": "a"}, {"clusterName": "b"}, "replace", "known"),
+        ("aws-native:sagemaker:Cluster", {"orchestrator": {"eks": {"clusterArn": "a"}}}, {"orchestrator": {"eks": {"clusterArn": "b"}}}, "replace", "known"),
+        ("aws-native:sagemaker:Cluster", {"nodeRecovery": "None"}, {"nodeRecovery": "Automatic"}, "update", "known"),
+    ],
+    ids=[
+        "redis-id",
+        "redis-node-type",
+        "eks-name",
+        "eks-version",
+        "alb-name",
+        "alb-scheme",
+        "alb-idle-timeout",
+        "iam-unknown",
+        "k8s-name",
+        "k8s-data",
+        "hp-name",
+        "hp-orchestrator",
+        "hp-node-recovery",
+    ],
+)
+def test_replacement_rules(typ, old, new, op, replacement) -> None:
+    step = _diff_one(typ, old, new)
+    assert step["op"] == op
+    assert step["replacement"] == replacement
+    assert bool(step["replaceReasons"]) == (op == "replace")
+
+
+def test_detailed_diff_paths_and_kinds() -> None:
+    changes = input_diff({"a": [1, 2], "b": {"c": 1}, "gone": 1}, {"a": [1, 3, 4], "b": {"c": 1, "d": 2}})
+    assert {property_path(p): k for p, k in changes.items()} == {
+        "a[1]": "update",
+        "a[2]": "add",
+        "b.d": "add",
+        "gone": "delete",
+    }
+    assert property_path(("tags", "hyperpod-inference:stack")) == 'tags["hyperpod-inference:stack"]'
+
+
+def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:cluster"]["instanceGroups"][0]["instanceCount"] = 4
+    assert preview("prod", mapping=mapping, diff=_saved(tmp_path, _base_with_other_subnet(prod_plan))) == 1
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if line[:2] in ("+ ", "~ ", "+-", "- ")]
+    assert lines == [
+        "+- replace aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
+        "vpcConfig.subnets[0] (update-replace)"
+    ]
+    assert f"0 to create, 0 to update, 1 to replace, 0 to delete, {len(prod_plan['steps']) - 1} unchanged" in out
+    assert f"MANDATORY {POLICY} aws-native:sagemaker:Cluster::hyperpod-cluster" in out
+    assert "network-vpc" not in out, "unchanged resources are not listed"
+
+
+def test_diff_lines_symbols() -> None:
+    plan = {
+        "steps": [
+            {"op": "create", "urn": "u::a", "newState": {"type": "t"}},
+            {"op": "delete", "urn": "u::b", "oldState": {"type": "t"}},
+            {"op": "update", "urn": "u::c", "newState": {"type": "t"}, "detailedDiff": {"x": {"kind": "update"}}, "replacement": "unknown"},
+            {"op": "same", "urn": "u::d", "newState": {"type": "t"}},
+        ],
+        "changeSummary": {"create": 1, "delete": 1, "update": 1, "same": 1},
+    }
+    lines = diff_lines(plan)
+    assert lines[0] == "+  create  t a"
+    assert lines[1] == "-  delete  t b"
+    assert lines[2].startswith("~  update  t c: x  [replacement unknown offline")
+    assert lines[3] == "1 to create, 1 to update, 0 to replace, 1 to delete, 1 unchanged"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("not json", "not JSON"), ('{"resources": []}', "not a plan"), ("[]", "not a plan")],
+    ids=["not-json", "old-format", "a-list"],
+)
+def test_bad_diff_base_exits_2(tmp_path, content, expected, capsys) -> None:
+    path = tmp_path / "base.json"
+    path.write_text(content)
+    assert preview("dev", diff=path) == 2
+    out = capsys.readouterr().out
+    assert expected in out and "Traceback" not in out
+
+
+def test_missing_diff_base_exits_2(tmp_path, capsys) -> None:
+    assert preview("dev", diff=tmp_path / "nope.json") == 2
+    assert "no such file" in capsys.readouterr().out

@@ -83,7 +83,9 @@ def test_https_listener_actions_in_order_and_secret_blinded(prod_plan) -> None:
 
 
 def test_redis_token_in_endpoint_url_is_blinded(prod_plan, stack_runs) -> None:
-    token = stack_runs["prod"].named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token").outputs["result"]
+    token = (
+        stack_runs["prod"].named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token").outputs["result"]
+    )
     assert len(token) == 64
     endpoint = _step(prod_plan, "InferenceEndpointConfig::endpoints-inference-llama-70b-kvaware")
     l2 = endpoint["newState"]["inputs"]["spec"]["kvCacheSpec"]["l2CacheSpec"]
@@ -98,13 +100,17 @@ def test_remote_component_keeps_inputs_and_providers(prod_plan) -> None:
     assert eks["newState"]["inputs"]["endpointPublicAccess"] is False
     assert eks["provider"] == f"urn:pulumi:prod::hyperpod-inference::pulumi:providers:eks::default_4_4_0::{UNKNOWN_ID}"
     hp = _step(prod_plan, HP_URN_END)
-    assert hp["provider"].startswith("urn:pulumi:prod::hyperpod-inference::pulumi:providers:aws-native::default_1_84_0::")
+    assert hp["provider"].startswith(
+        "urn:pulumi:prod::hyperpod-inference::pulumi:providers:aws-native::default_1_84_0::"
+    )
     assert hp["newState"]["protect"] is True
     assert hp["newState"]["propertyDependencies"]["vpcConfig"], "vpcConfig depends on the subnets and the node SG"
     crd = _step(prod_plan, "InferenceEndpointConfig::endpoints-inference-qwen-sglang")
     assert crd["provider"].split("::")[-2] == "eks-k8s", "Kubernetes objects go through the EKS cluster's provider"
     component = _step(prod_plan, "hyperpod:index:HyperPodInference::hyperpod-inference")
-    assert component["provider"] == "" and component["newState"]["parent"].endswith("pulumi:pulumi:Stack::hyperpod-inference-prod")
+    assert component["provider"] == "" and component["newState"]["parent"].endswith(
+        "pulumi:pulumi:Stack::hyperpod-inference-prod"
+    )
 
 
 def test_plan_is_stable_run_to_run(prod_plan) -> None:
@@ -194,6 +200,8 @@ def test_allow_replacement_of_another_resource_does_not_help(tmp_path, prod_plan
     mapping["hyperpod-inference:allowReplacement"] = ["kv-cache-rg"]
     code, plan = _plan("prod", mapping, diff=_saved(tmp_path, _base_with_other_subnet(prod_plan)))
     assert code == 1
+    results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+    assert [(r["enforcementLevel"], r["resourceName"]) for r in results] == [("mandatory", "hyperpod-cluster")]
 
 
 def test_replacement_is_advisory_outside_prod(tmp_path) -> None:
@@ -234,7 +242,9 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
         return {
             "region": "us-east-1",
             "environment": "prod",
-            "steps": [{"op": "create", "urn": urn, "provider": "", "newState": {"type": typ, "urn": urn, "inputs": inputs}}],
+            "steps": [
+                {"op": "create", "urn": urn, "provider": "", "newState": {"type": typ, "urn": urn, "inputs": inputs}}
+            ],
         }
 
     step: dict[str, Any] = diff_plans(plan(old), plan(new))["steps"][0]
@@ -244,18 +254,48 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
 @pytest.mark.parametrize(
     ("typ", "old", "new", "op", "replacement"),
     [
-        ("aws:elasticache/replicationGroup:ReplicationGroup", {"replicationGroupId": "a"}, {"replicationGroupId": "b"}, "replace", "known"),
-        ("aws:elasticache/replicationGroup:ReplicationGroup", {"nodeType": "cache.r7g.large"}, {"nodeType": "cache.r7g.xlarge"}, "update", "known"),
+        (
+            "aws:elasticache/replicationGroup:ReplicationGroup",
+            {"replicationGroupId": "a"},
+            {"replicationGroupId": "b"},
+            "replace",
+            "known",
+        ),
+        (
+            "aws:elasticache/replicationGroup:ReplicationGroup",
+            {"nodeType": "cache.r7g.large"},
+            {"nodeType": "cache.r7g.xlarge"},
+            "update",
+            "known",
+        ),
         ("eks:index:Cluster", {"name": "a"}, {"name": "b"}, "replace", "known"),
         ("eks:index:Cluster", {"version": "1.32"}, {"version": "1.33"}, "update", "known"),
         ("aws:lb/loadBalancer:LoadBalancer", {"name": "a"}, {"name": "b"}, "replace", "known"),
         ("aws:lb/loadBalancer:LoadBalancer", {"internal": True}, {"internal": False}, "replace", "known"),
         ("aws:lb/loadBalancer:LoadBalancer", {"idleTimeout": 60}, {"idleTimeout": 300}, "update", "known"),
         ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "update", "unknown"),
-        ("kubernetes:core/v1:Namespace", {"kind": "Namespace", "metadata": {"name": "a"}}, {"kind": "Namespace", "metadata": {"name": "b"}}, "replace", "known"),
-        ("kubernetes:core/v1:ConfigMap", {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}}, {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}}, "update", "known"),
+        (
+            "kubernetes:core/v1:Namespace",
+            {"kind": "Namespace", "metadata": {"name": "a"}},
+            {"kind": "Namespace", "metadata": {"name": "b"}},
+            "replace",
+            "known",
+        ),
+        (
+            "kubernetes:core/v1:ConfigMap",
+            {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}},
+            {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}},
+            "update",
+            "known",
+        ),
         ("aws-native:sagemaker:Cluster", {"clusterName": "a"}, {"clusterName": "b"}, "replace", "known"),
-        ("aws-native:sagemaker:Cluster", {"orchestrator": {"eks": {"clusterArn": "a"}}}, {"orchestrator": {"eks": {"clusterArn": "b"}}}, "replace", "known"),
+        (
+            "aws-native:sagemaker:Cluster",
+            {"orchestrator": {"eks": {"clusterArn": "a"}}},
+            {"orchestrator": {"eks": {"clusterArn": "b"}}},
+            "replace",
+            "known",
+        ),
         ("aws-native:sagemaker:Cluster", {"nodeRecovery": "None"}, {"nodeRecovery": "Automatic"}, "update", "known"),
     ],
     ids=[
@@ -312,7 +352,13 @@ def test_diff_lines_symbols() -> None:
         "steps": [
             {"op": "create", "urn": "u::a", "newState": {"type": "t"}},
             {"op": "delete", "urn": "u::b", "oldState": {"type": "t"}},
-            {"op": "update", "urn": "u::c", "newState": {"type": "t"}, "detailedDiff": {"x": {"kind": "update"}}, "replacement": "unknown"},
+            {
+                "op": "update",
+                "urn": "u::c",
+                "newState": {"type": "t"},
+                "detailedDiff": {"x": {"kind": "update"}},
+                "replacement": "unknown",
+            },
             {"op": "same", "urn": "u::d", "newState": {"type": "t"}},
         ],
         "changeSummary": {"create": 1, "delete": 1, "update": 1, "same": 1},

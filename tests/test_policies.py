@@ -841,35 +841,6 @@ def test_preview_dev_redis_without_tls_is_stopped_and_with_tls_only_advised() ->
     assert "ADVISORY known-addon-defect" in out
 
 
-# --- CI wiring -------------------------------------------------------------------------------------------
-
-
-def test_pull_request_workflow_previews_every_stack_with_its_pack_config() -> None:
-    import yaml
-
-    root = Path(__file__).resolve().parents[1]
-    workflow = yaml.safe_load((root / ".github" / "workflows" / "pull-request.yml").read_text(encoding="utf-8"))
-    stacks = sorted(p.name.split(".")[1] for p in (root / "stacks").glob("Pulumi.*.yaml"))
-    jobs = workflow["jobs"]
-    assert sorted(jobs["offline-preview"]["strategy"]["matrix"]["stack"]) == stacks
-    real = jobs["pulumi-preview"]
-    assert sorted(e["stack"] for e in real["strategy"]["matrix"]["include"]) == stacks
-    for entry in real["strategy"]["matrix"]["include"]:
-        env = stack_mapping(entry["stack"])["hyperpod-inference:environment"]
-        assert entry["environment"] == env
-        assert (root / "policies" / f"config.{env}.json").is_file()
-        assert entry["region"] == stack_mapping(entry["stack"])["aws:region"]
-    steps = {s.get("uses", "").split("@")[0]: s for s in real["steps"]}
-    action = steps["pulumi/actions"]
-    assert action["with"]["policyPacks"] == "policies"
-    assert action["with"]["policyPackConfigs"] == "policies/config.${{ matrix.environment }}.json"
-    assert action["with"]["command"] == "preview" and action["if"] == "env.HAS_CLOUD_CREDENTIALS == 'true'"
-    for job in jobs.values():
-        for step in job["steps"]:
-            if "uses" in step:
-                assert "@v" in step["uses"], f"unpinned action {step['uses']}"
-
-
 # --- parity with the CLI's analyzer ----------------------------------------------------------------------
 
 

@@ -37,9 +37,9 @@ from typing import Any
 from pulumi.runtime import rpc
 
 from components.config import PROJECT
+from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
 from policies.engine import PolicyResult
 from tools.harness import StackRun
-from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
 from tools.mocks import Registration, secret_values, unwrap_secrets
 
 PLAN_FORMAT = 1

@@ -45,7 +45,9 @@ POLICY_DESCRIPTION = (
 STATEFUL: dict[str, str] = {**_PACK_STATEFUL, EKS_CLUSTER: "EKS cluster", EKS_COMPONENT: "EKS cluster"}
 
 _TF = "hashicorp/terraform-provider-aws"
-_TF_REPLICATION_GROUP = f"{_TF}@001b6364c1a3b3045e152f655440a6d47eb44a70:internal/service/elasticache/replication_group.go"
+_TF_REPLICATION_GROUP = (
+    f"{_TF}@001b6364c1a3b3045e152f655440a6d47eb44a70:internal/service/elasticache/replication_group.go"
+)
 _TF_EKS_CLUSTER = f"{_TF}@00555dc5b38f92abbfa230badea0ed0754cea81e:internal/service/eks/cluster.go"
 _TF_LOAD_BALANCER = f"{_TF}@00edc94be7a89c4c485415cdec27094875f61bfc:internal/service/elbv2/load_balancer.go"
 
@@ -270,7 +272,9 @@ def diff_plans(base: dict[str, Any], head: dict[str, Any], *, allow_replacement:
         steps.append({**s, "op": "create"} if old is None else diff_step(old, s, region))
     for urn, old in base_steps.items():
         if urn not in head_urns:
-            steps.append({"op": "delete", "urn": urn, "provider": old.get("provider", ""), "oldState": old.get("newState")})
+            steps.append(
+                {"op": "delete", "urn": urn, "provider": old.get("provider", ""), "oldState": old.get("newState")}
+            )
     results = stateful_results(steps, head.get("environment"), allow_replacement)
     plan = {**head, "steps": steps, "changeSummary": summary(steps)}
     plan["policyResults"] = [*head.get("policyResults", []), *results]
@@ -299,5 +303,8 @@ def diff_lines(plan: dict[str, Any]) -> list[str]:
             line += "  [replacement unknown offline: no source lists this type's replacing properties]"
         lines.append(line)
     counts = plan.get("changeSummary") or {}
-    lines.append(", ".join(f"{counts.get(op, 0)} to {op}" for op in ("create", "update", "replace", "delete")) + f", {counts.get('same', 0)} unchanged")
+    lines.append(
+        ", ".join(f"{counts.get(op, 0)} to {op}" for op in ("create", "update", "replace", "delete"))
+        + f", {counts.get('same', 0)} unchanged"
+    )
     return lines

@@ -93,39 +93,53 @@ def _endpoint_properties(inputs: dict[str, Any]) -> str:
     return f"{labels.get('hyperpod-inference/engine', '?')}, {routing}, {replicas}, {instance}"
 
 
+def _hyperpod_properties(i: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{g.get('instanceGroupName')}: {g.get('instanceType')} x{g.get('instanceCount')}"
+        for g in i.get("instanceGroups") or []
+    )
+
+
+def _eks_properties(i: dict[str, Any]) -> str:
+    core = [
+        f"vpc-cni {(i.get('vpcCniOptions') or {}).get('addonVersion', 'default')}",
+        f"kube-proxy {(i.get('kubeProxyAddonOptions') or {}).get('version', 'default')}",
+        f"coredns {(i.get('corednsAddonOptions') or {}).get('version', 'default')}",
+    ]
+    access = "public+private" if i.get("endpointPublicAccess") else "private"
+    return f"Kubernetes {i.get('version')}, API endpoint {access}; " + ", ".join(core)
+
+
+def _helm_properties(i: dict[str, Any]) -> str:
+    version = i.get("version")
+    return f"chart {Path(str(i.get('chart'))).name}{' ' + version if version else ''} in {i.get('namespace')}"
+
+
+def _redis_properties(i: dict[str, Any]) -> str:
+    n = int(i.get("numCacheClusters") or 1)
+    return (
+        f"{i.get('engine')} {i.get('engineVersion')}, {i.get('nodeType')} x{n} "
+        f"(1 primary + {n - 1} replica{'s' if n != 2 else ''})"
+    )
+
+
+_KEY_PROPERTIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    HYPERPOD_CLUSTER: _hyperpod_properties,
+    EKS_ADDON: lambda i: f"{i.get('addonName')} {i.get('addonVersion', '(default version)')}",
+    EKS_COMPONENT: _eks_properties,
+    HELM_RELEASE: _helm_properties,
+    ALB: lambda i: "internal" if i.get("internal") else "internet-facing",
+    REPLICATION_GROUP: _redis_properties,
+}
+
+
 def key_properties(reg: Registration) -> str:
     """The properties a reviewer checks first, for the resource types that have them ("" otherwise)."""
-    i = unwrap_secrets(reg.inputs)
-    t = reg.type
-    if t == HYPERPOD_CLUSTER:
-        return ", ".join(
-            f"{g.get('instanceGroupName')}: {g.get('instanceType')} x{g.get('instanceCount')}"
-            for g in i.get("instanceGroups") or []
-        )
-    if t.startswith("kubernetes:inference.sagemaker.aws.amazon.com/") and t.endswith(_ENDPOINT_KINDS):
-        return _endpoint_properties(i)
-    if t == EKS_ADDON:
-        return f"{i.get('addonName')} {i.get('addonVersion', '(default version)')}"
-    if t == EKS_COMPONENT:
-        core = [
-            f"vpc-cni {(i.get('vpcCniOptions') or {}).get('addonVersion', 'default')}",
-            f"kube-proxy {(i.get('kubeProxyAddonOptions') or {}).get('version', 'default')}",
-            f"coredns {(i.get('corednsAddonOptions') or {}).get('version', 'default')}",
-        ]
-        access = "public+private" if i.get("endpointPublicAccess") else "private"
-        return f"Kubernetes {i.get('version')}, API endpoint {access}; " + ", ".join(core)
-    if t == HELM_RELEASE:
-        version = i.get("version")
-        return f"chart {Path(str(i.get('chart'))).name}{' ' + version if version else ''} in {i.get('namespace')}"
-    if t == ALB:
-        return "internal" if i.get("internal") else "internet-facing"
-    if t == REPLICATION_GROUP:
-        n = int(i.get("numCacheClusters") or 1)
-        return (
-            f"{i.get('engine')} {i.get('engineVersion')}, {i.get('nodeType')} x{n} "
-            f"(1 primary + {n - 1} replica{'s' if n != 2 else ''})"
-        )
-    return ""
+    inputs = unwrap_secrets(reg.inputs)
+    if reg.type.startswith("kubernetes:inference.sagemaker.aws.amazon.com/") and reg.type.endswith(_ENDPOINT_KINDS):
+        return _endpoint_properties(inputs)
+    fn = _KEY_PROPERTIES.get(reg.type)
+    return fn(inputs) if fn is not None else ""
 
 
 def _label(reg: Registration) -> Text:
@@ -191,7 +205,9 @@ def _write_graph(run: StackRun, graph: Path) -> list[Path]:
     graph.parent.mkdir(parents=True, exist_ok=True)
     dot = shutil.which("dot")
     assert dot is not None  # checked before the run
-    subprocess.run([dot, "-Tpng", "-o", str(graph)], input=Graph.build(run.registrations).to_dot(), text=True, check=True)
+    subprocess.run(
+        [dot, "-Tpng", "-o", str(graph)], input=Graph.build(run.registrations).to_dot(), text=True, check=True
+    )
     return [graph]
 
 
@@ -302,7 +318,9 @@ def _print_human(
                 shown = "[secret]" if key in run.secret_outputs else json.dumps(value, default=str)
                 console.print(f"  {key}: {shown}", markup=False)
     if results:
-        console.print(f"[bold]policy results[/] ({len(mandatory)} mandatory, {len(results) - len(mandatory)} advisory):")
+        console.print(
+            f"[bold]policy results[/] ({len(mandatory)} mandatory, {len(results) - len(mandatory)} advisory):"
+        )
         for r in results:
             style = "red" if r["enforcementLevel"] == "mandatory" else "yellow"
             console.print(Text(_policy_line(r), style=style, overflow="fold"))

@@ -107,7 +107,9 @@ def load_stack_file(path: Path) -> dict[str, Any]:
         raise StackFileError(f"{path}: unknown top-level key(s) {', '.join(map(str, stray))}{hint}")
     config = doc.get("config")
     if config is None:
-        raise StackFileError(f"{path}: no `config:` mapping (it holds `aws:region` and the `hyperpod-inference:*` keys)")
+        raise StackFileError(
+            f"{path}: no `config:` mapping (it holds `aws:region` and the `hyperpod-inference:*` keys)"
+        )
     if not isinstance(config, dict):
         raise StackFileError(f"{path}: `config:` must be a mapping of keys to values, not {type(config).__name__}")
     return dict(config)

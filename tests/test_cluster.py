@@ -18,7 +18,7 @@ from tools.harness import StackRun
 from tools.mocks import Registration
 from tools.render import cloudformation_template
 
-REGIONS = {"dev": "us-west-2", "prod": "us-east-1"}
+REGIONS = {"dev": "us-west-2", "prod": "us-east-1", "staging": "eu-west-2"}
 SG = "aws:ec2/securityGroup:SecurityGroup"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
@@ -142,6 +142,10 @@ EXPECTED_GROUPS = {
         ("system", "ml.m5.2xlarge", 3, "use1-az2", []),
         ("p5-inference", "ml.p5.48xlarge", 4, "use1-az4", ["InstanceStress", "InstanceConnectivity"]),
         ("p6-inference", "ml.p6-b200.48xlarge", 2, "use1-az6", ["InstanceStress", "InstanceConnectivity"]),
+    ],
+    "staging": [
+        ("system", "ml.m5.2xlarge", 2, "euw2-az1", []),
+        ("gpu-p5", "ml.p5.4xlarge", 2, "euw2-az2", ["InstanceStress", "InstanceConnectivity"]),
     ],
 }
 

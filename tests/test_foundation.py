@@ -134,3 +134,60 @@ def test_stack_exports_are_resolved_mock_values(stack_runs) -> None:
     assert run.outputs["environment"] == "dev"
     assert run.outputs["vpcId"].startswith("vpc-")
     assert set(run.outputs["privateSubnetIds"]) == {"usw2-az1", "usw2-az2"}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_reference_stack_files_validate_against_the_schema(stack: str) -> None:
+    """What editors check (stacks/schema.json) accepts every reference stack, the secure form included."""
+    import jsonschema
+
+    from components.config.stackfile import read_stack_document, stack_path
+
+    doc = read_stack_document(stack_path(stack))
+    jsonschema.Draft202012Validator(stack_config_schema()).validate(doc)
+
+
+def test_schema_requires_the_secure_form_of_the_client_secret() -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(stack_config_schema())
+    doc = {"config": stack_mapping("prod")}
+    assert doc["config"]["hyperpod-inference:ingress"]["oidc"]["clientSecret"] == {
+        "secure": "AAABAHpiProdFrontDoorOidcClientSecretCiphertextPlaceholder=="
+    }
+    assert not list(validator.iter_errors(doc))
+    doc["config"]["hyperpod-inference:ingress"]["oidc"]["clientSecret"] = "plain-text"
+    errors = list(validator.iter_errors(doc))
+
+    def paths(e: jsonschema.ValidationError) -> list[list[str]]:
+        return [[str(p) for p in e.absolute_path], *(q for c in e.context or [] for q in paths(c))]
+
+    assert errors and any("clientSecret" in p for e in errors for p in paths(e))
+    doc["config"]["hyperpod-inference:ingress"]["oidc"]["clientSecret"] = {"secure": "x", "extra": 1}
+    assert list(validator.iter_errors(doc))
+
+
+def test_schema_rejects_what_the_program_rejects() -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(stack_config_schema())
+    doc = {"config": stack_mapping("dev")}
+    doc["config"]["hyperpod-inference:enviroment"] = "dev"
+    assert list(validator.iter_errors(doc))
+    doc = {"config": stack_mapping("dev")}
+    doc["config"]["hyperpod-inference:endpoints"][0]["spec"]["replicas"] = -1
+    assert list(validator.iter_errors(doc))
+
+
+def test_allow_replacement_is_a_list_of_names(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:allowReplacement"] = ["hyperpod-cluster"]
+    assert run("dev", mapping).config_error is None
+    mapping["hyperpod-inference:allowReplacement"] = "hyperpod-cluster"
+    result = run("dev", mapping)
+    assert result.config_error is not None
+    assert [i.path for i in result.config_error.issues] == ["allowReplacement"]
+    mapping["hyperpod-inference:allowReplacement"] = [""]
+    result = run("dev", mapping)
+    assert result.config_error is not None
+    assert [i.path for i in result.config_error.issues] == ["allowReplacement[0]"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -32,6 +33,68 @@ def test_out_writes_manifests_and_template(tmp_path: Path, stack_runs, capsys) -
     template = yaml.safe_load((tmp_path / "cloudformation.yaml").read_text())
     types = {r["Type"] for r in template["Resources"].values()}
     assert "AWS::SageMaker::Cluster" in types
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert len(plan["steps"]) == len(run.registrations)
+
+
+def test_out_writes_every_iam_document(tmp_path: Path, stack_runs, capsys) -> None:
+    assert preview("prod", out=tmp_path) == 0
+    capsys.readouterr()
+    files = sorted(p.name for p in (tmp_path / "iam").glob("*.json"))
+    run = stack_runs["prod"]
+    roles = [r for r in run.registrations if r.type == "aws:iam/role:Role"]
+    policies = [r for r in run.registrations if r.type == "aws:iam/policy:Policy"]
+    inline = [r for r in run.registrations if r.type == "aws:iam/rolePolicy:RolePolicy"]
+    bucket_policies = [r for r in run.registrations if r.type == "aws:s3/bucketPolicy:BucketPolicy"]
+    assert roles and policies and inline and bucket_policies
+    assert sum(f.endswith(".trust.json") for f in files) == len(roles)
+    assert sum(f.endswith(".policy.json") for f in files) == len(policies)
+    assert sum(f.endswith(".inline.json") for f in files) == len(inline)
+    assert sum(f.endswith(".bucket-policy.json") for f in files) == len(bucket_policies)
+    trust = json.loads((tmp_path / "iam" / "hyperpod-execution-role.trust.json").read_text())
+    assert trust["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert trust["Statement"][0]["Action"] == "sts:AssumeRole"
+    tls = json.loads((tmp_path / "iam" / "operator-iam-tls-policy.bucket-policy.json").read_text())
+    assert any(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false" for s in tls["Statement"])
+    for f in files:
+        assert json.loads((tmp_path / "iam" / f).read_text())["Version"] == "2012-10-17", f
+
+
+def test_cloudformation_uses_the_stack_region(tmp_path: Path, stack_runs, capsys, monkeypatch) -> None:
+    from tools import render
+
+    asked: list[str] = []
+    original = render.resource_schema
+
+    def spy(cfn_type: str, region: str):  # type: ignore[no-untyped-def]
+        asked.append(region)
+        return original(cfn_type, region)
+
+    monkeypatch.setattr(render, "resource_schema", spy)
+    assert preview("staging", out=tmp_path) == 0
+    capsys.readouterr()
+    assert asked and set(asked) == {"eu-west-2"}
+    template = yaml.safe_load((tmp_path / "cloudformation.yaml").read_text())
+    cluster = next(r for r in template["Resources"].values() if r["Type"] == "AWS::SageMaker::Cluster")
+    assert cluster["Properties"]["InstanceGroups"][0]["InstanceStorageConfigs"][0]["EbsVolumeConfig"]["VolumeSizeInGB"]
+
+
+def test_dashboards_are_written_by_name(tmp_path: Path) -> None:
+    from tools.mocks import Registration
+    from tools.render import write_outputs
+
+    body = {"widgets": [{"type": "metric", "properties": {"metrics": [["AWS/SageMaker", "GPUUtilization"]]}}]}
+    reg = Registration(
+        type="aws:cloudwatch/dashboard:Dashboard",
+        name="ops-dashboard",
+        urn="urn:pulumi:dev::hyperpod-inference::aws:cloudwatch/dashboard:Dashboard::ops-dashboard",
+        custom=True,
+        parent=None,
+        inputs={"dashboardName": "hpi-dev-inference", "dashboardBody": json.dumps(body)},
+    )
+    written = write_outputs([reg], tmp_path)
+    assert written == [tmp_path / "dashboards" / "hpi-dev-inference.json"]
+    assert json.loads(written[0].read_text()) == body
 
 
 def test_unwrap_secrets_removes_only_the_wrapper() -> None:

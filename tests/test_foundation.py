@@ -191,3 +191,73 @@ def test_allow_replacement_is_a_list_of_names(run) -> None:
     result = run("dev", mapping)
     assert result.config_error is not None
     assert [i.path for i in result.config_error.issues] == ["allowReplacement[0]"]
+
+
+def test_configuration_reference_is_current() -> None:
+    from tools.config_reference import DOC_PATH, render
+
+    assert DOC_PATH.read_text(encoding="utf-8") == render(), "run `python -m tools.config_reference`"
+
+
+def test_configuration_reference_names_nested_keys_with_bounds() -> None:
+    from tools.config_reference import render
+
+    text = render()
+    row = next(
+        line
+        for line in text.splitlines()
+        if line.startswith("| `hyperpod-inference:cluster.instanceGroups[].instanceCount`")
+    )
+    assert "| integer | yes |" in row and ">= 0" in row
+    assert "| `hyperpod-inference:ingress.oidc.clientSecret` | Pulumi secret (`secure:`) |" in text
+    assert "| `hyperpod-inference:allowReplacement` | list of string |" in text
+    assert "| `aws:region` | string | yes |" in text
+
+
+def test_policy_doc_lists_every_policy_and_the_plan_level_one() -> None:
+    from policies.pack import POLICIES
+    from tools.harness import ROOT
+    from tools.plan_diff import POLICY
+
+    text = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
+    for policy in POLICIES:
+        assert f"| `{policy.name}` |" in text, policy.name
+    assert f"| `{POLICY}` (plan level, `--diff` only) |" in text
+    assert "hyperpod-inference:allowReplacement: [hyperpod-cluster]" in text
+
+
+def test_readme_is_a_short_user_guide() -> None:
+    from tools.harness import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert "Python >= 3.11" in text
+    for heading in ("## The real workflow", "## Add an environment", "## Configuration", "## Guardrails", "## Limits"):
+        assert heading in text
+    assert "pulumi stack init" in text
+    assert "| issue |" not in text and "tests/test_" not in text
+
+
+def test_add_an_environment_works_as_written(tmp_path) -> None:
+    """The README's steps: copy the staging file to a new stack name, preview it offline."""
+    import shutil
+    import subprocess
+    import sys
+
+    from components.config.stackfile import stack_path
+    from tools.harness import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "cp stacks/Pulumi.staging.yaml stacks/Pulumi.qa.yaml" in readme
+    target = tmp_path / "Pulumi.qa.yaml"
+    shutil.copy(stack_path("staging"), target)
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.preview", "--stack", "qa", "--stack-file", str(target)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "aws:eks/addon:Addon inference-operator-addon" in result.stdout
+    assert "hpi-qa-eks" in result.stdout

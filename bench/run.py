@@ -1,4 +1,4 @@
-"""Benchmarks for the offline path: import floor, preview of dev/prod, scaling with endpoints.
+"""Benchmarks for the offline path: import floor, preview of dev/prod (and prod --diff), scaling with endpoints.
 
     venv/bin/python -m bench.run [--runs 5] [--write BENCHMARKS.md]
 
@@ -147,6 +147,21 @@ def main(argv: list[str] | None = None) -> int:
         results[f"preview {stack}"] = measure([PY, "-m", "tools.preview", "--stack", stack, "--json"], args.runs)
     in_process: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        # The pull-request path: the prod plan diffed against a saved one (here: itself, every step compared).
+        base = Path(tmp) / "prod-plan.json"
+        base.write_text(
+            subprocess.run(
+                [PY, "-m", "tools.preview", "--stack", "prod", "--json"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout,
+            encoding="utf-8",
+        )
+        results["preview prod --diff"] = measure(
+            [PY, "-m", "tools.preview", "--stack", "prod", "--diff", str(base), "--json"], args.runs
+        )
         for n in (1, 50, 200):
             path = Path(tmp) / f"Pulumi.bench{n}.yaml"
             path.write_text(yaml.safe_dump(endpoint_stack(n)), encoding="utf-8")
@@ -157,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     points = sorted(in_process.items())
     per_endpoint_ms = statistics.linear_regression([x for x, _ in points], [y for _, y in points]).slope * 1000
     ratio = results["preview prod"].wall_s / floor.wall_s
+    diff_ratio = results["preview prod --diff"].wall_s / floor.wall_s
     suite = None if args.skip_suite else suite_seconds()
 
     checks = [
@@ -165,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
             f"{ratio:.2f}x",
             f"<= {TARGET_PREVIEW_OVER_FLOOR}x",
             ratio <= TARGET_PREVIEW_OVER_FLOOR,
+        ),
+        (
+            "prod preview --diff / import floor",
+            f"{diff_ratio:.2f}x",
+            f"<= {TARGET_PREVIEW_OVER_FLOOR}x",
+            diff_ratio <= TARGET_PREVIEW_OVER_FLOOR,
         ),
         (
             "marginal cost per endpoint",

@@ -386,3 +386,11 @@ def test_bad_diff_base_exits_2(tmp_path, content, expected, capsys) -> None:
 def test_missing_diff_base_exits_2(tmp_path, capsys) -> None:
     assert preview("dev", diff=tmp_path / "nope.json") == 2
     assert "no such file" in capsys.readouterr().out
+
+
+def test_config_is_shown_with_only_the_secure_leaves_blinded(prod_plan) -> None:
+    ingress = json.loads(prod_plan["config"]["hyperpod-inference:ingress"])
+    assert ingress["oidc"]["clientSecret"] == "[secret]"
+    assert ingress["scheme"] == "internet-facing" and ingress["oidc"]["clientId"] == "hpi-prod-front-door"
+    assert prod_plan["config"]["aws:region"] == "us-east-1"
+    assert "AAABAHpiProdFrontDoor" not in json.dumps(prod_plan)

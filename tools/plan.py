@@ -29,6 +29,7 @@ the terminal tree (the SDK's registration order varies from run to run).
 from __future__ import annotations
 
 import importlib.metadata
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -198,10 +199,31 @@ def summary(steps: list[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(Counter(s["op"] for s in steps).items()))
 
 
-def blinded_config(config: dict[str, str], secret_keys: Iterable[str]) -> dict[str, str]:
-    """The stack config as the CLI's ``config`` key shows it: secrets blinded."""
-    secret = set(secret_keys)
-    return {k: (SECRET if k in secret else v) for k, v in sorted(config.items())}
+def _blind_secure(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECRET
+        return {k: _blind_secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_blind_secure(v) for v in value]
+    return value
+
+
+def blinded_config(mapping: dict[str, Any]) -> dict[str, str]:
+    """The stack file's ``config:`` as the CLI's ``config`` key shows it: strings, every ``secure:`` value blinded.
+
+    Only the secret leaves are blinded (``ingress.oidc.clientSecret``), so the rest of a key stays reviewable.
+    """
+    out: dict[str, str] = {}
+    for key in sorted(mapping):
+        value = _blind_secure(mapping[key])
+        if isinstance(value, (dict, list)):
+            out[key] = json.dumps(value, sort_keys=True)
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        else:
+            out[key] = str(value)
+    return out
 
 
 def build_plan(
@@ -210,8 +232,7 @@ def build_plan(
     *,
     environment: str,
     region: str | None,
-    config: dict[str, str] | None = None,
-    secret_keys: Iterable[str] = (),
+    mapping: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The plan of one mock run (``op: create`` for every registered resource)."""
     regs = ordered(run.registrations)
@@ -224,7 +245,7 @@ def build_plan(
         "stack": run.stack,
         "environment": environment,
         "region": region,
-        "config": blinded_config(config or {}, secret_keys),
+        "config": blinded_config(mapping or {}),
         "steps": steps,
         "changeSummary": summary(steps),
         "diagnostics": [policy_diagnostic(p) for p in policy],

@@ -33,7 +33,6 @@ from rich.tree import Tree
 
 from components.config.stackfile import (
     StackFileError,
-    config_from_mapping,
     list_stacks,
     load_stack_file,
     stack_path,
@@ -261,8 +260,7 @@ def preview(
 
     environment, region = _environment(mapping), _region(mapping)
     results = evaluate(POLICIES, run.registrations, environment)
-    config, secret_keys = config_from_mapping(mapping)
-    plan = build_plan(run, results, environment=environment, region=region, config=config, secret_keys=secret_keys)
+    plan = build_plan(run, results, environment=environment, region=region, mapping=mapping)
     if base is not None:
         allowed = mapping.get("hyperpod-inference:allowReplacement") or []
         plan = diff_plans(base, plan, allow_replacement=allowed)

@@ -115,7 +115,8 @@ class EksCluster(pulumi.ComponentResource):
         # creates after it: aws-auth, the OIDC provider, the add-ons) is created only once the runner can reach it.
         rule_ids = [r.id for r in deployer_rules]
         subnet_ids = [
-            pulumi.Output.all(subnet, *rule_ids).apply(lambda values: str(values[0])) for subnet in args.private_subnet_ids
+            pulumi.Output.all(subnet, *rule_ids).apply(lambda values: str(values[0]))
+            for subnet in args.private_subnet_ids
         ]
         public_cidrs = public_access_cidrs(cfg, args.is_prod)
         cluster = eks.Cluster(

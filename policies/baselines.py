@@ -425,7 +425,9 @@ def _eks_endpoint_private(args: StackValidationArgs, report: ReportViolation) ->
             cidrs, where = as_list(get(vpc, "publicAccessCidrs")), "vpcConfig."
         if truthy(public):
             if not cidrs:
-                report(f"{where}endpointPublicAccess is on and {where}publicAccessCidrs defaults to 0.0.0.0/0", cluster.urn)
+                report(
+                    f"{where}endpointPublicAccess is on and {where}publicAccessCidrs defaults to 0.0.0.0/0", cluster.urn
+                )
             elif open_to_world(cidrs):
                 report(
                     f"{where}publicAccessCidrs opens the public Kubernetes API endpoint to the internet ({cidrs})",

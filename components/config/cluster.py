@@ -146,6 +146,7 @@ class HyperPodDependenciesConfig(Model):
         pattern=r"^[0-9a-f]{40}$",
         description="Pinned aws/sagemaker-hyperpod-cli commit; must be one of the reviewed commits on main or a tag.",
     )
+
     @field_validator("git_commit")
     @classmethod
     def _reviewed(cls, value: str) -> str:
@@ -362,9 +363,7 @@ def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
 
 # Ranges a VPC (and so an in-VPC runner) can use: RFC 1918 and the RFC 6598 shared space (VPC user guide, "VPC CIDR
 # blocks"). Documentation ranges (RFC 5737) count as public here, so reference stacks can use them as examples.
-VPC_RANGES = tuple(
-    ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
-)
+VPC_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
 
 
 def _vpc_range(cidr: ipaddress.IPv4Network) -> bool:

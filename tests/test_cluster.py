@@ -333,7 +333,12 @@ def test_execution_role_trusts_sagemaker_with_the_documented_policies(stack_runs
     role = _one(run, "aws:iam/role:Role", "hyperpod-execution-role")
     trust = json.loads(role.inputs["assumeRolePolicy"])
     assert trust["Statement"] == [
-        {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": "123456789012"}},
+        }
     ]
     attached = [r.inputs["policyArn"] for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
     assert "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy" in attached

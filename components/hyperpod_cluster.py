@@ -103,6 +103,7 @@ def execution_role_trust_policy(account_id: str) -> dict[str, Any]:
 def execution_role_policy(
     bucket_arn: str,
     partition: str = "aws",
+    *,
     region: str = "us-east-1",
     account_id: str = "123456789012",
     eks_cluster_arn: str | None = None,
@@ -259,7 +260,15 @@ class HyperPodCluster(pulumi.ComponentResource):
                 args.node_security_group_id,
             ).apply(
                 lambda a: json.dumps(
-                    execution_role_policy(a[0], a[1], a[2], a[3], a[4], sorted(a[5]), [a[6]]), sort_keys=False
+                    execution_role_policy(
+                        a[0],
+                        a[1],
+                        region=a[2],
+                        account_id=a[3],
+                        eks_cluster_arn=a[4],
+                        subnet_ids=sorted(a[5]),
+                        security_group_ids=[a[6]],
+                    )
                 )
             ),
             opts=child,

@@ -1,14 +1,15 @@
 """The SageMaker HyperPod cluster (EKS orchestrator) and what it needs of its own.
 
-* an execution role for the instance groups: trusted by ``sagemaker.amazonaws.com``, with the AWS managed
-  ``AmazonSageMakerClusterInstanceRolePolicy`` plus the statements AWS documents for EKS-orchestrated
-  clusters (VPC CNI ENI management, ECR pulls, EKS Pod Identity) and read access to this cluster's
-  lifecycle bucket — nothing broader;
+* an execution role for the instance groups: trusted by ``sagemaker.amazonaws.com`` for this account only
+  (``aws:SourceAccount``), with the AWS managed ``AmazonSageMakerClusterInstanceRolePolicy`` plus the
+  statements AWS's own templates add for EKS-orchestrated clusters (VPC CNI and HyperPod ENI management
+  scoped to this region, account, subnets and security group; ECR pulls; EKS Pod Identity on this cluster)
+  and read access to this cluster's lifecycle bucket — nothing broader (sources above ``ENI_MUTATING_ACTIONS``);
 * a private lifecycle-script bucket (public access blocked, bucket-owner objects, SSE-S3, versioning,
   TLS-only policy) holding the repo's own ``components/lifecycle/*`` scripts, so what runs on a node is
   versioned with this code;
 * the cluster: one instance group per ``cluster.instanceGroups`` entry, each in the private subnet of its
-  AZ ID, with deep health checks, labels/taints, threads per core, an extra EBS volume and an optional
+  AZ ID, with the deep health checks the group supports (``config/health_checks.py``), labels/taints, threads per core, an extra EBS volume and an optional
   training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``.
 
 In prod the cluster and the bucket are protected from deletion and the bucket is never force-destroyed.

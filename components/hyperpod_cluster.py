@@ -9,8 +9,8 @@
   TLS-only policy) holding the repo's own ``components/lifecycle/*`` scripts, so what runs on a node is
   versioned with this code;
 * the cluster: one instance group per ``cluster.instanceGroups`` entry, each in the private subnet of its
-  AZ ID, with the deep health checks the group supports (``config/health_checks.py``), labels/taints, threads per core, an extra EBS volume and an optional
-  training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``.
+  AZ ID, with the deep health checks the group supports (``config/health_checks.py``), labels/taints,
+  threads per core, an extra EBS volume and an optional training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``.
 
 In prod the cluster and the bucket are protected from deletion and the bucket is never force-destroyed.
 """

@@ -152,6 +152,16 @@ def test_al2_template_without_root_line_gets_one_before_the_first_table(tmp_path
     assert "systemctl stop containerd" not in node.systemctl()
 
 
+def test_al2_root_keys_inside_tables_are_not_touched(tmp_path) -> None:
+    node = Node(tmp_path, AL2, containerd_active=False)
+    template = 'version = 2\n\n[plugins."io.containerd.runtime.v1.linux"]\nroot = "/run/runtime"\n'
+    node.write("etc/eks/containerd/containerd-config.toml", template)
+    _ok(node.run())
+    assert node.read("etc/eks/containerd/containerd-config.toml") == (
+        f'version = 2\n\n{NEW_ROOT_LINE}\n\n[plugins."io.containerd.runtime.v1.linux"]\nroot = "/run/runtime"\n'
+    )
+
+
 def test_al2_commented_root_line_is_replaced(tmp_path) -> None:
     node = Node(tmp_path, AL2, containerd_active=False)
     node.write("etc/eks/containerd/containerd-config.toml", 'version = 2\n# root = "/var/lib/containerd"\n')

@@ -51,20 +51,23 @@ is_mounted() {
   awk -v dir="$1" '$2 == dir { found = 1 } END { exit found ? 0 : 1 }' "$ROOT/proc/mounts" 2>/dev/null
 }
 
-# Replace an existing (possibly commented) top-level `root = ...` line, or add one before the first table.
+# Set the top-level `root = ...` (TOML keys before the first [table]): replace the first such line, commented
+# or not, else add one just before the first table (or at the end). Keys inside tables are never touched.
 set_root_line() {
-  local file="$1"
+  local file="$1" tmp
   if grep -qxF "$ROOT_LINE" "$file"; then
     log "$file already has $ROOT_LINE"
     return 0
   fi
-  if grep -qE '^[# ]*root[[:space:]]*=' "$file"; then
-    sed -i -E "0,/^[# ]*root[[:space:]]*=.*/s||$ROOT_LINE|" "$file"
-  elif grep -qE '^\[' "$file"; then
-    sed -i "0,/^\[/s||$ROOT_LINE\n\n[|" "$file"
-  else
-    echo "$ROOT_LINE" >>"$file"
-  fi
+  tmp="$(mktemp "$file.XXXXXX")"
+  awk -v line="$ROOT_LINE" '
+    !done && /^\[/ { print line; print ""; done = 1 }
+    !done && /^[# ]*root[[:space:]]*=/ { print line; done = 1; next }
+    { print }
+    END { if (!done) print line }
+  ' "$file" >"$tmp"
+  chmod --reference="$file" "$tmp"
+  mv "$tmp" "$file"
   log "$file: $ROOT_LINE"
 }
 

@@ -54,6 +54,10 @@ class IngressAlbArgs:
         default_factory=list,
         metadata={"doc": "What installs the AWS Load Balancer Controller and its TargetGroupBinding CRD."},
     )
+    web_acl_arn: pulumi.Input[str] | None = field(
+        default=None,
+        metadata={"doc": "The WebACL the stack created (components/web_acl.py); else ingress.wafWebAclArn."},
+    )
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -201,10 +205,9 @@ class IngressAlb(pulumi.ComponentResource):
                 opts=child,
             )
 
-        if cfg.waf_web_acl_arn is not None:
-            aws.wafv2.WebAclAssociation(
-                f"{name}-waf", resource_arn=alb.arn, web_acl_arn=cfg.waf_web_acl_arn, opts=child
-            )
+        web_acl_arn = args.web_acl_arn if args.web_acl_arn is not None else cfg.waf_web_acl_arn
+        if web_acl_arn is not None:
+            aws.wafv2.WebAclAssociation(f"{name}-waf", resource_arn=alb.arn, web_acl_arn=web_acl_arn, opts=child)
 
         self.dns_name = alb.dns_name
         self.zone_id = alb.zone_id

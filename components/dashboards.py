@@ -29,6 +29,7 @@ cannot publish to a topic encrypted with the AWS managed key ``alias/aws/sns`` (
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,7 +100,7 @@ def _text(x: int, y: int, w: int, h: int, markdown: str) -> dict[str, Any]:
     return {"type": "text", "x": x, "y": y, "width": w, "height": h, "properties": {"markdown": markdown}}
 
 
-def _metric(x: int, y: int, title: str, region: str, metrics: list[list[Any]], stat: str = "Sum") -> dict[str, Any]:
+def _metric(x: int, y: int, title: str, region: str, metrics: list[list[Any]], *, stat: str = "Sum") -> dict[str, Any]:
     return {
         "type": "metric",
         "x": x,
@@ -243,6 +244,10 @@ def alarm_topic_policy(topic_arn: str, account_id: str) -> dict[str, Any]:
     }
 
 
+def _tg_dimensions(endpoint: str, v: list[Any]) -> dict[str, str]:
+    return {"LoadBalancer": str(v[0]), "TargetGroup": v[1][endpoint]}
+
+
 @dataclass(frozen=True)
 class ObservabilityDashboardsArgs:
     name_prefix: str
@@ -313,7 +318,7 @@ class ObservabilityDashboards(pulumi.ComponentResource):
         elif alarms.enabled and alarms.sns_topic_arn is not None:
             actions = [alarms.sns_topic_arn]
         if alarms.enabled:
-            self._alarms(name, args, lb, tgs, routed, actions)
+            self._alarms(name, args, lb=lb, tgs=tgs, routed=routed, actions=actions)
         self.register_outputs({"dashboardName": self.dashboard_name, "alarmTopicArn": self.topic_arn})
 
     def _topic(self, name: str, args: ObservabilityDashboardsArgs) -> pulumi.Output[str]:
@@ -352,6 +357,7 @@ class ObservabilityDashboards(pulumi.ComponentResource):
         self,
         name: str,
         args: ObservabilityDashboardsArgs,
+        *,
         lb: pulumi.Output[str | None],
         tgs: pulumi.Output[dict[str, str]],
         routed: list[str],
@@ -403,9 +409,7 @@ class ObservabilityDashboards(pulumi.ComponentResource):
                 **common,
             )
             for endpoint in routed:
-                dims = pulumi.Output.all(lb, tgs).apply(
-                    lambda v, ep=endpoint: {"LoadBalancer": str(v[0]), "TargetGroup": v[1][ep]}
-                )
+                dims = pulumi.Output.all(lb, tgs).apply(functools.partial(_tg_dimensions, endpoint))
                 cw.MetricAlarm(
                     f"{name}-{endpoint}-4xx",
                     name=f"{args.name_prefix}-{endpoint}-4xx",

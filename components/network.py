@@ -19,9 +19,8 @@ Baselines on the VPC it creates (AWS Foundational Security Best Practices):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi

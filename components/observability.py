@@ -74,8 +74,8 @@ class ObservabilityAddonValues(_Values):
 def addon_values(cfg: ObservabilityConfig, prometheus_endpoint: str, workspace_arn: str) -> ObservabilityAddonValues:
     levels = cfg.metrics.model_dump(by_alias=True)
     return ObservabilityAddonValues(
-        ampWorkspace=AmpWorkspaceValues(prometheusEndpoint=prometheus_endpoint.rstrip("/"), arn=workspace_arn),
-        metricsProvider={k: MetricDomain(level=v, scrapeInterval=cfg.scrape_interval) for k, v in levels.items()},
+        amp_workspace=AmpWorkspaceValues(prometheus_endpoint=prometheus_endpoint.rstrip("/"), arn=workspace_arn),
+        metrics_provider={k: MetricDomain(level=v, scrape_interval=cfg.scrape_interval) for k, v in levels.items()},
         logging=LoggingValues(enabled=cfg.logging),
     )
 

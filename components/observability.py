@@ -108,17 +108,23 @@ def collector_policy(workspace_arn: str, region: str, account_id: str, partition
                 "Action": [
                     "logs:CreateLogGroup",
                     "logs:CreateLogStream",
-                    "logs:DescribeLogGroups",
                     "logs:DescribeLogStreams",
                     "logs:PutLogEvents",
                     "logs:GetLogEvents",
                     "logs:FilterLogEvents",
                     "logs:GetLogRecord",
                     "logs:StartQuery",
-                    "logs:StopQuery",
                     "logs:GetQueryResults",
                 ],
                 "Resource": [logs, f"{logs}:log-stream:*"],
+            },
+            # The AWS page scopes these two to the log groups too, but they take no resource-level scope
+            # (Service Authorization Reference, CloudWatch Logs: Resource "*"; parliament RESOURCE_MISMATCH).
+            {
+                "Sid": "CloudwatchLogsUnscoped",
+                "Effect": "Allow",
+                "Action": ["logs:DescribeLogGroups", "logs:StopQuery"],
+                "Resource": "*",
             },
         ],
     }

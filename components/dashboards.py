@@ -127,7 +127,13 @@ class EndpointRow:
 
 
 def dashboard_body(
-    *, name_prefix: str, region: str, rows: list[EndpointRow], lb_suffix: str | None, web_acl_name: str | None
+    *,
+    name_prefix: str,
+    region: str,
+    rows: list[EndpointRow],
+    lb_suffix: str | None,
+    web_acl_name: str | None,
+    rate_rule_metrics: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The CloudWatch dashboard body: a header, one row per endpoint, then the WebACL row."""
     widgets: list[dict[str, Any]] = [
@@ -198,7 +204,7 @@ def dashboard_body(
                 region,
                 [
                     [WAF_NS, "BlockedRequests", "WebACL", web_acl_name, "Rule", rule, "Region", region]
-                    for rule in (f"{web_acl_name}-rate-limit-ip", f"{web_acl_name}-rate-limit-caller")
+                    for rule in rate_rule_metrics
                 ],
             )
         )
@@ -260,6 +266,7 @@ class ObservabilityDashboardsArgs:
     )
     target_group_arns: dict[str, pulumi.Input[str]] = field(default_factory=dict)
     web_acl_name: str | None = None
+    waf_rate_rule_metrics: tuple[str, ...] = ()
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -299,6 +306,7 @@ class ObservabilityDashboards(pulumi.ComponentResource):
                     rows=rows,
                     lb_suffix=lb_suffix,
                     web_acl_name=args.web_acl_name,
+                    rate_rule_metrics=args.waf_rate_rule_metrics,
                 )
                 return json.dumps(doc, sort_keys=True)
 

@@ -151,6 +151,7 @@ class WebAcl(pulumi.ComponentResource):
     arn: pulumi.Output[str]
     name: str
     log_group_name: pulumi.Output[str]
+    rate_rule_metrics: list[str]
 
     def __init__(self, name: str, args: WebAclArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:edge:WebAcl", name, None, opts)
@@ -196,5 +197,9 @@ class WebAcl(pulumi.ComponentResource):
         )
         self.arn = acl.arn
         self.name = acl_name
+        # CloudWatch's AWS/WAFV2 "Rule" dimension is the rule's visibility-config metric name.
+        self.rate_rule_metrics = [
+            f"{acl_name}-{r.name}" for r in web_acl_rules(cfg, acl_name) if r.name.startswith("rate-limit-")
+        ]
         self.log_group_name = log_group.name
         self.register_outputs({"arn": self.arn, "name": acl_name, "logGroupName": self.log_group_name})

@@ -4,7 +4,7 @@ The add-on deploys, in namespace ``hyperpod-observability``, a controller manage
 and node-level exporters (node, DCGM GPU, EFA, kube-state), scrapes them and the inference workloads, and
 remote-writes to Amazon Managed Service for Prometheus (AWS docs "Troubleshooting the Amazon SageMaker
 HyperPod observability add-on": namespace, ``control-plane=hyperpod-observability-controller-manager``,
-node collectors; the ADT-TF sample's comments list the exporters). The inference metrics it collects
+node collectors; the exporter list is UNCONFIRMED, named by community IaC only). The inference metrics it collects
 (``model_invocations_total``, ``model_errors_total``, ``model_concurrent_requests``,
 ``model_latency_milliseconds``, ``model_ttfb_milliseconds``) and the KVCache / Intelligent Router dashboards
 come from the endpoints' ``metrics`` spec (AWS docs sagemaker-hyperpod-model-deployment-observability; the

@@ -14,9 +14,10 @@ Two more baselines (AWS Foundational Security Best Practices):
   ``expiration_days`` (log buckets). A bucket has exactly one lifecycle configuration
   (PutBucketLifecycleConfiguration replaces it), so an unversioned bucket without ``expiration_days`` is left
   to its caller (the ALB log bucket's expiry lives in components/ingress.py).
-- S3.9 "S3 general purpose bucket server access logging should be enabled": with ``access_log_bucket`` the
-  bucket logs to that bucket (``aws.s3.BucketLogging``) under ``<access_log_prefix>``; the log bucket itself
-  is the destination (components/access_logs.py) and does not log to itself.
+- S3.9 "S3 general purpose bucket server access logging should be enabled": the stack's buckets log into one
+  destination, components/access_logs.py (``AccessLogBucket``), which registers the ``aws.s3.BucketLogging`` of
+  each bucket by name — the buckets are created inside other components, so the logging lives next to the
+  destination rather than in every caller.
 
 ``force_destroy`` is the inverse of ``protect``: outside prod a ``pulumi destroy`` empties the bucket (the TLS
 and lifecycle buckets get objects written by the operator and by this package), in prod the bucket is
@@ -54,10 +55,6 @@ class PrivateBucketArgs:
         default=30, metadata={"doc": "Days a noncurrent object version is kept (versioned buckets)."}
     )
     expiration_days: int | None = field(default=None, metadata={"doc": "Expire current objects (log buckets)."})
-    access_log_bucket: pulumi.Input[str] | None = field(
-        default=None, metadata={"doc": "Bucket receiving this bucket's S3 server access logs."}
-    )
-    access_log_prefix: str | None = field(default=None, metadata={"doc": "Key prefix of those logs."})
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -117,14 +114,6 @@ class PrivateBucket(pulumi.ComponentResource):
 
         if args.versioned or args.expiration_days is not None:
             self._lifecycle(name, args, bucket)
-        if args.access_log_bucket is not None:
-            aws.s3.BucketLogging(
-                f"{name}-access-logging",
-                bucket=bucket.id,
-                target_bucket=args.access_log_bucket,
-                target_prefix=args.access_log_prefix or f"{name}/",
-                opts=child,
-            )
 
         def policy_document(arn: str) -> pulumi.Input[str]:
             extra = args.extra_statements(arn) if args.extra_statements is not None else []

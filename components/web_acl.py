@@ -130,6 +130,11 @@ def _managed_rule(
     )
 
 
+def rate_rule_names(cfg: WafConfig) -> list[str]:
+    """The rate-based rules :func:`web_acl_rules` creates, in order."""
+    return ["rate-limit-caller", "rate-limit-ip"] if cfg.caller_rate_limit is not None else ["rate-limit-ip"]
+
+
 def web_acl_rules(cfg: WafConfig, metric_prefix: str) -> list[w.WebAclRuleArgs]:
     """The WebACL's rules in priority order (see the module docstring)."""
     rules: list[w.WebAclRuleArgs] = []
@@ -198,8 +203,6 @@ class WebAcl(pulumi.ComponentResource):
         self.arn = acl.arn
         self.name = acl_name
         # CloudWatch's AWS/WAFV2 "Rule" dimension is the rule's visibility-config metric name.
-        self.rate_rule_metrics = [
-            f"{acl_name}-{r.name}" for r in web_acl_rules(cfg, acl_name) if r.name.startswith("rate-limit-")
-        ]
+        self.rate_rule_metrics = [f"{acl_name}-{rule}" for rule in rate_rule_names(cfg)]
         self.log_group_name = log_group.name
         self.register_outputs({"arn": self.arn, "name": acl_name, "logGroupName": self.log_group_name})

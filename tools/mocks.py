@@ -248,7 +248,9 @@ def _target_group(ctx: MockContext) -> dict[str, Any]:
 def _listener(ctx: MockContext) -> dict[str, Any]:
     # Like AWS: listener/app/<lb-name>/<lb-id>/<listener-id>, the load balancer's part taken from its ARN.
     lb_arn = str(ctx.inputs.get("loadBalancerArn") or "")
-    lb = lb_arn.split(":loadbalancer/", 1)[1] if ":loadbalancer/" in lb_arn else f"app/{ctx.name}/{_hex(ctx.name, n=16)}"
+    lb = (
+        lb_arn.split(":loadbalancer/", 1)[1] if ":loadbalancer/" in lb_arn else f"app/{ctx.name}/{_hex(ctx.name, n=16)}"
+    )
     arn = ctx.arn("elasticloadbalancing", f"listener/{lb}/{_hex(ctx.name, 'l', n=16)}")
     return {"id": arn, "arn": arn}
 

@@ -309,3 +309,17 @@ def test_an_existing_topic_arn_is_notified_and_alarms_can_be_switched_off(run) -
     }
     mapping[OBS]["alarms"] = {"enabled": False}
     assert registered(run("prod", mapping)).of_type(ALARM) == []
+
+
+def test_the_addon_workload_catalogue_invents_no_requests() -> None:
+    """The rehearsal/capacity data: what AWS documents about the add-on's pods, nothing made up."""
+    from components.config.observability import NAMESPACE, OBSERVABILITY_WORKLOADS
+
+    assert NAMESPACE == "hyperpod-observability"
+    assert [w.selector for w in OBSERVABILITY_WORKLOADS] == [
+        "control-plane=hyperpod-observability-controller-manager",
+        "app.kubernetes.io/name=hyperpod-node-collector",
+        "central-collector",
+    ]
+    assert all(w.requests is None for w in OBSERVABILITY_WORKLOADS), "AWS publishes no requests: keep them unknown"
+    assert all("hyperpod-observability-addon-troubleshooting" in w.source for w in OBSERVABILITY_WORKLOADS)

@@ -22,6 +22,7 @@ Defaults are secure per environment: everything on everywhere; longer retention 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
@@ -43,6 +44,48 @@ ADDON_MINIMUM = "v1.0.5-eksbuild.1"
 ADDON_DEFAULT = "v1.0.5-eksbuild.1"
 NAMESPACE = "hyperpod-observability"
 SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
+
+
+@dataclass(frozen=True)
+class AddonWorkload:
+    """One workload the observability add-on runs, for the deploy-rehearsal and capacity checks.
+
+    ``requests`` is None where AWS publishes none (UNCONFIRMED until read from a live cluster with
+    ``kubectl -n hyperpod-observability get deploy,ds -o yaml``); ``kind`` is inferred where marked.
+    """
+
+    selector: str
+    kind: Literal["Deployment", "DaemonSet"]
+    placement: str
+    source: str
+    kind_confirmed: bool = False
+    requests: dict[str, str] | None = None
+
+
+_TROUBLESHOOTING = "AWS docs hyperpod-observability-addon-troubleshooting"
+# What AWS documents about the add-on's pods (all in NAMESPACE). Tolerations: from v1.0.5-eksbuild.1 the
+# add-on adds the Restricted Instance Group toleration itself (same page, "Taint tolerations").
+OBSERVABILITY_WORKLOADS: tuple[AddonWorkload, ...] = (
+    AddonWorkload(
+        "control-plane=hyperpod-observability-controller-manager",
+        "Deployment",
+        "any schedulable node (needs nodes: the add-on stays CREATING without them)",
+        f"{_TROUBLESHOOTING}, 'Review manager logs'",
+    ),
+    AddonWorkload(
+        "app.kubernetes.io/name=hyperpod-node-collector",
+        "DaemonSet",
+        "every node (restricted nodes included)",
+        f"{_TROUBLESHOOTING}, 'DNS resolution failures' / 'node collector pods are running on restricted nodes'",
+    ),
+    AddonWorkload(
+        "central-collector",
+        "Deployment",
+        "one per network boundary (clusters with restricted instance groups)",
+        f"{_TROUBLESHOOTING}, 'Check the central collector deployments'",
+        kind_confirmed=True,
+    ),
+)
 
 MetricLevel = Literal["DISABLED", "BASIC", "ADVANCED"]
 LogRetention = int

@@ -71,6 +71,10 @@ class IngressAlbArgs:
     namespaces: Mapping[str, pulumi.Resource] = field(
         default_factory=dict, metadata={"doc": "Namespace name -> the Namespace this package creates."}
     )
+    web_acl_arn: pulumi.Input[str] | None = field(
+        default=None,
+        metadata={"doc": "The WebACL the stack created (components/web_acl.py); else ingress.wafWebAclArn."},
+    )
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -217,10 +221,9 @@ class IngressAlb(pulumi.ComponentResource):
                 opts=child,
             )
 
-        if cfg.waf_web_acl_arn is not None:
-            aws.wafv2.WebAclAssociation(
-                f"{name}-waf", resource_arn=alb.arn, web_acl_arn=cfg.waf_web_acl_arn, opts=child
-            )
+        web_acl_arn = args.web_acl_arn if args.web_acl_arn is not None else cfg.waf_web_acl_arn
+        if web_acl_arn is not None:
+            aws.wafv2.WebAclAssociation(f"{name}-waf", resource_arn=alb.arn, web_acl_arn=web_acl_arn, opts=child)
 
         self.dns_name = alb.dns_name
         self.zone_id = alb.zone_id

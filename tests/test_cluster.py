@@ -222,6 +222,7 @@ POD_ADDONS = {
     "aws-fsx-csi-driver",
     "aws-mountpoint-s3-csi-driver",
     "amazon-sagemaker-hyperpod-inference",
+    "amazon-sagemaker-hyperpod-observability",  # collectors and exporters run as pods (docs/edge-and-observability.md)
 }
 NODELESS_OK_ADDONS = {"eks-pod-identity-agent"}
 

@@ -261,7 +261,12 @@ def _target_group(ctx: MockContext) -> dict[str, Any]:
 
 
 def _listener(ctx: MockContext) -> dict[str, Any]:
-    arn = ctx.arn("elasticloadbalancing", f"listener/app/{ctx.name}/{_hex(ctx.name, n=16)}/{_hex(ctx.name, 'l', n=16)}")
+    # Like AWS: listener/app/<lb-name>/<lb-id>/<listener-id>, the load balancer's part taken from its ARN.
+    lb_arn = str(ctx.inputs.get("loadBalancerArn") or "")
+    lb = (
+        lb_arn.split(":loadbalancer/", 1)[1] if ":loadbalancer/" in lb_arn else f"app/{ctx.name}/{_hex(ctx.name, n=16)}"
+    )
+    arn = ctx.arn("elasticloadbalancing", f"listener/{lb}/{_hex(ctx.name, 'l', n=16)}")
     return {"id": arn, "arn": arn}
 
 
@@ -307,7 +312,27 @@ def _eks_access_entry(ctx: MockContext) -> dict[str, Any]:
 
 
 # type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
+def _amp_workspace(ctx: MockContext) -> dict[str, Any]:
+    """AMP: id ``ws-<uuid>``, endpoint ``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/``."""
+    h = _hex(ctx.name, n=32)
+    ws = f"ws-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    return {
+        "id": ws,
+        "arn": f"arn:aws:aps:{ctx.region}:{ACCOUNT_ID}:workspace/{ws}",
+        "prometheusEndpoint": f"https://aps-workspaces.{ctx.region}.amazonaws.com/workspaces/{ws}/",
+    }
+
+
+def _log_group(ctx: MockContext) -> dict[str, Any]:
+    """CloudWatch Logs: ``arn:aws:logs:<region>:<account>:log-group:<name>`` (the provider drops ``:*``)."""
+    prefix = ctx.inputs.get("namePrefix")
+    name = ctx.inputs.get("name") or (f"{prefix}{_hex(ctx.name, n=8)}" if prefix else ctx.physical_name)
+    return {"id": name, "name": name, "arn": f"arn:aws:logs:{ctx.region}:{ACCOUNT_ID}:log-group:{name}"}
+
+
 OUTPUTS: dict[str, OutputFn] = {
+    "aws:cloudwatch/logGroup:LogGroup": _log_group,
+    "aws:amp/workspace:Workspace": _amp_workspace,
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _subnet,
     "aws:ec2/securityGroup:SecurityGroup": _ec2("sg"),

@@ -149,6 +149,128 @@ class RouteConfig(Model):
         return self.host is None and self.path is None
 
 
+# --- waf ------------------------------------------------------------------------------------------------
+# AWS WAF facts the defaults rely on (AWS WAF developer guide):
+# - "Rate-based rule high-level settings": evaluation window 60, 120, 300 or 600 seconds (300 default);
+#   the lowest rate limit is 10. Max limit 2,000,000,000 (API_RateBasedStatement, Limit).
+# - "Rate-based rule aggregation options": with CUSTOM_KEYS, a request that lacks one of the keys (e.g. no
+#   Authorization header) is not counted and not rate-limited — hence the always-on per-IP rule.
+# - "Baseline rule groups" (aws-managed-rule-groups-baseline): AWSManagedRulesCommonRuleSet's
+#   SizeRestrictions_BODY matches request bodies over 8 KB (8,192 bytes); API_Body: for an ALB the body
+#   AWS WAF inspects is fixed at 8 KB. LLM prompts are routinely larger, so that rule is set to count.
+RATE_WINDOWS: tuple[int, ...] = (60, 120, 300, 600)
+WAF_LOG_PREFIX = "aws-waf-logs-"  # AWS WAF "Sending logs to CloudWatch Logs": the group name must start so
+# Header names a per-caller budget may key on: HTTP token syntax, lower-case (WAF matches header names
+# case-insensitively; lower-case keeps the rendered rule stable).
+HEADER_NAME = r"^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$"
+
+
+class RateLimitConfig(Model):
+    """One rate-based rule: ``limit`` requests per ``evaluationWindowSec`` per aggregation instance."""
+
+    limit: int = Field(ge=10, le=2_000_000_000, description="Requests per evaluation window (WAF minimum 10).")
+    evaluation_window_sec: int = Field(
+        default=300,
+        description="Seconds WAF looks back when counting: 60, 120, 300 (default) or 600.",
+        json_schema_extra={"enum": list(RATE_WINDOWS)},
+    )
+
+    @field_validator("evaluation_window_sec")
+    @classmethod
+    def _window(cls, value: int) -> int:
+        if value not in RATE_WINDOWS:
+            raise ValueError(f"{value} is not a WAFv2 evaluation window; allowed: 60, 120, 300, 600 (seconds)")
+        return value
+
+
+class CallerRateLimitConfig(RateLimitConfig):
+    """A per-caller budget: requests are counted per (client IP, value of ``header``)."""
+
+    header: str = Field(
+        pattern=HEADER_NAME,
+        description="Request header identifying the caller, lower-case (e.g. authorization, x-api-key).",
+    )
+
+
+class WafConfig(Model):
+    """The WebACL this stack creates for the ALB (``ingress.waf``).
+
+    Default: created for an internet-facing ALB, not for an internal one, and never together with
+    ``ingress.wafWebAclArn`` (an ALB is associated with at most one WebACL).
+    """
+
+    enabled: bool | None = Field(
+        default=None,
+        description="Create and associate a WebACL. Default: true for internet-facing (unless wafWebAclArn is "
+        "set), false for internal.",
+    )
+    rate_limit: RateLimitConfig = Field(
+        default_factory=lambda: RateLimitConfig(limit=1000, evaluation_window_sec=300),
+        description="Per client IP budget; always on (it also covers requests without the caller header).",
+    )
+    caller_rate_limit: CallerRateLimitConfig | None = Field(
+        default=None,
+        description="Optional per-caller budget keyed by client IP and a request header; its limit must not "
+        "exceed the per-IP limit over the same time.",
+    )
+    ip_reputation: bool = Field(
+        default=True, description="Add AWSManagedRulesAmazonIpReputationList (known malicious sources)."
+    )
+    log_retention_days: int = Field(
+        default=90,
+        description="CloudWatch Logs retention of the aws-waf-logs-* group (a CloudWatch Logs retention value).",
+    )
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        return _log_retention(value)
+
+
+# CloudWatch Logs accepts only these retention values (API_PutRetentionPolicy, retentionInDays).
+LOG_RETENTION_DAYS: tuple[int, ...] = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+
+
+def _log_retention(value: int) -> int:
+    if value not in LOG_RETENTION_DAYS:
+        raise ValueError(
+            f"{value} is not a CloudWatch Logs retention; allowed: {', '.join(map(str, LOG_RETENTION_DAYS))}"
+        )
+    return value
+
+
+def waf_enabled(ing: IngressConfig) -> bool:
+    """Whether the stack creates its own WebACL for the ALB (see :class:`WafConfig`)."""
+    if not ing.enabled:
+        return False
+    if ing.waf.enabled is not None:
+        return ing.waf.enabled
+    return ing.scheme == "internet-facing" and ing.waf_web_acl_arn is None
+
+
 class IngressConfig(Model):
     """The ALB front door. Disabled unless ``enabled: true``."""
 
@@ -182,8 +304,11 @@ class IngressConfig(Model):
     )
     deletion_protection: bool | None = Field(default=None, description="Default: true in prod, false elsewhere.")
     waf_web_acl_arn: str | None = Field(
-        default=None, pattern=r"^arn:aws[a-z-]*:wafv2:[a-z0-9-]+:[0-9]{12}:regional/webacl/.+$"
+        default=None,
+        pattern=r"^arn:aws[a-z-]*:wafv2:[a-z0-9-]+:[0-9]{12}:regional/webacl/.+$",
+        description="An existing regional WebACL to associate instead of the one `waf` creates.",
     )
+    waf: WafConfig = Field(default_factory=WafConfig, description="The WebACL this stack creates (see waf.enabled).")
     access_log_retention_days: int = Field(default=90, ge=1, le=3650)
     authentication: Literal["oidc", "cognito", "none"] = "oidc"
     oidc: OidcConfig | None = None
@@ -324,7 +449,27 @@ def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     if len(cfg.network.az_ids) < 2:
         yield ConfigIssue("network.availabilityZoneIds", "an ALB needs subnets in at least two availability zones")
 
+    yield from _waf_checks(cfg)
     yield from _route_checks(cfg)
+
+
+def _waf_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    ing = cfg.ingress
+    if ing.waf.enabled and ing.waf_web_acl_arn is not None:
+        yield ConfigIssue(
+            "ingress.waf.enabled",
+            "true together with ingress.wafWebAclArn; an ALB takes one WebACL: remove one of them",
+        )
+    caller = ing.waf.caller_rate_limit
+    if caller is not None:
+        per_ip = ing.waf.rate_limit
+        # Compare budgets per second: the caller budget is a subset of the client IP's traffic.
+        if caller.limit / caller.evaluation_window_sec > per_ip.limit / per_ip.evaluation_window_sec:
+            yield ConfigIssue(
+                "ingress.waf.callerRateLimit.limit",
+                f"{caller.limit} per {caller.evaluation_window_sec}s exceeds the per-IP budget "
+                f"({per_ip.limit} per {per_ip.evaluation_window_sec}s) and would never apply; lower it",
+            )
 
 
 def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:

@@ -194,7 +194,10 @@ def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
     assert "inference-operator-addon  [amazon-sagemaker-hyperpod-inference v2.0.0-eksbuild.2]" in out
     assert "front-door-alb  [internet-facing]" in out
     assert "kv-cache-rg  [valkey 8.0, cache.r7g.xlarge x3 (1 primary + 2 replicas)] (protected)" in out
-    assert "eks-cluster  [Kubernetes 1.33, API endpoint private; vpc-cni v1.20.0-eksbuild.1" in out
+    assert (
+        "eks-cluster  [Kubernetes 1.35, API endpoint private; vpc-cni v1.20.0-eksbuild.1, kube-proxy v1.35.0-eksbuild.2]"
+        in out
+    )
 
 
 def test_tree_order_is_stable_and_sorted(capsys) -> None:

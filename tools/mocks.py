@@ -43,6 +43,21 @@ def unwrap_secrets(value: Any) -> Any:
     return value
 
 
+def _refs(value: Any) -> Any:
+    """Resource-reference inputs (e.g. pulumi-eks's ``clusterSecurityGroup``) as plain data.
+
+    The mock monitor deserializes a resource reference into the SDK's resource object; the graph keeps a
+    JSON- and copy-safe marker with its type token instead (the dependency itself is in ``dependencies``).
+    """
+    if isinstance(value, pulumi.Resource):
+        return {"resourceReference": getattr(type(value), "pulumi_type", type(value).__name__)}
+    if isinstance(value, dict):
+        return {k: _refs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_refs(v) for v in value]
+    return value
+
+
 def _ints(value: Any) -> Any:
     """Inputs cross a protobuf Struct, so integers arrive as floats; give them back as ints."""
     if isinstance(value, float) and value.is_integer():
@@ -246,7 +261,12 @@ def _target_group(ctx: MockContext) -> dict[str, Any]:
 
 
 def _listener(ctx: MockContext) -> dict[str, Any]:
-    arn = ctx.arn("elasticloadbalancing", f"listener/app/{ctx.name}/{_hex(ctx.name, n=16)}/{_hex(ctx.name, 'l', n=16)}")
+    # Like AWS: listener/app/<lb-name>/<lb-id>/<listener-id>, the load balancer's part taken from its ARN.
+    lb_arn = str(ctx.inputs.get("loadBalancerArn") or "")
+    lb = (
+        lb_arn.split(":loadbalancer/", 1)[1] if ":loadbalancer/" in lb_arn else f"app/{ctx.name}/{_hex(ctx.name, n=16)}"
+    )
+    arn = ctx.arn("elasticloadbalancing", f"listener/{lb}/{_hex(ctx.name, 'l', n=16)}")
     return {"id": arn, "arn": arn}
 
 
@@ -292,7 +312,27 @@ def _eks_access_entry(ctx: MockContext) -> dict[str, Any]:
 
 
 # type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
+def _amp_workspace(ctx: MockContext) -> dict[str, Any]:
+    """AMP: id ``ws-<uuid>``, endpoint ``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/``."""
+    h = _hex(ctx.name, n=32)
+    ws = f"ws-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    return {
+        "id": ws,
+        "arn": f"arn:aws:aps:{ctx.region}:{ACCOUNT_ID}:workspace/{ws}",
+        "prometheusEndpoint": f"https://aps-workspaces.{ctx.region}.amazonaws.com/workspaces/{ws}/",
+    }
+
+
+def _log_group(ctx: MockContext) -> dict[str, Any]:
+    """CloudWatch Logs: ``arn:aws:logs:<region>:<account>:log-group:<name>`` (the provider drops ``:*``)."""
+    prefix = ctx.inputs.get("namePrefix")
+    name = ctx.inputs.get("name") or (f"{prefix}{_hex(ctx.name, n=8)}" if prefix else ctx.physical_name)
+    return {"id": name, "name": name, "arn": f"arn:aws:logs:{ctx.region}:{ACCOUNT_ID}:log-group:{name}"}
+
+
 OUTPUTS: dict[str, OutputFn] = {
+    "aws:cloudwatch/logGroup:LogGroup": _log_group,
+    "aws:amp/workspace:Workspace": _amp_workspace,
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _subnet,
     "aws:ec2/securityGroup:SecurityGroup": _ec2("sg"),
@@ -338,9 +378,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         inputs = _ints(dict(args.inputs))
-        self.resources.append((args.typ, args.name, inputs))
-        self.inputs_by_key[(args.typ, args.name)] = inputs
-        ctx = MockContext(self.region, args.typ, args.name, inputs)
+        recorded = _refs(inputs)  # the state echoes the objects (the SDK type-checks them); the graph keeps data
+        self.resources.append((args.typ, args.name, recorded))
+        self.inputs_by_key[(args.typ, args.name)] = recorded
+        ctx = MockContext(self.region, args.typ, args.name, recorded)
         fn = OUTPUTS.get(args.typ)
         if fn is not None:
             extra = fn(ctx)
@@ -399,7 +440,7 @@ class GraphMonitor(MockMonitor):
         # The mock monitor has just deserialized these inputs for new_resource; reuse them (deserializing
         # twice doubled the per-resource cost of large custom resources).
         known = self.recording.inputs_by_key.get((request.type, request.name))
-        inputs = known if known is not None else _ints(rpc.deserialize_properties(request.object))
+        inputs = known if known is not None else _refs(_ints(rpc.deserialize_properties(request.object)))
         timeouts = {}
         if request.HasField("customTimeouts"):
             ct = request.customTimeouts
@@ -413,7 +454,7 @@ class GraphMonitor(MockMonitor):
                 custom=bool(request.custom),
                 parent=request.parent or None,
                 inputs=inputs,
-                outputs=_ints(dict(reg.state)) if reg is not None else {},
+                outputs=_refs(_ints(dict(reg.state))) if reg is not None else {},
                 dependencies=list(request.dependencies),
                 property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
                 protect=bool(request.protect),

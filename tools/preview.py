@@ -100,13 +100,14 @@ def _hyperpod_properties(i: dict[str, Any]) -> str:
 
 
 def _eks_properties(i: dict[str, Any]) -> str:
-    core = [
-        f"vpc-cni {(i.get('vpcCniOptions') or {}).get('addonVersion', 'default')}",
-        f"kube-proxy {(i.get('kubeProxyAddonOptions') or {}).get('version', 'default')}",
-        f"coredns {(i.get('corednsAddonOptions') or {}).get('version', 'default')}",
-    ]
+    pins = (
+        ("vpc-cni", "vpcCniOptions", "addonVersion"),
+        ("kube-proxy", "kubeProxyAddonOptions", "version"),
+        ("coredns", "corednsAddonOptions", "version"),
+    )
+    core = [f"{name} {(i.get(key) or {}).get(field)}" for name, key, field in pins if (i.get(key) or {}).get(field)]
     access = "public+private" if i.get("endpointPublicAccess") else "private"
-    return f"Kubernetes {i.get('version')}, API endpoint {access}; " + ", ".join(core)
+    return f"Kubernetes {i.get('version')}, API endpoint {access}" + (f"; {', '.join(core)}" if core else "")
 
 
 def _helm_properties(i: dict[str, Any]) -> str:

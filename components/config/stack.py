@@ -13,6 +13,7 @@ from .gateway import GatewayConfig
 from .ingress import IngressConfig
 from .kvcache import KvCacheConfig
 from .network import NetworkConfig
+from .observability import ObservabilityConfig
 from .operator import OperatorConfig
 
 Environment = Literal["dev", "staging", "prod"]
@@ -37,6 +38,7 @@ class StackConfig(Model):
     ingress: IngressConfig = Field(default_factory=IngressConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     endpoints: list[EndpointConfig] = Field(default_factory=list)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every AWS resource that takes tags.")
     allow_replacement: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list,

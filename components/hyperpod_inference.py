@@ -16,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from .config import StackConfig
+from .config.global_gateway import member_export
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
 from .hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
@@ -243,6 +244,8 @@ class HyperPodInference(pulumi.ComponentResource):
             self._export("frontDoorUrl", front_door.url)
             self._export("frontDoorAlbDnsName", front_door.dns_name)
 
+        # What a global stack (hyperpod-inference:role: global) reads from this one, see docs/multi-region.md.
+        self._export("globalGatewayMember", {**member_export(cfg), "clusterArn": hyperpod.cluster_arn})
         self._export("environment", cfg.environment)
         self._export("vpcId", network.vpc_id)
         self._export("privateSubnetIds", network.private_subnet_ids)

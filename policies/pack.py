@@ -15,10 +15,11 @@ from pulumi_policy import EnforcementLevel, Policy
 
 from .baselines import BASELINE_POLICIES
 from .endpoint_policies import ENDPOINT_POLICIES
+from .global_policies import GLOBAL_POLICIES
 
 PACK_NAME = "hyperpod-inference"
 
 # The pack-wide fallback for a policy without its own level (every policy here sets one).
 PACK_ENFORCEMENT = EnforcementLevel.ADVISORY
 
-POLICIES: list[Policy] = [*ENDPOINT_POLICIES, *BASELINE_POLICIES]
+POLICIES: list[Policy] = [*ENDPOINT_POLICIES, *BASELINE_POLICIES, *GLOBAL_POLICIES]

@@ -261,8 +261,11 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
     def _info(self, message: str) -> None:
         (self._log or pulumi.log.info)(message)
 
-    def _call(self, region: str, operation: str, **params: Any) -> Any:
-        """One API call: throttling/conflicts retried with backoff, errors turned into one message."""
+    def _call(self, region: str, operation: str, *, missing_ok: bool = False, **params: Any) -> Any:
+        """One API call: throttling/conflicts retried with backoff, errors turned into one message.
+
+        ``missing_ok``: a ResourceNotFound answer returns None instead of raising.
+        """
         method = getattr(self._client(region), _snake(operation))
         delay = 1.0
         for attempt in range(MAX_RETRIES + 1):
@@ -270,6 +273,8 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
                 return method(**params)
             except ClientError as err:
                 code = _code(err)
+                if missing_ok and code in NOT_FOUND_CODES:
+                    return None
                 if code in THROTTLING_CODES and attempt < MAX_RETRIES:
                     self._info(f"{operation}: {code}, retrying in {delay:g}s")
                     self._wait(delay)
@@ -298,15 +303,10 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         return GatewayError(f"{operation} failed ({code}): {message}")
 
     def _describe(self, region: str, identifier: str) -> DescribeResponse | None:
-        try:
-            response: DescribeResponse = self._client(region).describe_global_inference_gateway(Identifier=identifier)
-            return response
-        except ClientError as err:
-            if _code(err) in NOT_FOUND_CODES:
-                return None
-            if _code(err) in THROTTLING_CODES:
-                return self._call(region, "DescribeGlobalInferenceGateway", Identifier=identifier)  # type: ignore[no-any-return]
-            raise self._error("DescribeGlobalInferenceGateway", {"Identifier": identifier}, err) from None
+        response: DescribeResponse | None = self._call(
+            region, "DescribeGlobalInferenceGateway", missing_ok=True, Identifier=identifier
+        )
+        return response
 
     def _deadline(self, props: Mapping[str, Any]) -> float:
         return self._now() + float(props.get("waitTimeoutSeconds") or DEFAULT_TIMEOUT_SECONDS)

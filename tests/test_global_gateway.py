@@ -12,7 +12,7 @@ import json
 import re
 import typing
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -214,7 +214,7 @@ def describe(status: str, **extra: Any) -> dict[str, Any]:
         "Name": "hpi-global",
         "ExecutionRoleArn": ROLE,
         "Status": status,
-        "CreationTime": datetime(2026, 12, 1, tzinfo=timezone.utc),
+        "CreationTime": datetime(2026, 12, 1, tzinfo=UTC),
         **extra,
     }
 
@@ -549,7 +549,7 @@ def test_reference_global_stack_file_parses() -> None:
 )
 def test_weights_rules_reject(weights: dict[str, Any], expected: str) -> None:
     found = issues(routing={"weights": weights})
-    assert any(f"hyperpod-inference:routing.weights: " in i and expected in i for i in found), found
+    assert any("hyperpod-inference:routing.weights: " in i and expected in i for i in found), found
 
 
 @pytest.mark.parametrize(

@@ -1138,3 +1138,31 @@ def test_preflight_entry_point_delegates_global_stacks(monkeypatch: pytest.Monke
     monkeypatch.setattr(preflight_global, "preflight_global", lambda stack, **kw: calls.append(stack) or 0)
     assert preflight.preflight("global", console=Console(record=True)) == 0
     assert calls == ["global"]
+
+
+@pytest.mark.parametrize("env", ["prod", "dev"])
+def test_offline_engine_matches_the_cli_analyzer_on_a_broken_gateway(global_run: StackRun, env: str) -> None:
+    """The analyzer servicer the CLI talks to (props proxied read-only, numbers as floats) agrees."""
+    from tests.test_policies import _analyzer_results
+
+    broken = _with_member(
+        _with_member(gateway_reg(global_run), 0, clusterArn=OTHER_ACCOUNT, jwtRequired=False),
+        1,
+        gatewayEnabled=False,
+    )
+    broken = _with(
+        broken,
+        routingWeights={"kvHeadroom": 0, "queueDepth": 0, "regionProximity": 0, "errorRate": 0},
+        environment="prod",
+    )
+    opt_in = _with_member(
+        _with(gateway_reg(global_run), members=gateway_reg(global_run).inputs["members"][:1]),
+        0,
+        region="me-south-1",
+        clusterArn="arn:aws:sagemaker:me-south-1:123456789012:cluster/0123456789ab",
+    )
+    opt_in = dataclasses.replace(opt_in, urn=opt_in.urn + "-2", name="global-gateway-2")
+    regs = [broken, opt_in]
+    offline = {(r.level, r.policy, r.resource_type, r.resource_name) for r in evaluate(POLICIES, regs, env)}
+    assert offline == _analyzer_results(regs, env)
+    assert {policy for _, policy, _, _ in offline} == {p.name for p in gp.GLOBAL_POLICIES}

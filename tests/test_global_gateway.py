@@ -1166,3 +1166,18 @@ def test_offline_engine_matches_the_cli_analyzer_on_a_broken_gateway(global_run:
     offline = {(r.level, r.policy, r.resource_type, r.resource_name) for r in evaluate(POLICIES, regs, env)}
     assert offline == _analyzer_results(regs, env)
     assert {policy for _, policy, _, _ in offline} == {p.name for p in gp.GLOBAL_POLICIES}
+
+
+def test_global_schema_file_is_current_and_accepts_the_reference_stack() -> None:
+    import jsonschema
+    import yaml
+
+    from components.config.global_gateway import GLOBAL_SCHEMA_PATH, global_stack_schema
+
+    schema = json.loads(GLOBAL_SCHEMA_PATH.read_text(encoding="utf-8"))
+    assert schema == global_stack_schema(), "regenerate with components.config.global_gateway.write_global_schema()"
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.global.yaml").read_text())
+    jsonschema.validate(doc, schema)
+    doc["config"]["hyperpod-inference:bogus"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema)

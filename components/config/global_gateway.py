@@ -14,6 +14,7 @@ before the gateway, its role or its policy is registered. The rules themselves l
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
@@ -234,3 +235,46 @@ def member_export(cfg: StackConfig) -> dict[str, Any]:
         "jwtRequired": bool(cfg.gateway.enabled and isinstance(auth, dict) and auth.get("jwt")),
         "environment": cfg.environment,
     }
+
+
+GLOBAL_SCHEMA_PATH = Path(__file__).resolve().parents[2] / "stacks" / "global.schema.json"
+
+
+def global_stack_schema() -> dict[str, Any]:
+    """JSON Schema of a global stack file (editors: ``# yaml-language-server: $schema=global.schema.json``)."""
+    model = GlobalStackConfig.model_json_schema(by_alias=True, mode="validation")
+    defs = model.pop("$defs", {})
+    props = {f"{PROJECT}:{k}": v for k, v in model["properties"].items() if k in GLOBAL_CONFIG_KEYS}
+    props["aws:region"] = {
+        "type": "string",
+        "description": "The Region of the Global Inference Gateway's API.",
+        "pattern": r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$",
+    }
+    required = ["aws:region", *(f"{PROJECT}:{k}" for k in model.get("required", []) if k in GLOBAL_CONFIG_KEYS)]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"{PROJECT} global stack file",
+        "type": "object",
+        "properties": {
+            "config": {
+                "type": "object",
+                "properties": props,
+                "required": required,
+                "propertyNames": {"anyOf": [{"enum": sorted(props)}, {"not": {"pattern": f"^{PROJECT}:"}}]},
+                "additionalProperties": True,
+            },
+            "secretsprovider": {"type": "string"},
+            "encryptedkey": {"type": "string"},
+            "encryptionsalt": {"type": "string"},
+        },
+        "$defs": defs,
+    }
+
+
+def write_global_schema() -> Path:
+    """Regenerate ``stacks/global.schema.json``: ``python -c "from components.config.global_gateway import
+    write_global_schema; write_global_schema()"``."""
+    import json
+
+    GLOBAL_SCHEMA_PATH.write_text(json.dumps(global_stack_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return GLOBAL_SCHEMA_PATH

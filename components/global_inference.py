@@ -159,6 +159,8 @@ class GlobalInference(pulumi.ComponentResource):
                 "accountId": identity.account_id,
                 "partition": partition,
                 "waitTimeoutSeconds": cfg.wait_timeout_minutes * 60,
+                # boto3 in the provider does not see the aws provider's config; pass the profile on
+                "awsProfile": pulumi.Config("aws").get("profile"),
             },
             opts=pulumi.ResourceOptions(
                 parent=self,

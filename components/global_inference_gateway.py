@@ -234,6 +234,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         self._log = log
         self._poll = poll_seconds
         self._clients: dict[str, Any] = {}
+        self._profile: str | None = None
 
     # plumbing
 
@@ -249,8 +250,15 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
             else:
                 import boto3
 
-                self._clients[region] = boto3.client("sagemaker", region_name=region)
+                # The process's credential chain, or the stack's `aws:profile` (passed as the awsProfile input).
+                session = boto3.Session(profile_name=self._profile) if self._profile else boto3.Session()
+                self._clients[region] = session.client("sagemaker", region_name=region)
         return self._clients[region]
+
+    def _use(self, props: Mapping[str, Any]) -> str:
+        """The API Region of these props; also picks up their ``awsProfile``."""
+        self._profile = props.get("awsProfile") or None
+        return str(props["region"])
 
     def _now(self) -> float:
         return (self._clock or time.monotonic)()
@@ -290,11 +298,17 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
                 f"access denied: the credentials running `pulumi up` need IAM action sagemaker:{operation} "
                 f"(and iam:PassRole on the execution role for create): {message}"
             )
-        if code == "ResourceInUse":
+        if code == "ResourceInUse" and operation == "CreateGlobalInferenceGateway":
             return GatewayError(
                 f"{operation}: resource in use — the name {params.get('Name')!r} is taken in this account and "
                 f"Region, or a member gateway already belongs to another global inference gateway "
-                f"(`aws sagemaker list-inference-gateways` on each global gateway finds it): {message}"
+                f"(`python -m tools.preflight --stack <global stack>` finds which): {message}"
+            )
+        if code == "ResourceInUse":
+            member = f"{params.get('Namespace')}/{params.get('Name')} on {params.get('ClusterArn')}"
+            return GatewayError(
+                f"{operation}: resource in use — gateway {member} already belongs to another global inference "
+                f"gateway; remove it there first: {message}"
             )
         if code in THROTTLING_CODES:
             return GatewayError(f"{operation}: still throttled after {MAX_RETRIES} retries: {message}")
@@ -383,7 +397,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
     # CRUD
 
     def create(self, props: dict[str, Any]) -> dynamic.CreateResult:
-        region = str(props["region"])
+        region = self._use(props)
         request = create_request(props, client_token(props))
         self._info(
             f"creating global inference gateway {request['Name']} in {region} ({len(request['Gateways'])} members)"
@@ -393,7 +407,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         return dynamic.CreateResult(gw["Id"], self._outs(props, gw))
 
     def read(self, id_: str, props: dict[str, Any]) -> dynamic.ReadResult:
-        gw = self._describe(str(props["region"]), id_)
+        gw = self._describe(self._use(props), id_)
         if gw is None:
             return dynamic.ReadResult("", {})  # deleted outside Pulumi: the engine drops it
         return dynamic.ReadResult(gw["Id"], self._outs(props, gw))
@@ -414,7 +428,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         )
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
-        region = str(news["region"])
+        region = self._use(news)
         if weights_shape(olds.get("routingWeights")) != weights_shape(news.get("routingWeights")):
             self._info(f"updating routing weights of {news['name']}")
             self._call(region, "UpdateGlobalInferenceGateway", **update_request(id_, news))
@@ -443,7 +457,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         return dynamic.UpdateResult(self._outs(news, gw))
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
-        region = str(props["region"])
+        region = self._use(props)
         self._info(f"deleting global inference gateway {props.get('name', id_)}")
         self._call(region, "DeleteGlobalInferenceGateway", Identifier=id_)
         deadline, started = self._deadline(props), self._now()
@@ -478,7 +492,7 @@ class GlobalInferenceGateway(dynamic.Resource):
 
     ``name``, ``region`` (of the API), ``executionRoleArn``, ``members`` (``stack``, ``name``, ``namespace``,
     ``clusterArn``, ``region``, ``jwtRequired``, ``gatewayEnabled``), ``routingWeights`` (or None),
-    ``tags``, ``environment``, ``accountId``, ``partition``, ``waitTimeoutSeconds``.
+    ``tags``, ``environment``, ``accountId``, ``partition``, ``waitTimeoutSeconds``, ``awsProfile`` (or None).
     """
 
     arn: pulumi.Output[str]

@@ -278,6 +278,7 @@ def test_create_resource_in_use_is_one_clear_error(rig: Rig) -> None:
         rig.provider.create(dict(PROPS))
     assert "resource in use" in str(err.value)
     assert "'hpi-global' is taken" in str(err.value)
+    assert "tools.preflight" in str(err.value)
     assert "already belongs to another global inference gateway" in str(err.value)
 
 
@@ -435,7 +436,12 @@ def test_update_member_failed_reports_the_reason(rig: Rig) -> None:
 def test_update_member_in_use(rig: Rig) -> None:
     member_c = {**MEMBER_B, "clusterArn": CLUSTER_B.replace("0123", "9999")}
     rig.stub.add_client_error("add_inference_gateway", service_error_code="ResourceInUse", service_message="member")
-    with pytest.raises(GatewayError, match="AddInferenceGateway: resource in use"):
+    with pytest.raises(
+        GatewayError,
+        match="AddInferenceGateway: resource in use — gateway hyperpod-inference-system/inference-gateway on "
+        + re.escape(member_c["clusterArn"])
+        + " already belongs to another global inference gateway",
+    ):
         rig.provider.update(GW_ID, dict(PROPS), {**PROPS, "members": [MEMBER_A, MEMBER_B, member_c]})
 
 
@@ -656,6 +662,7 @@ def test_global_stack_registers_the_gateway_role_and_invoke_policy(global_run: S
         "managed-by": "pulumi",
     }
     assert "__provider" in inputs  # the pickled provider travels with the resource
+    assert "awsProfile" not in inputs  # no aws:profile: nothing sent, the provider uses the default chain
 
 
 def test_global_stack_exports_and_invoke_policy(global_run: StackRun) -> None:
@@ -1181,3 +1188,13 @@ def test_global_schema_file_is_current_and_accepts_the_reference_stack() -> None
     doc["config"]["hyperpod-inference:bogus"] = 1
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, schema)
+
+
+def test_stack_aws_profile_reaches_the_provider(run: Any) -> None:
+    mapping = stack_mapping("global")
+    mapping["aws:profile"] = "inference-admin"
+    result = registered(run("global", mapping))
+    assert gateway_reg(result).inputs["awsProfile"] == "inference-admin"
+    provider = GlobalInferenceGatewayProvider()
+    assert provider._use({**PROPS, "awsProfile": "inference-admin"}) == "us-east-1"
+    assert provider._profile == "inference-admin"

@@ -137,6 +137,10 @@ class GatewayError(Exception):
     """One clear, actionable message for a failed Global Inference Gateway operation."""
 
 
+class GatewayFailed(GatewayError):
+    """The gateway reached status FAILED (the message carries AWS's FailureReason)."""
+
+
 # --- props -> API requests ------------------------------------------------------------------------------
 
 
@@ -193,10 +197,14 @@ def member_request(gateway_id: str, member: Mapping[str, Any]) -> MemberRequest:
     )
 
 
-def client_token(props: Mapping[str, Any]) -> str:
-    """Deterministic per (name, members): a retried create of the same gateway is idempotent."""
-    seed = "|".join([str(props["name"]), *sorted("/".join(member_key(m)) for m in props["members"])])
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"hyperpod-inference:global-gateway:{seed}"))
+def client_token() -> str:
+    """A fresh token per create: every retry of that one create (botocore's and this provider's) reuses it.
+
+    Not derived from the inputs: a gateway destroyed and created again with the same inputs must not hit
+    an idempotency window of the old request. Across separate ``pulumi up`` runs the unique name guards
+    against duplicates (ResourceInUse).
+    """
+    return str(uuid.uuid4())
 
 
 # --- the provider ---------------------------------------------------------------------------------------
@@ -226,6 +234,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         clock: Callable[[], float] | None = None,
         log: Callable[[str], None] | None = None,
         poll_seconds: float = POLL_SECONDS,
+        token: Callable[[], str] | None = None,
     ) -> None:
         super().__init__()
         self._client_factory = client_factory
@@ -235,6 +244,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         self._poll = poll_seconds
         self._clients: dict[str, Any] = {}
         self._profile: str | None = None
+        self._token = token
 
     # plumbing
 
@@ -338,7 +348,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
                 self._info(f"{what}: {gw['Name']} is ACTIVE after {self._now() - started:.0f}s")
                 return gw
             if status == FAILED:
-                raise GatewayError(
+                raise GatewayFailed(
                     f"{what}: global inference gateway {gw['Name']} is FAILED: {gw.get('FailureReason', 'no reason given')}"
                 )
             if self._now() >= deadline:
@@ -398,12 +408,29 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> dynamic.CreateResult:
         region = self._use(props)
-        request = create_request(props, client_token(props))
+        request = create_request(props, (self._token or client_token)())
         self._info(
             f"creating global inference gateway {request['Name']} in {region} ({len(request['Gateways'])} members)"
         )
         created = self._call(region, "CreateGlobalInferenceGateway", **request)
-        gw = self._wait_active(region, created["Id"], props, "create")
+        try:
+            gw = self._wait_active(region, created["Id"], props, "create")
+        except GatewayFailed as failed:
+            # A FAILED gateway keeps its name (a rerun would hit ResourceInUse) and Pulumi does not track it:
+            # delete it so that fixing the cause and rerunning works.
+            try:
+                self.delete(created["Id"], props)
+            except GatewayError as cleanup:
+                raise GatewayError(
+                    f"{failed}; deleting the failed gateway {created['Id']} also failed: {cleanup}"
+                ) from None
+            raise GatewayError(f"{failed}; the failed gateway was deleted, fix the cause and rerun") from None
+        except GatewayError as err:
+            raise GatewayError(
+                f"{err}. Pulumi does not track gateway {created['Id']}: delete it "
+                f"(`aws sagemaker delete-global-inference-gateway --identifier {created['Id']} --region {region}`) "
+                "or wait until it is ACTIVE and delete it, then rerun with a larger waitTimeoutMinutes"
+            ) from None
         return dynamic.CreateResult(gw["Id"], self._outs(props, gw))
 
     def read(self, id_: str, props: dict[str, Any]) -> dynamic.ReadResult:
@@ -413,6 +440,8 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         return dynamic.ReadResult(gw["Id"], self._outs(props, gw))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
+        # "You can't change the role after you create the global inference gateway" (model documentation of
+        # CreateGlobalInferenceGateway.ExecutionRoleArn); the name and the Region identify it.
         replaces = [k for k in ("name", "region", "executionRoleArn") if olds.get(k) != news.get(k)]
         changed = [
             k

@@ -137,7 +137,7 @@ def test_operations_the_provider_calls_exist_in_the_model() -> None:
 
 
 def test_create_request_validates_against_the_model() -> None:
-    request = create_request(PROPS, client_token(PROPS))
+    request = create_request(PROPS, client_token())
     report = ParamValidator().validate(
         request, sagemaker_model().operation_model("CreateGlobalInferenceGateway").input_shape
     )
@@ -154,10 +154,10 @@ def test_create_request_validates_against_the_model() -> None:
     assert re.fullmatch(r"[a-zA-Z0-9-]{1,64}", request["ClientToken"])
 
 
-def test_client_token_is_stable_and_member_order_independent() -> None:
-    swapped = {**PROPS, "members": [MEMBER_B, MEMBER_A]}
-    assert client_token(PROPS) == client_token(swapped)
-    assert client_token(PROPS) != client_token({**PROPS, "name": "other"})
+def test_client_token_is_fresh_per_create() -> None:
+    first, second = client_token(), client_token()
+    assert first != second
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", first)
 
 
 def test_api_limits_come_from_the_model() -> None:
@@ -200,7 +200,12 @@ def rig() -> Iterator[Rig]:
     stub = Stubber(client)
     fake, logs = FakeTime(), []
     provider = GlobalInferenceGatewayProvider(
-        client_factory=lambda region: client, sleep=fake.sleep, clock=fake.clock, log=logs.append, poll_seconds=10
+        client_factory=lambda region: client,
+        sleep=fake.sleep,
+        clock=fake.clock,
+        log=logs.append,
+        poll_seconds=10,
+        token=lambda: TOKEN,
     )
     with stub:
         yield Rig(provider, stub, fake, logs)
@@ -219,6 +224,7 @@ def describe(status: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+TOKEN = "2b7e1516-28ae-4d2a-abf7-158809cf4f3c"
 CREATED = {"Arn": GW_ARN, "Id": GW_ID, "Name": "hpi-global", "Status": "CREATING"}
 
 
@@ -234,7 +240,7 @@ def expect_create(rig: Rig) -> None:
                 {"Name": "inference-gateway", "Namespace": "hyperpod-inference-system", "ClusterArn": CLUSTER_B},
             ],
             "Routing": {"Weights": {"KVHeadroom": 0.4, "QueueDepth": 0.3, "RegionProximity": 0.2, "ErrorRate": 0.1}},
-            "ClientToken": client_token(PROPS),
+            "ClientToken": TOKEN,
             "Tags": [{"Key": "managed-by", "Value": "pulumi"}, {"Key": "team", "Value": "ml"}],
         },
     )
@@ -259,14 +265,31 @@ def test_create_waits_for_active(rig: Rig) -> None:
     assert any("ACTIVE after 10s" in line for line in rig.logs)
 
 
-def test_create_failed_reports_the_reason(rig: Rig) -> None:
+def test_create_failed_reports_the_reason_and_cleans_up(rig: Rig) -> None:
     expect_create(rig)
     rig.stub.add_response(
         "describe_global_inference_gateway",
         describe("FAILED", FailureReason="execution role can't be assumed"),
         {"Identifier": GW_ID},
     )
-    with pytest.raises(GatewayError, match="FAILED: execution role can't be assumed"):
+    rig.stub.add_response("delete_global_inference_gateway", {"Arn": GW_ARN, "Id": GW_ID}, {"Identifier": GW_ID})
+    rig.stub.add_client_error("describe_global_inference_gateway", service_error_code="ResourceNotFound")
+    with pytest.raises(GatewayError) as err:
+        rig.provider.create(dict(PROPS))
+    assert str(err.value) == (
+        "create: global inference gateway hpi-global is FAILED: execution role can't be assumed; "
+        "the failed gateway was deleted, fix the cause and rerun"
+    )
+
+
+def test_create_failed_and_cleanup_denied(rig: Rig) -> None:
+    expect_create(rig)
+    rig.stub.add_response("describe_global_inference_gateway", describe("FAILED"), {"Identifier": GW_ID})
+    rig.stub.add_client_error("delete_global_inference_gateway", service_error_code="AccessDeniedException")
+    with pytest.raises(
+        GatewayError,
+        match=r"is FAILED: no reason given; deleting the failed gateway k3x9p2m7q1ab also failed: access denied.*sagemaker:DeleteGlobalInferenceGateway",
+    ):
         rig.provider.create(dict(PROPS))
 
 
@@ -318,8 +341,10 @@ def test_create_wait_times_out(rig: Rig) -> None:
     expect_create(rig)
     for _ in range(61):  # 600 s budget / 10 s polls, plus the final look
         rig.stub.add_response("describe_global_inference_gateway", describe("CREATING"), {"Identifier": GW_ID})
-    with pytest.raises(GatewayError, match=r"still CREATING after 600s"):
+    with pytest.raises(GatewayError, match=r"still CREATING after 600s") as err:
         rig.provider.create(dict(PROPS))
+    assert "Pulumi does not track gateway k3x9p2m7q1ab" in str(err.value)
+    assert "delete-global-inference-gateway --identifier k3x9p2m7q1ab --region us-east-1" in str(err.value)
 
 
 def test_read_found_and_deleted_outside_pulumi(rig: Rig) -> None:
@@ -1198,3 +1223,15 @@ def test_stack_aws_profile_reaches_the_provider(run: Any) -> None:
     provider = GlobalInferenceGatewayProvider()
     assert provider._use({**PROPS, "awsProfile": "inference-admin"}) == "us-east-1"
     assert provider._profile == "inference-admin"
+
+
+def test_create_retries_reuse_one_client_token(rig: Rig) -> None:
+    tokens = iter(["token-first-create", "token-never-used"])
+    rig.provider._token = lambda: next(tokens)
+    first = {**create_request(PROPS, "token-first-create")}
+    rig.stub.add_client_error(
+        "create_global_inference_gateway", service_error_code="ThrottlingException", expected_params=first
+    )
+    rig.stub.add_response("create_global_inference_gateway", CREATED, first)
+    rig.stub.add_response("describe_global_inference_gateway", describe("ACTIVE"), {"Identifier": GW_ID})
+    assert rig.provider.create(dict(PROPS)).id == GW_ID

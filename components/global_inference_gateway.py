@@ -7,11 +7,12 @@ boto3. Every request and response shape below is a ``TypedDict`` mirroring that 
 
 Lifecycle, as the API documents it (botocore ``sagemaker`` model, operation documentation):
 
-- create: ``CreateGlobalInferenceGateway`` (with a ``ClientToken``, so a retried create is idempotent) is
-  asynchronous — CREATING until ACTIVE or FAILED; the provider polls ``DescribeGlobalInferenceGateway``
-  until ACTIVE, bounded by ``waitTimeoutSeconds``, and reports progress through the engine's log.
-  FAILED becomes one error carrying ``FailureReason``; ``ResourceInUse`` (name taken, or a member gateway
-  already in another global gateway) one error naming both causes.
+- create: ``CreateGlobalInferenceGateway`` (with a fresh ``ClientToken`` that this create's retries reuse,
+  so a retried request creates one gateway) is asynchronous — CREATING until ACTIVE or FAILED; the provider
+  polls ``DescribeGlobalInferenceGateway`` until ACTIVE, bounded by ``waitTimeoutSeconds``, and reports
+  progress through the engine's log. FAILED becomes one error carrying ``FailureReason`` after the failed
+  gateway is deleted (Pulumi would not track it, and it holds the name); ``ResourceInUse`` (name taken, or a
+  member gateway already in another global gateway) one error naming both causes.
 - read: ``Describe``; ``ResourceNotFound`` reads as gone (an empty id), so ``pulumi refresh`` drops a
   gateway deleted outside Pulumi.
 - diff: the name, the API Region and the execution role replace (``UpdateGlobalInferenceGateway`` only

@@ -101,9 +101,11 @@ class ApiLimits:
 
 @cache
 def api_limits() -> ApiLimits:
-    import botocore.session
+    from botocore.loaders import create_loader
+    from botocore.model import ServiceModel
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
+    # The loader alone: a botocore session would read AWS config (profiles), which a model lookup needs not.
+    model = ServiceModel(create_loader().load_service_model("sagemaker", "service-2"), "sagemaker")
     weight = model.shape_for("GlobalInferenceGatewayRoutingWeight").metadata
     members = model.shape_for("GlobalInferenceGatewayMembers").metadata
     name = model.shape_for("GlobalInferenceGatewayName").metadata

@@ -1235,3 +1235,17 @@ def test_create_retries_reuse_one_client_token(rig: Rig) -> None:
     rig.stub.add_response("create_global_inference_gateway", CREATED, first)
     rig.stub.add_response("describe_global_inference_gateway", describe("ACTIVE"), {"Identifier": GW_ID})
     assert rig.provider.create(dict(PROPS)).id == GW_ID
+
+
+def test_preflight_global_unknown_profile_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.exceptions import ProfileNotFound
+
+    import tools.preflight_global as preflight_global
+
+    def no_profile(**kwargs: Any) -> Any:
+        raise ProfileNotFound(profile=kwargs.get("profile_name"))
+
+    monkeypatch.setattr(preflight_global.boto3, "Session", no_profile)
+    console = Console(record=True, width=300)
+    assert preflight_global.preflight_global("global", profile="nope", console=console) == 1
+    assert "The config profile (nope) could not be found: pass an existing --profile" in console.export_text()

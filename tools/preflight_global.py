@@ -33,7 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ProfileNotFound,
+)
 from rich.console import Console
 
 from components.config import PROJECT, ConfigError
@@ -315,7 +321,11 @@ def preflight_global(
         return EXIT_CONFIG
     outputs = json.loads(member_outputs.read_text(encoding="utf-8")) if member_outputs else None
     if clients_for is None:
-        session = boto3.Session(profile_name=profile)
+        try:
+            session = boto3.Session(profile_name=profile)
+        except ProfileNotFound as err:
+            console.print(f"[bold red]{err}[/]: pass an existing --profile or configure it, then rerun")
+            return EXIT_FAIL
         cache: dict[str, Clients] = {}
 
         def clients_for(region: str) -> Clients:
@@ -330,6 +340,9 @@ def preflight_global(
         results = run_all(clients_for, cfg, outputs)
     except (NoCredentialsError, PartialCredentialsError) as err:
         console.print(f"[bold red]{NO_CREDENTIALS}[/] ({err})")
+        return EXIT_FAIL
+    except ProfileNotFound as err:
+        console.print(f"[bold red]{err}[/]: pass an existing --profile or configure it, then rerun")
         return EXIT_FAIL
     except (ClientError, BotoCoreError) as err:
         console.print(f"[bold red]AWS error[/]: {err}")

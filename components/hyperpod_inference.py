@@ -17,6 +17,7 @@ import pulumi_aws as aws
 
 from .access_logs import AccessLogBucket, AccessLogBucketArgs
 from .config import StackConfig
+from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
 from .config.observability import access_log_retention, flow_log_retention
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
@@ -317,6 +318,8 @@ class HyperPodInference(pulumi.ComponentResource):
         if dashboards.dashboard_name is not None:
             self._export("dashboardName", dashboards.dashboard_name)
 
+        # What a global stack (hyperpod-inference:role: global) reads from this one, see docs/multi-region.md.
+        self._export("globalGatewayMember", {**member_export(cfg), "clusterArn": hyperpod.cluster_arn})
         self._export("environment", cfg.environment)
         self._export("vpcId", network.vpc_id)
         self._export("privateSubnetIds", network.private_subnet_ids)

@@ -16,6 +16,7 @@ from pulumi_policy import EnforcementLevel, Policy
 from .baselines import BASELINE_POLICIES
 from .cluster_versions import CLUSTER_VERSION_POLICIES
 from .endpoint_policies import ENDPOINT_POLICIES
+from .global_policies import GLOBAL_POLICIES
 from .security_baselines import SECURITY_BASELINE_POLICIES
 
 PACK_NAME = "hyperpod-inference"
@@ -28,4 +29,5 @@ POLICIES: list[Policy] = [
     *BASELINE_POLICIES,
     *CLUSTER_VERSION_POLICIES,
     *SECURITY_BASELINE_POLICIES,
+    *GLOBAL_POLICIES,
 ]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REGIONAL_STACKS, stack_mapping
+from tests.conftest import ALL_STACKS, REGIONAL_STACKS, stack_mapping
 from tools.ci_matrix import matrix
 from tools.harness import ROOT
 from tools.preview import key_properties, preview
@@ -80,7 +80,7 @@ def test_keys_without_the_config_wrapper(tmp_path: Path) -> None:
 
 def test_unknown_stack_lists_the_stacks() -> None:
     result = _cli("--stack", "prdo")
-    _assert_clean_exit_2(result, "no stack 'prdo'", "stacks in stacks/: " + ", ".join(sorted(REGIONAL_STACKS)))
+    _assert_clean_exit_2(result, "no stack 'prdo'", "stacks in stacks/: " + ", ".join(sorted(ALL_STACKS)))
 
 
 def test_json_on_a_config_error_prints_json(tmp_path: Path) -> None:
@@ -238,21 +238,29 @@ def _workflow() -> dict[str, Any]:
     return data
 
 
-def test_ci_matrix_is_every_regional_stack_with_its_environment_and_region() -> None:
+def test_ci_matrix_is_every_stack_with_its_environment_region_and_role() -> None:
     include = matrix()["include"]
-    assert [e["stack"] for e in include] == sorted(REGIONAL_STACKS)
+    assert [e["stack"] for e in include] == sorted(ALL_STACKS)
     assert {"dev", "prod", "staging"} <= {e["stack"] for e in include}
     for entry in include:
         mapping = stack_mapping(entry["stack"])
         assert entry["environment"] == mapping["hyperpod-inference:environment"]
         assert entry["region"] == mapping["aws:region"]
+        assert entry["role"] == ("regional" if entry["stack"] in REGIONAL_STACKS else "global")
         assert (ROOT / "policies" / f"config.{entry['environment']}.json").is_file()
 
 
-def test_ci_matrix_skips_global_stacks(tmp_path: Path) -> None:
+def test_ci_matrix_names_the_role(tmp_path: Path) -> None:
     (tmp_path / "Pulumi.a.yaml").write_text("config:\n  aws:region: us-west-2\n  hyperpod-inference:environment: dev\n")
-    (tmp_path / "Pulumi.g.yaml").write_text("config:\n  hyperpod-inference:role: global\n")
-    assert matrix(tmp_path) == {"include": [{"stack": "a", "environment": "dev", "region": "us-west-2"}]}
+    (tmp_path / "Pulumi.g.yaml").write_text(
+        "config:\n  aws:region: us-east-1\n  hyperpod-inference:role: global\n  hyperpod-inference:environment: prod\n"
+    )
+    assert matrix(tmp_path) == {
+        "include": [
+            {"stack": "a", "environment": "dev", "region": "us-west-2", "role": "regional"},
+            {"stack": "g", "environment": "prod", "region": "us-east-1", "role": "global"},
+        ]
+    }
 
 
 def test_ci_matrix_script_prints_a_github_output_line() -> None:

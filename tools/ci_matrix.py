@@ -3,8 +3,9 @@
     python tools/ci_matrix.py            # prints  matrix={"include": [{"stack": ..., "environment": ..., "region": ...}]}
 
 Needs only PyYAML (the workflow's matrix job installs nothing else), so it reads the stack files directly
-instead of importing ``components.config`` (which imports the Pulumi SDK). Stacks whose config sets
-``hyperpod-inference:role: global`` have another shape and are left out of the regional preview matrix.
+instead of importing ``components.config`` (which imports the Pulumi SDK). Every stack is listed, the
+global one (``hyperpod-inference:role: global``) included: ``tools.preview`` runs both shapes; ``role`` says
+which it is.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ def matrix(stacks_dir: Path = STACKS_DIR) -> dict[str, list[dict[str, Any]]]:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         config = doc.get("config") if isinstance(doc, dict) else None
         config = config if isinstance(config, dict) else {}
-        if config.get("hyperpod-inference:role") == "global":
-            continue
         include.append(
             {
                 "stack": path.name[len("Pulumi.") : -len(".yaml")],
                 "environment": config.get("hyperpod-inference:environment", "dev"),
                 "region": config.get("aws:region", ""),
+                "role": config.get("hyperpod-inference:role", "regional"),
             }
         )
     return {"include": include}

@@ -12,7 +12,8 @@ Shape (field names as the Pulumi CLI writes them):
 * The ``detailedDiff`` kinds are ``DiffKind.String()``: ``add``, ``add-replace``, ``delete``, ``delete-replace``,
   ``update``, ``update-replace`` (pulumi/pulumi ``sdk/go/common/resource/plugin/provider.go``).
 
-Our own top-level keys: ``stack``, ``environment``, ``region``, ``outputs`` (stack exports), ``policyResults``
+Our own top-level keys: ``stack``, ``environment``, ``region``, ``counts`` (resources by type), ``outputs``
+(stack exports), ``policyResults``
 (``policyName``, ``enforcementLevel``, ``resourceType``, ``resourceName``, ``resourceUrn``, ``message``:
 camelCase like the rest) and ``configErrors`` (``path``, ``message``, ``text``). Optional sections (for example
 a deploy rehearsal or a capacity table) are added through :data:`EXTRA_SECTIONS`.
@@ -248,6 +249,7 @@ def build_plan(
         "config": blinded_config(mapping or {}),
         "steps": steps,
         "changeSummary": summary(steps),
+        "counts": dict(sorted(Counter(r.type for r in regs).items())),
         "diagnostics": [policy_diagnostic(p) for p in policy],
         "outputs": {k: (SECRET if k in run.secret_outputs else plain(v)) for k, v in sorted(run.outputs.items())},
         "policyResults": policy,

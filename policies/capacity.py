@@ -102,7 +102,10 @@ def plan_for(args: StackValidationArgs) -> tuple[cap.Plan | None, str | None]:
         if resources is args.resources:
             return cached, urn
     groups, workloads, cluster_urn = stack_inputs((r.resource_type, r.urn, r.props) for r in args.resources)
-    result = cap.plan(groups, workloads, cap.load_system_pods()[0]) if cluster_urn is not None else None
+    result = None
+    if cluster_urn is not None:
+        system_pods = cap.load_system_pods([(r.resource_type, plain(r.props)) for r in args.resources])[0]
+        result = cap.plan(groups, workloads, system_pods)
     _CACHE[:] = [(args.resources, result, cluster_urn)]
     return result, cluster_urn
 

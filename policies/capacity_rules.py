@@ -186,6 +186,8 @@ def show(resource: str, value: int) -> str:
     if resource == CPU:
         return f"{value / 1000:.3f}".rstrip("0").rstrip(".")
     if resource == MEMORY:
+        if value == 0:
+            return "0"
         gib = value / 2**30
         return f"{gib:.0f}Gi" if gib == int(gib) else (f"{gib:.1f}Gi" if gib >= 10 else f"{value / 2**20:.0f}Mi")
     return str(value)
@@ -266,7 +268,8 @@ class SystemPod:
     replicas: int = 1
     requests: Mapping[str, int] | None = None
     tolerations: tuple[Mapping[str, Any], ...] = ()
-    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations_known: bool = True
+    node_selector: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     installed_by: str = ""
     source: str = ""
 
@@ -343,8 +346,12 @@ def affinity_matches(node_affinity: Mapping[str, Any] | None, labels: Mapping[st
     return False
 
 
-def selector_matches(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
-    return all(labels.get(k) == str(v) for k, v in selector.items())
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """nodeSelector (``label: value``) or the readiness data's ``label: [allowed values]``."""
+    return all(
+        labels.get(k) == v if isinstance(v, str) else labels.get(k) in tuple(str(x) for x in v)
+        for k, v in selector.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -433,49 +440,122 @@ def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> Nod
     )
 
 
-def _field(entry: Any, name: str, default: Any = None) -> Any:
-    if isinstance(entry, Mapping):
-        return entry.get(name, default)
-    return getattr(entry, name, default)
-
-
-def system_pod(entry: Any) -> SystemPod:
-    """A system-pod entry of the readiness data (mapping or object: name, installed_by, kind, replicas,
-    requests {cpu, memory} or None, tolerations, node_selector, source) as a :class:`SystemPod`."""
-    raw = _field(entry, "requests")
-    requests = None
+def _requests_of(raw: Any) -> dict[str, int] | None:
+    """Readiness ``requests``: ``None`` unknown; a field written as null unknown; a field left out is not set
+    by the chart (zero); ``{}`` = the chart sets none (policies/readiness.py conventions)."""
+    if raw is None:
+        return None
     if isinstance(raw, Mapping):
-        requests = {str(k): amount(str(k), v) for k, v in raw.items() if v is not None}
-        if any(v is None for v in raw.values()):
-            requests = None  # a partly known request is still unknown for the sum
-    kind = str(_field(entry, "kind", "Deployment"))
+        given = dict(raw)
+    else:
+        given = {k: getattr(raw, k) for k in getattr(raw, "model_fields_set", set())}
+    if any(v is None for v in given.values()):
+        return None
+    return {str(k): amount(str(k), v) for k, v in given.items()}
+
+
+def _tolerations_of(raw: Any) -> tuple[Mapping[str, Any], ...] | None:
+    if raw is None:
+        return None
+    out = []
+    for t in raw:
+        if isinstance(t, Mapping):
+            out.append(dict(t))
+        else:
+            out.append({k: v for k, v in t.model_dump().items() if v is not None})
+    return tuple(out)
+
+
+def _installed_by_text(selectors: Any) -> str:
+    if isinstance(selectors, str):
+        return selectors
+    parts = []
+    for sel in selectors or []:
+        typ = getattr(sel, "type", None) or (sel.get("type") if isinstance(sel, Mapping) else "")
+        when = getattr(sel, "when", None) or (sel.get("when") if isinstance(sel, Mapping) else []) or []
+        values = [str(getattr(c, "value", None) or (c.get("value") if isinstance(c, Mapping) else "")) for c in when]
+        parts.append(" ".join([str(typ), *[v for v in values if v and v != "None"]]))
+    return " or ".join(parts)
+
+
+def system_pod(entry: Any, inputs: Mapping[str, Any] | None = None) -> SystemPod:
+    """A readiness system pod (``policies.readiness.SystemPod`` or a mapping of the same fields) as a
+    :class:`SystemPod`; ``inputs`` (of the resource installing it) apply its configured tolerations/replicas."""
+
+    def field_(name: str, default: Any = None) -> Any:
+        return entry.get(name, default) if isinstance(entry, Mapping) else getattr(entry, name, default)
+
+    kind = "DaemonSet" if field_("kind") == "DaemonSet" else "Deployment"
+    tolerations = field_("tolerations")
+    replicas = field_("replicas")
+    if inputs is not None and hasattr(entry, "effective_tolerations"):
+        tolerations = entry.effective_tolerations(dict(inputs))
+        replicas = entry.effective_replicas(dict(inputs))
+    tols = _tolerations_of(tolerations)
+    selector = field_("node_selector") or {}
     return SystemPod(
-        name=str(_field(entry, "name", "?")),
-        kind="DaemonSet" if kind == "DaemonSet" else "Deployment",
-        replicas=int(_field(entry, "replicas", 1) or 0) if kind != "DaemonSet" else 0,
-        requests=requests,
-        tolerations=tuple(t for t in _field(entry, "tolerations", None) or [] if isinstance(t, Mapping)),
-        node_selector=dict(_field(entry, "node_selector", None) or {}),
-        installed_by=str(_field(entry, "installed_by", "") or ""),
-        source=str(_field(entry, "source", "") or ""),
+        name=str(field_("name", "?")),
+        kind=kind,
+        replicas=0 if kind == "DaemonSet" else int(replicas if replicas is not None else 1),
+        requests=_requests_of(field_("requests")),
+        tolerations=tols or (),
+        tolerations_known=tols is not None,
+        node_selector={str(k): v if isinstance(v, str) else tuple(str(x) for x in v) for k, v in selector.items()},
+        installed_by=_installed_by_text(field_("installed_by")),
+        source=str(field_("source", "") or ""),
     )
 
 
-def load_system_pods() -> tuple[list[SystemPod], str | None]:
-    """The stack's system pods from ``policies/readiness.yaml`` (``policies.readiness.load_readiness``), and a
-    note when that data is unavailable (then no DaemonSet is subtracted and no controller is checked)."""
+def _remote_children(readiness: Any, regs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The children a remote component (``eks:index:Cluster``) creates but the mocks never register, as
+    ``(type, inputs)`` (readiness ``remote_components``: the add-ons pulumi-eks creates itself)."""
+    from policies.readiness import input_value
+
+    out = []
+    for typ, inputs in regs:
+        component = readiness.remote(typ)
+        if component is None:
+            continue
+        for child in component.children:
+            if child.created(dict(inputs)):
+                child_inputs = dict(child.inputs)
+                for key, path in child.inputs_from.items():
+                    value = input_value(inputs, path)
+                    if value is not None:
+                        child_inputs[key] = value
+                out.append((child.type, child_inputs))
+    return out
+
+
+def load_system_pods(
+    registrations: Iterable[tuple[str, Mapping[str, Any]]] | None = None,
+) -> tuple[list[SystemPod], str | None]:
+    """The system pods of ``policies/readiness.yaml`` (``policies.readiness.load_readiness``) and a note when the
+    data is unavailable (then no DaemonSet is subtracted and no controller is checked).
+
+    With ``registrations`` (``(type, inputs)`` of a registered graph) only the pods some resource installs are
+    kept, with that resource's configured tolerations and replicas; without (config time, before anything is
+    registered) every pod the data knows counts, with its chart defaults.
+    """
     try:
-        from policies.readiness import load_readiness  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
+        from policies.readiness import load_readiness
+    except ImportError:  # pragma: no cover - the readiness data ships with the pack
         return (
             [],
             "system-pod data unavailable (policies/readiness.yaml): DaemonSets not subtracted, controllers not checked",
         )
-    data = load_readiness()
-    entries = _field(data, "system_pods", None)
-    if entries is None and isinstance(data, Sequence):
-        entries = data
-    return [system_pod(e) for e in entries or []], None
+    readiness = load_readiness()
+    entries = readiness.system_pods
+    if registrations is None:
+        return [system_pod(e) for e in entries], None
+    regs = list(registrations)
+    regs.extend(_remote_children(readiness, regs))
+    out = []
+    for e in entries:
+        installer = next((inputs for typ, inputs in regs if e.installed_by_matches(typ, dict(inputs))), None)
+        if installer is not None:
+            out.append(system_pod(e, installer))
+    return out, None
 
 
 # --- the workloads: endpoints' pods ----------------------------------------------------------------------
@@ -992,7 +1072,8 @@ def _controller_findings(
             elif not selector_matches(pod.node_selector, labels):
                 why.append(f"{g.name} does not match its nodeSelector {dict(pod.node_selector)}")
             elif taints:
-                why.append(_taints_text(g, taints) + " (not tolerated)")
+                known = "" if pod.tolerations_known else "; its tolerations are unknown, counted as none"
+                why.append(_taints_text(g, taints) + f" (not tolerated{known})")
             else:
                 a = alloc.get(g.name)
                 if pod.requests is not None and a is not None and not _fits({**pod.requests, PODS: 1}, a.allocatable):
@@ -1044,7 +1125,7 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
     findings.extend(controller_findings)
     sys_workloads = {
         pod.name: PodPlacement(
-            Workload(f"system:{pod.name}", f"{pod.name} ({pod.installed_by or 'system'})", ()),
+            Workload(f"system:{pod.name}", pod.name, ()),
             PodTemplate(pod.name, "", None, pod.replicas, pod.replicas, ""),
             {**(pod.requests or {}), PODS: 1},
             ok,

@@ -117,6 +117,9 @@ def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
         )
     unknown = [pl.workload.label for pl in plan.placements if pl.requests is None and pl.workload.pods]
     all_notes = list(notes)
+    unknown_controllers = [p.name for p in plan.system_pods if p.kind == "Deployment" and p.requests is None]
+    if unknown_controllers:
+        all_notes.append(f"controllers with unknown requests, not counted: {', '.join(unknown_controllers)}")
     if unknown:
         all_notes.append(f"requests unknown (chosen by the operator), not counted: {', '.join(unknown)}")
     if plan.unplaced:
@@ -140,6 +143,7 @@ def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
 
 def capacity_report(registrations: Sequence[Any]) -> CapacityReport:
     """The capacity table of a mock run (``StackRun.registrations``: objects with ``type``, ``urn``, ``inputs``)."""
-    groups, workloads, _ = stack_inputs((r.type, r.urn, unwrap_secrets(r.inputs)) for r in registrations)
-    system_pods, note = cap.load_system_pods()
+    triples = [(r.type, r.urn, unwrap_secrets(r.inputs)) for r in registrations]
+    groups, workloads, _ = stack_inputs(triples)
+    system_pods, note = cap.load_system_pods([(t, inputs) for t, _, inputs in triples])
     return report_from(cap.plan(groups, workloads, system_pods), [note] if note else [])

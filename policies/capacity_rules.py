@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -162,13 +163,11 @@ def parse_quantity(value: Any) -> Fraction:
     return _number(text[: len(text) - len(suffix)], value) * _DECIMAL[suffix]
 
 
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+
+
 def _number(text: str, original: Any) -> Fraction:
-    if (
-        not text
-        or text.startswith(("+-", "-+"))
-        or text.count(".") > 1
-        or not text.lstrip("+-").replace(".", "").isdigit()
-    ):
+    if not _NUMBER.match(text):
         raise ValueError(f"not a quantity: {original!r}")
     return Fraction(text)
 
@@ -377,12 +376,12 @@ class NodeAllocatable:
             ("kube-reserved", self.kube_reserved),
             ("eviction threshold", self.eviction),
             ("tiered storage", self.tiered_storage),
-            (f"{len(self.daemonset_names)} DaemonSets", self.daemonsets),
+            (f"requests of {len(self.daemonset_names)} DaemonSets", self.daemonsets),
         ):
             if amounts.get(resource):
                 parts.append(f"{show(resource, amounts[resource])} {label}")
         text = " - ".join(parts)
-        if self.unknown_daemonsets:
+        if self.unknown_daemonsets and resource in (CPU, MEMORY):
             text += f" (DaemonSets with unknown requests not subtracted: {', '.join(self.unknown_daemonsets)})"
         return text
 
@@ -473,8 +472,8 @@ def _installed_by_text(selectors: Any) -> str:
     for sel in selectors or []:
         typ = getattr(sel, "type", None) or (sel.get("type") if isinstance(sel, Mapping) else "")
         when = getattr(sel, "when", None) or (sel.get("when") if isinstance(sel, Mapping) else []) or []
-        values = [str(getattr(c, "value", None) or (c.get("value") if isinstance(c, Mapping) else "")) for c in when]
-        parts.append(" ".join([str(typ), *[v for v in values if v and v != "None"]]))
+        raw = [getattr(c, "value", None) if not isinstance(c, Mapping) else c.get("value") for c in when]
+        parts.append(" ".join([str(typ), *[str(v) for v in raw if isinstance(v, str) and v]]))
     return " or ".join(parts)
 
 
@@ -835,7 +834,7 @@ def _short(requests: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
 
 
 def _taints_text(group: Group, taints: list[Taint]) -> str:
-    return f"{group.name} ({group.instance_type}) is tainted {', '.join(str(t) for t in taints)}"
+    return f"group {group.name} ({group.instance_type}), tainted {', '.join(str(t) for t in taints)}"
 
 
 def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | None]) -> list[Finding]:
@@ -906,8 +905,9 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
             path = path or (
                 f"{pod.resources_path}.requests.{short[0]}" if short and short[0] != PODS else pod.resources_path
             )
+            shown = {r: v for r, v in a.allocatable.items() if r in (GPU, CPU, MEMORY) or pl.requests.get(r)}
             parts.append(
-                f"one node of {g.describe()} allocates {describe(a.allocatable)}; "
+                f"one node of {g.describe()} allocates {describe(shown)}; "
                 + "; ".join(f"{NOUN[r]}: {show(r, a.allocatable.get(r, 0))} = {a.breakdown(r)}" for r in short)
             )
         if parts:
@@ -1045,8 +1045,9 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
                 rule,
                 level,
                 pl.workload.key,
-                pl.pod.replicas_path,
-                f"{pl.workload.label} needs {n} {pl.pod.role} pods x {show(dim, pl.requests.get(dim, 0))} {NOUN[dim]}"
+                pl.pod.replicas_path.replace("minReplicaCount", "maxReplicaCount") if at else pl.pod.replicas_path,
+                f"{pl.workload.label} needs {n} {pl.pod.role} pod{'s' if n != 1 else ''} x "
+                f"{show(dim, pl.requests.get(dim, 0))} {NOUN[dim]}"
                 + (f" ({describe(extra)} each)" if extra else "")
                 + f" on {', '.join(types)}{at}; {seen[k]} of them fit nowhere: "
                 + " | ".join(per_group),
@@ -1059,6 +1060,7 @@ def _controller_findings(
     system_pods: Sequence[SystemPod], groups: Sequence[Group], alloc: Mapping[str, NodeAllocatable | None]
 ) -> tuple[list[Finding], list[tuple[SystemPod, list[Group]]]]:
     out, placeable = [], []
+    stranded: dict[str, list[SystemPod]] = {}
     for pod in system_pods:
         if pod.kind == "DaemonSet" or pod.replicas <= 0:
             continue
@@ -1072,8 +1074,7 @@ def _controller_findings(
             elif not selector_matches(pod.node_selector, labels):
                 why.append(f"{g.name} does not match its nodeSelector {dict(pod.node_selector)}")
             elif taints:
-                known = "" if pod.tolerations_known else "; its tolerations are unknown, counted as none"
-                why.append(_taints_text(g, taints) + f" (not tolerated{known})")
+                why.append(_taints_text(g, taints) + " (not tolerated)")
             else:
                 a = alloc.get(g.name)
                 if pod.requests is not None and a is not None and not _fits({**pod.requests, PODS: 1}, a.allocatable):
@@ -1083,18 +1084,24 @@ def _controller_findings(
                 else:
                     ok.append(g)
         if not ok:
-            out.append(
-                Finding(
-                    "controllers-have-a-node",
-                    "mandatory",
-                    "",
-                    "",
-                    f"{pod.name} ({pod.kind}, {pod.replicas} replica(s), installed by {pod.installed_by or 'the stack'}) "
-                    f"can run on no instance group: {'; '.join(why) or 'the cluster has no instance group'}",
-                )
-            )
+            reason = "; ".join(why) or "the cluster has no instance group"
+            stranded.setdefault(reason, []).append(pod)
         elif pod.requests is not None:
             placeable.append((pod, ok))
+    for reason, pods in stranded.items():
+        names = ", ".join(
+            f"{p.name} ({p.replicas}{'' if p.tolerations_known else ', tolerations unknown'})" for p in pods
+        )
+        out.append(
+            Finding(
+                "controllers-have-a-node",
+                "mandatory",
+                "",
+                "",
+                f"{len(pods)} controller Deployment(s) the stack installs can run on no instance group: {names} "
+                f"(replicas in brackets): {reason}; leave one group untainted (the system group) or tolerate its taint",
+            )
+        )
     return out, placeable
 
 

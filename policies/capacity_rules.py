@@ -26,6 +26,7 @@ How a node's allocatable is computed (every number cited; see docs/capacity.md f
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import math
 import re
@@ -139,6 +140,20 @@ _DECIMAL = {
 }
 
 
+@cache
+def _parse_text(text: str) -> Fraction:
+    for suffix, mult in _BINARY.items():
+        if text.endswith(suffix):
+            return _number(text[: -len(suffix)], text) * mult
+    lower = text.lower()
+    if "e" in lower and not lower.endswith("e"):
+        mantissa, _, exponent = lower.partition("e")
+        if exponent.lstrip("+-").isdigit():
+            return _number(mantissa, text) * Fraction(10) ** int(exponent)
+    suffix = text[-1] if text and text[-1] in "numkMGTPE" else ""
+    return _number(text[: len(text) - len(suffix)], text) * _DECIMAL[suffix]
+
+
 def parse_quantity(value: Any) -> Fraction:
     """A Kubernetes resource quantity (``"96"``, ``"500m"``, ``"1024Gi"``, ``"1e9"``, ``8``) as an exact number.
 
@@ -150,17 +165,7 @@ def parse_quantity(value: Any) -> Fraction:
         return Fraction(value)
     if isinstance(value, float):
         return Fraction(str(value))
-    text = str(value).strip()
-    for suffix, mult in _BINARY.items():
-        if text.endswith(suffix):
-            return _number(text[: -len(suffix)], value) * mult
-    lower = text.lower()
-    if "e" in lower and not lower.endswith("e"):
-        mantissa, _, exponent = lower.partition("e")
-        if exponent.lstrip("+-").isdigit():
-            return _number(mantissa, value) * Fraction(10) ** int(exponent)
-    suffix = text[-1] if text and text[-1] in "numkMGTPE" else ""
-    return _number(text[: len(text) - len(suffix)], value) * _DECIMAL[suffix]
+    return _parse_text(str(value).strip())
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
@@ -551,7 +556,15 @@ def load_system_pods(
     regs.extend(_remote_children(readiness, regs))
     out = []
     for e in entries:
-        installer = next((inputs for typ, inputs in regs if e.installed_by_matches(typ, dict(inputs))), None)
+        types = [s.type for s in e.installed_by]
+        installer = next(
+            (
+                inputs
+                for typ, inputs in regs
+                if any(fnmatch.fnmatchcase(typ, t) for t in types) and e.installed_by_matches(typ, dict(inputs))
+            ),
+            None,
+        )
         if installer is not None:
             out.append(system_pod(e, installer))
     return out, None
@@ -826,7 +839,10 @@ def _candidate_groups(pod: PodTemplate, groups: Sequence[Group]) -> list[Group]:
 
 
 def _fits(requests: Mapping[str, int], free: Mapping[str, int]) -> bool:
-    return all(v <= free.get(r, 0) for r, v in requests.items() if v)
+    for r, v in requests.items():
+        if v and v > free.get(r, 0):
+            return False
+    return True
 
 
 def _short(requests: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
@@ -936,19 +952,27 @@ def _pack(
 
     failed = []
     ordered = sorted(items, key=size)
-    for pl, _ in ordered:
+    # Free amounts only shrink, so a node that could not take a pod cannot take an identical one later:
+    # identical pods resume the scan where the previous one stopped (linear instead of pods x nodes).
+    resume: dict[tuple[Any, ...], int] = {}
+    for pl, replica in ordered:
         assert pl.requests is not None
-        names = {g.name for g in pl.fitting}
-        for node in nodes:
+        names = frozenset(g.name for g in pl.fitting)
+        key = (names, tuple(sorted(pl.requests.items())))
+        start = resume.get(key, 0)
+        for i in range(start, len(nodes)):
+            node = nodes[i]
             if node.group.name in names and _fits(pl.requests, node.free):
                 for r, v in pl.requests.items():
                     node.free[r] = node.free.get(r, 0) - v
                 bucket = node.taken.setdefault(pl.workload.key, {})
                 for r, v in pl.requests.items():
                     bucket[r] = bucket.get(r, 0) + v
+                resume[key] = i
                 break
         else:
-            failed.append((pl, _))
+            resume[key] = len(nodes)
+            failed.append((pl, replica))
     return failed, nodes
 
 

@@ -489,7 +489,7 @@ def system_pod(entry: Any, inputs: Mapping[str, Any] | None = None) -> SystemPod
     def field_(name: str, default: Any = None) -> Any:
         return entry.get(name, default) if isinstance(entry, Mapping) else getattr(entry, name, default)
 
-    kind = "DaemonSet" if field_("kind") == "DaemonSet" else "Deployment"
+    kind: Literal["Deployment", "DaemonSet"] = "DaemonSet" if field_("kind") == "DaemonSet" else "Deployment"
     tolerations = field_("tolerations")
     replicas = field_("replicas")
     if inputs is not None and hasattr(entry, "effective_tolerations"):
@@ -977,7 +977,7 @@ def _pack(
 
 
 def _fresh_nodes(groups: Sequence[Group], alloc: Mapping[str, NodeAllocatable | None]) -> list[_Node]:
-    out = []
+    out: list[_Node] = []
     for g in groups:
         a = alloc.get(g.name)
         if a is not None:

@@ -18,7 +18,8 @@ How a node's allocatable is computed (every number cited; see docs/capacity.md f
   ``memory.available=100Mi`` (same file, ``defaultKubeletSubConfig``). Whether HyperPod's AMI applies
   nodeadm's defaults is UNCONFIRMED (deploy-readiness.md trap 8).
 * HyperPod tiered storage: with ``TieredStorageConfig`` on, ``InstanceMemoryAllocationPercentage`` of the
-  instance memory goes to the tiered-storage daemon and is counted as reserved (conservative; UNCONFIRMED).
+  instance memory goes to the tiered-storage daemon; whether that comes out of pod-allocatable memory is
+  UNCONFIRMED, so it is reported (``NodeAllocatable.tiered_storage``) but not subtracted.
 * the requests of the DaemonSets the stack puts on the node (system-pod data of ``policies/readiness.yaml``);
   a DaemonSet counts on a group when its node selector matches the group's labels and it tolerates the
   group's taints. DaemonSets whose requests are unknown are listed, never guessed.
@@ -309,6 +310,18 @@ def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
     return False
 
 
+def extended_resource_tolerations(requests: Mapping[str, int]) -> list[dict[str, str]]:
+    """What EKS's ExtendedResourceToleration admission controller adds to a pod requesting an extended resource:
+    ``{key: <resource>, operator: Exists, effect: NoSchedule}`` (enabled on every EKS platform version since 1.19:
+    docs.aws.amazon.com/eks/latest/userguide/platform-versions.html; aws/containers-roadmap#739), so a GPU pod
+    tolerates the usual ``nvidia.com/gpu:NoSchedule`` taint of GPU nodes."""
+    return [
+        {"key": r, "operator": "Exists", "effect": "NoSchedule"}
+        for r, v in requests.items()
+        if v and (r in EXTENDED or "/" in r)
+    ]
+
+
 def blocking_taints(tolerations: Iterable[Mapping[str, Any]], group: Group) -> list[Taint]:
     tols = list(tolerations)
     return [t for t in group.taints if t.effect in BLOCKING_EFFECTS and not tolerates(tols, t)]
@@ -380,7 +393,6 @@ class NodeAllocatable:
         for label, amounts in (
             ("kube-reserved", self.kube_reserved),
             ("eviction threshold", self.eviction),
-            ("tiered storage", self.tiered_storage),
             (f"requests of {len(self.daemonset_names)} DaemonSets", self.daemonsets),
         ):
             if amounts.get(resource):
@@ -427,10 +439,9 @@ def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> Nod
     for pod in ds:
         for r, v in (pod.requests or {}).items():
             ds_total[r] = ds_total.get(r, 0) + v
-    alloc = {
-        r: max(0, capacity[r] - reserved.get(r, 0) - eviction.get(r, 0) - tiered.get(r, 0) - ds_total.get(r, 0))
-        for r in capacity
-    }
+    # Tiered storage is shown, not subtracted: whether HyperPod takes it from pod-allocatable memory is UNCONFIRMED,
+    # and a mandatory error must not rest on a guess (docs/capacity.md).
+    alloc = {r: max(0, capacity[r] - reserved.get(r, 0) - eviction.get(r, 0) - ds_total.get(r, 0)) for r in capacity}
     return NodeAllocatable(
         group=group,
         capacity=capacity,
@@ -808,6 +819,7 @@ class PodPlacement:
     selected: list[Group]
     tolerated: list[Group]
     fitting: list[Group]  # tolerated groups one of whose nodes can hold the pod
+    tolerations: list[Mapping[str, Any]] = field(default_factory=list)  # the pod's, plus the admission-added ones
 
 
 @dataclass
@@ -880,7 +892,7 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
                 w.key,
                 "tolerations" if pod.tolerations else "",
                 f"{w.label}: its {pod.role} pods may only run on "
-                + "; ".join(_taints_text(g, blocking_taints(pod.tolerations, g)) for g in pl.selected)
+                + "; ".join(_taints_text(g, blocking_taints(pl.tolerations, g)) for g in pl.selected)
                 + f"; the endpoint {tol} (InferenceEndpointConfig/JumpStartModel have no tolerations field before "
                 "operator 3.7): remove the taint, make it PreferNoSchedule, or add an untainted group",
             )
@@ -1142,13 +1154,14 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
             if requests is not None:
                 requests.setdefault(PODS, 1)
             selected = _candidate_groups(pod, groups)
-            tolerated = [g for g in selected if not blocking_taints(pod.tolerations, g)]
+            tolerations = [*pod.tolerations, *extended_resource_tolerations(requests or {})]
+            tolerated = [g for g in selected if not blocking_taints(tolerations, g)]
             fitting = []
             if requests is not None:
                 fitting = [
                     g for g in tolerated if (a := alloc.get(g.name)) is not None and _fits(requests, a.allocatable)
                 ]
-            pl = PodPlacement(w, pod, requests, selected, tolerated, fitting)
+            pl = PodPlacement(w, pod, requests, selected, tolerated, fitting, tolerations)
             placements.append(pl)
             findings.extend(_placement_findings(pl, alloc))
 

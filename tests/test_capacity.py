@@ -231,6 +231,7 @@ def test_allocatable_of_a_p5_node(system_pods: list[cap.SystemPod]) -> None:
     assert with_ds.allocatable[cap.PODS] == 97
     tiered = cap.node_allocatable(cap.Group("p5", "ml.p5.48xlarge", 1, tiered_storage_percent=20))
     assert tiered is not None and tiered.tiered_storage[cap.MEMORY] == 2097152 * 2**20 // 5
+    assert tiered.allocatable[cap.MEMORY] == bare.allocatable[cap.MEMORY]  # shown, not subtracted (unconfirmed)
 
 
 def test_daemonsets_follow_taints_and_selectors(system_pods: list[cap.SystemPod]) -> None:
@@ -421,6 +422,24 @@ def test_tainted_gpu_group_and_an_endpoint_that_does_not_tolerate_it() -> None:
     ]
     assert issues("dev", taint("NoExecute"))[0].endswith("[endpoint-tolerates-group-taints]")
     assert issues("dev", taint("PreferNoSchedule")) == []
+
+
+def test_gpu_pods_tolerate_the_gpu_taint_through_extended_resource_toleration() -> None:
+    """EKS's ExtendedResourceToleration admission adds nvidia.com/gpu:NoSchedule (Exists) to GPU pods."""
+
+    def gpu_taint(effect: str) -> Callable[[dict[str, Any]], None]:
+        return lambda m: grp(m, 1).__setitem__("taints", [{"key": "nvidia.com/gpu", "value": "true", "effect": effect}])
+
+    assert issues("dev", gpu_taint("NoSchedule")) == []
+    assert issues("dev", gpu_taint("NoExecute")) == [
+        "hyperpod-inference:endpoints[0]: endpoints[0] llama-8b: its worker pods may only run on group gpu-p5 "
+        "(ml.p5.4xlarge), tainted nvidia.com/gpu=true:NoExecute; the endpoint tolerates no taint "
+        "(InferenceEndpointConfig/JumpStartModel have no tolerations field before operator 3.7): remove the "
+        "taint, make it PreferNoSchedule, or add an untainted group [endpoint-tolerates-group-taints]"
+    ]
+    assert cap.extended_resource_tolerations({"cpu": 1000, "nvidia.com/gpu": 1, "vpc.amazonaws.com/efa": 0}) == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
 
 
 def test_all_groups_tainted_so_no_controller_can_run() -> None:

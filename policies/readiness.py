@@ -295,6 +295,9 @@ class DeployerAccess(_Model):
     public_input: str = Field(description="eks:index:Cluster input turning the public endpoint on")
     public_cidrs_input: str
     cluster_sg_output: str = Field(description="eks:index:Cluster output: the cluster security group id")
+    cluster_sg_input: str = Field(description="eks:index:Cluster input: a security group given for the control plane")
+    sg_type: str = Field(description="type token of a security group")
+    cluster_sg_child: str = Field(description="suffix of the expanded child: the control-plane SG pulumi-eks creates")
     rule_types: list[str] = Field(description="ingress rule types that can admit the deployer")
     node_sg_input_paths: list[str] = Field(
         default_factory=list, description="where the HyperPod nodes' SG ids are (rules from them do not count)"

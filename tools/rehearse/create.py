@@ -135,7 +135,8 @@ def crd_of(typ: str) -> str | None:
         return None
     _, api, kind = typ.split(":", 2)
     group = api.rsplit("/", 1)[0] if "/" in api else ""
-    return f"{group}/{kind}" if group else None
+    # Groups without a dot (core, apps, batch, policy) are built into the API server.
+    return f"{group}/{kind}" if "." in group else None
 
 
 @dataclass
@@ -245,19 +246,28 @@ def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> Api
     if public:
         shown = ", ".join(map(str, cidrs)) if cidrs else "0.0.0.0/0 (EKS default)"
         return ApiPath(True, f"public endpoint open to {shown}")
-    for key in da.config_keys:
-        top, _, rest = key.partition(".")
-        declared = input_value((mapping or {}).get(f"{project}:{top}") or {}, rest) if rest else None
-        if declared:
-            return ApiPath(True, f"deployer path declared by {project}:{key}")
     # A security-group rule admitting HTTPS to the cluster SG from something other than the nodes.
-    cluster_sgs = {
+    cluster_sg_ids = {
         str(v)
         for v in (
             input_value(cluster.outputs, da.cluster_sg_output),
             input_value(cluster.outputs, "vpcConfig.clusterSecurityGroupId"),
         )
         if v
+    }
+    given = cluster.inputs.get(da.cluster_sg_input)
+    if isinstance(given, str):
+        cluster_sg_ids.add(given)
+    cluster_sg_urns = set(cluster.property_dependencies.get(da.cluster_sg_input, []))
+    if given:
+        # A resource reference loses its URN under mocks; the component depends on the group it was given.
+        cluster_sg_urns |= {
+            d for d in cluster.dependencies if d in ctx.graph.nodes and ctx.graph.nodes[d].type == da.sg_type
+        }
+    cluster_sg_urns |= {
+        u
+        for u, r in ctx.graph.nodes.items()
+        if r.parent == cluster.urn and r.name == cluster.name + da.cluster_sg_child
     }
     node_sgs: set[str] = set()
     for group_provider in {g.provider for g in ctx.groups}:
@@ -269,9 +279,12 @@ def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> Api
     via = []
     for urn in ctx.graph.order:
         reg = ctx.graph.nodes[urn]
-        if reg.type not in da.rule_types or str(reg.inputs.get("securityGroupId")) not in cluster_sgs:
+        if reg.type not in da.rule_types:
             continue
-        if reg.inputs.get("type", "ingress") != "ingress":
+        on_cluster_sg = str(reg.inputs.get("securityGroupId")) in cluster_sg_ids or bool(
+            set(reg.property_dependencies.get("securityGroupId", [])) & cluster_sg_urns
+        )
+        if not on_cluster_sg or reg.inputs.get("type", "ingress") != "ingress":
             continue
         proto = str(reg.inputs.get("ipProtocol") or reg.inputs.get("protocol") or "")
         lo, hi = reg.inputs.get("fromPort"), reg.inputs.get("toPort")
@@ -283,6 +296,11 @@ def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> Api
         via.append(urn)
     if via:
         return ApiPath(True, "HTTPS to the cluster security group from " + ", ".join(ctx.name(u) for u in via), via)
+    for key in da.config_keys:
+        top, _, rest = key.partition(".")
+        declared = input_value((mapping or {}).get(f"{project}:{top}") or {}, rest) if rest else None
+        if declared:
+            return ApiPath(True, f"deployer path declared by {project}:{key} (no rule for it found in the graph)")
     return ApiPath(
         False,
         "the endpoint is private only and nothing declares how Pulumi reaches it "

@@ -313,11 +313,10 @@ def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> Api
 
 
 def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _Findings, notes: list[str]) -> None:
-    pods = [
-        p
-        for p in ctx.readiness.pods_installed_by(reg.type, reg.inputs)
-        if p.kind == "Deployment" and (p.effective_replicas(reg.inputs) or 0) > 0
-    ]
+    installed = ctx.readiness.pods_installed_by(reg.type, reg.inputs)
+    if not installed:
+        notes.append(f"{reg.name}: waits for its pods, but policies/readiness.yaml lists none for it; not checked")
+    pods = [p for p in installed if p.kind == "Deployment" and (p.effective_replicas(reg.inputs) or 0) > 0]
     for pod in pods:
         tolerations = pod.effective_tolerations(reg.inputs)
         replicas = pod.effective_replicas(reg.inputs) or 0

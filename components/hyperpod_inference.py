@@ -110,6 +110,9 @@ class HyperPodInference(pulumi.ComponentResource):
             # AWS requires the dependencies chart on the EKS cluster before the HyperPod cluster is created.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod_deps, eks]),
         )
+        # CoreDNS after the HyperPod cluster, the only source of nodes: its create waits for ACTIVE, which needs
+        # running CoreDNS pods (components/eks_cluster.py, EksCluster.coredns_addon; deploy-readiness.md trap 1).
+        eks.coredns_addon("coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster], opts=child)
         self._export("eksClusterName", eks.cluster_name)
         self._export("hyperpodClusterArn", hyperpod.cluster_arn)
         self._export("hyperpodClusterName", hyperpod.cluster_name)

@@ -208,7 +208,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 opts=child,
             )
             self._export("inferenceGatewayName", inference_gateway.name)
-        InferenceEndpoints(
+        endpoints = InferenceEndpoints(
             "endpoints",
             InferenceEndpointsArgs(
                 endpoints=cfg.endpoints,
@@ -239,6 +239,9 @@ class HyperPodInference(pulumi.ComponentResource):
                     k8s_provider=eks.k8s_provider,
                     # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
                     k8s_depends_on=[inference_operator, operator_prereqs],
+                    # each binding waits for its namespace and its endpoint's custom resource
+                    endpoint_resources=endpoints.resources,
+                    namespaces=endpoints.namespaces,
                     tags=cfg.common_tags,
                 ),
                 opts=child,

@@ -43,6 +43,7 @@ TABLE_NAMES = [
     "endpoint-instance-type-in-cluster",
     "instance-selection-exclusive",
     "router-metrics-port-matches-worker",
+    "sglang-metrics-served",
     "feature-supported-by-addon-version",
     "image-compatible-with-operator",
     "l2-redis-wired",
@@ -321,14 +322,27 @@ def _plain_endpoint() -> dict[str, Any]:
     return spec
 
 
+SGLANG_IMAGE = "lmsysorg/sglang:v0.5.2-cu126"
+SGLANG_ARGS = ["--model-path", "/opt/ml/model", "--port", "8000", "--enable-metrics"]  # sglang-metrics-served
 ENDPOINT_CASES["kv-cache-requires-vllm"] = (
     "prod",
     "mandatory",
-    lambda: _edit(prod_kvaware, lambda s: (_no_routing(s), s["worker"].update(image="lmsysorg/sglang:v0.5.2-cu126"))),
+    lambda: _edit(prod_kvaware, lambda s: (_no_routing(s), s["worker"].update(image=SGLANG_IMAGE, args=SGLANG_ARGS))),
     lambda: _edit(
         prod_kvaware,
-        lambda s: (_no_routing(s), s.pop("kvCacheSpec"), s["worker"].update(image="lmsysorg/sglang:v0.5.2-cu126")),
+        lambda s: (_no_routing(s), s.pop("kvCacheSpec"), s["worker"].update(image=SGLANG_IMAGE, args=SGLANG_ARGS)),
     ),
+    "sglang",
+)
+ENDPOINT_CASES["sglang-metrics-served"] = (
+    "prod",
+    "mandatory",
+    # the prod sglang endpoint as it was: metrics on, no port (CRD default 8080), no --enable-metrics
+    lambda: _edit(
+        lambda: _reference_spec("prod", 2),
+        lambda s: (s["metrics"].pop("modelMetrics"), s["worker"].update(args=s["worker"]["args"][:-1])),
+    ),
+    lambda: _reference_spec("prod", 2),
     "sglang",
 )
 ENDPOINT_CASES["request-limits-require-metrics"] = (

@@ -210,7 +210,7 @@ def test_reference_stacks_converge(stack_runs, stack) -> None:
     result = rehearse(stack_runs[stack], mapping=stack_mapping(stack))
     assert result.findings == [], "\n".join(f.render() for f in result.findings)
     assert result.exit_code == 0 and result.blocked == []
-    assert result.resources > 80
+    assert result.resources > 60
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -306,6 +306,8 @@ def test_target_group_binding_before_the_lb_controller_is_a_race(stack_runs) -> 
     tgb = by_name(regs, "front-door-tgb-llama-70b-kvaware")
     controllers = {addon(regs, "amazon-sagemaker-hyperpod-inference").urn}
     controllers |= {r.urn for r in regs if r.type == ADDON and r.name.startswith("operator-prereqs-")}
+    # ... and the endpoint CR and Namespace it may wait on (they come after the add-on).
+    controllers |= {r.urn for r in regs if r.type.startswith("kubernetes:") and r.type != HELM}
     drop_dependency(tgb, controllers)
     result = rehearse(regs, mapping=mapping)
     webhook = [f for f in result.findings if f.resource == tgb.name and "aws-load-balancer-controller" in f.waits_for]

@@ -507,3 +507,15 @@ def test_cli_exit_codes(tmp_path: Path, capsys) -> None:
     assert main(["--stack", "bad", "--stack-file", str(path)]) == 2
     assert "instanceGrups" in capsys.readouterr().out
     assert main(["--stack", "nosuchstack"]) == 2
+
+
+def test_long_creates_off_the_critical_path(stack_runs) -> None:
+    result = rehearse(stack_runs["prod"], mapping=stack_mapping("prod"))
+    off = {x.name: x for x in result.off_path_long}
+    on = {s.name for s in result.critical_path}
+    assert {"kv-cache-rg", "front-door-cert-validation"} <= off.keys()
+    assert not on & off.keys()
+    assert off["kv-cache-rg"].minutes is None and off["kv-cache-rg"].timeout == 60  # TF default, typical unknown
+    assert off["front-door-cert-validation"].timeout == 75
+    known = [x for x in result.off_path_long if x.minutes is not None]
+    assert all(x.slack is not None and x.slack >= 0 for x in known)

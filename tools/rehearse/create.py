@@ -32,6 +32,7 @@ from tools.rehearse.model import CompleteGraph
 from tools.rehearse.report import Finding, FindingKind, LongCreate, Step
 
 LONG_CREATE_MINUTES = 10.0
+LONG_TIMEOUT_MINUTES = 30.0  # unknown typical time, but the provider waits up to this long
 
 
 @dataclass(frozen=True)
@@ -522,11 +523,17 @@ def simulate_create(
     ]
     total = finish[chain[-1]] if chain else 0.0
     on_path = set(chain)
-    long_off = [
-        LongCreate(graph.nodes[u].name, graph.nodes[u].type, m, finish[u], total - finish[u])
-        for u in graph.order
-        if u not in on_path and (m := ctx.entries[u].create_minutes) is not None and m >= LONG_CREATE_MINUTES
-    ]
+    long_off: list[LongCreate] = []
+    for u in graph.order:
+        if u in on_path:
+            continue
+        reg, entry = graph.nodes[u], ctx.entries[u]
+        minutes, timeout = entry.create_minutes, create_timeout(reg, entry)
+        if minutes is not None and minutes >= LONG_CREATE_MINUTES:
+            long_off.append(LongCreate(reg.name, reg.type, minutes, finish[u], total - finish[u], timeout))
+        elif minutes is None and timeout is not None and timeout >= LONG_TIMEOUT_MINUTES:
+            # No typical time, but a provider that allows this long: worth knowing it runs in parallel.
+            long_off.append(LongCreate(reg.name, reg.type, None, finish[u], None, timeout))
     blocked = graph.descendants(found.failed) - found.failed
     if api is not None:
         notes.insert(0, f"Kubernetes API: {'reachable' if api.reachable else 'UNREACHABLE'} — {api.why}")

@@ -64,11 +64,15 @@ class Step:
 
 @dataclass
 class LongCreate:
+    """A long create off the critical path. ``minutes`` None: no source gives a typical time, but its
+    timeout is long (``timeout``); then ``slack`` is None too."""
+
     name: str
     type: str
-    minutes: float
+    minutes: float | None
     finish: float
-    slack: float
+    slack: float | None
+    timeout: float | None = None
 
 
 @dataclass
@@ -151,7 +155,12 @@ class Rehearsal:
         if self.off_path_long:
             yield Text(
                 "long creates off the critical path: "
-                + ", ".join(f"{x.name} ({x.minutes:g} min, slack {x.slack:g})" for x in self.off_path_long)
+                + ", ".join(
+                    f"{x.name} ({x.minutes:g} min, slack {x.slack:g})"
+                    if x.minutes is not None and x.slack is not None
+                    else f"{x.name} (typical time unknown, timeout {x.timeout:g} min)"
+                    for x in self.off_path_long
+                )
             )
         if self.waves:
             yield Text(f"{len(self.waves)} waves: " + ", ".join(str(len(w)) for w in self.waves))

@@ -23,6 +23,7 @@ replaced by a guess. ``requests: {}`` means the chart sets no requests (zero), w
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import json
 from functools import cache
@@ -252,6 +253,25 @@ class RemoteChild(_Model):
     inputs: dict[str, Any] = Field(default_factory=dict, description="fixed inputs the component sets")
     kubernetes: bool = Field(default=False, description="created through the component's own Kubernetes provider")
     source: str = Field(min_length=1)
+
+    def inputs_for(self, component_inputs: dict[str, Any]) -> dict[str, Any]:
+        """The child's inputs: its fixed ``inputs`` plus ``inputs_from`` read from the component's inputs
+        (dotted targets build nested mappings: ``vpcConfig.endpointPublicAccess``)."""
+        out: dict[str, Any] = copy.deepcopy(self.inputs)
+        for target, source in self.inputs_from.items():
+            value = input_value(component_inputs, source)
+            if value is None:
+                continue
+            cur = out
+            *heads, last = target.split(".")
+            for part in heads:
+                nxt = cur.get(part)
+                if not isinstance(nxt, dict):
+                    nxt = {}
+                    cur[part] = nxt
+                cur = nxt
+            cur[last] = value
+        return out
 
     def created(self, inputs: dict[str, Any]) -> bool:
         """Whether the component creates this child given its inputs."""

@@ -19,20 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from policies.readiness import Readiness, RemoteComponent, input_value, load_readiness
+from policies.readiness import Readiness, RemoteComponent, load_readiness
 from tools.mocks import Registration
-
-
-def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
-    parts = path.split(".")
-    cur = target
-    for part in parts[:-1]:
-        nxt = cur.get(part)
-        if not isinstance(nxt, dict):
-            nxt = {}
-            cur[part] = nxt
-        cur = nxt
-    cur[parts[-1]] = value
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -58,11 +46,7 @@ def _expand_one(reg: Registration, spec: RemoteComponent) -> list[Registration]:
     provider_urn = next((urns[c.suffix] for c in created if c.type == "pulumi:providers:kubernetes"), None)
     out: list[Registration] = []
     for child in created:
-        inputs: dict[str, Any] = copy.deepcopy(child.inputs)
-        for target, source in child.inputs_from.items():
-            value = input_value(reg.inputs, source)
-            if value is not None:
-                _set_path(inputs, target, value)
+        inputs = child.inputs_for(reg.inputs)
         sibling = [urns[s] for s in child.depends_on if s in by_suffix]
         # Children with no sibling to wait on are built from the component's inputs, so they wait on
         # what the component waits on.

@@ -519,3 +519,20 @@ def test_long_creates_off_the_critical_path(stack_runs) -> None:
     assert off["front-door-cert-validation"].timeout == 75
     known = [x for x in result.off_path_long if x.minutes is not None]
     assert all(x.slack is not None and x.slack >= 0 for x in known)
+
+
+def test_controllers_only_on_health_checked_groups_get_a_note(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "dev")
+    groups = _groups(regs)
+    system = [g for g in groups if g["instanceGroupName"] == "system"]
+    assert system
+    system[0]["instanceCount"] = 0
+    for g in groups:
+        if g["instanceGroupName"] != "system":
+            g["onStartDeepHealthChecks"] = ["InstanceStress"]
+    result = rehearse(regs, mapping=mapping)
+    assert any(
+        "hyperpod-inference-operator-controller-manager can run only on groups with on-start deep health checks" in n
+        for n in result.notes
+    ), result.notes
+    assert "unschedulable" not in result.kinds()

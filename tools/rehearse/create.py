@@ -336,6 +336,15 @@ def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _
             why = "; ".join(f"{why}" for _, why in reasons if why)
             out.add(urn, reg, "unschedulable", waits, f"no node can take {pod.name}: {why}", source=pod.source)
             continue
+        health = ctx.readiness.health_taint
+        if all(g.deep_health_checks for g in takers) and not any(
+            t.tolerates(health.key, health.value, health.effect) for t in tolerations
+        ):
+            notes.append(
+                f"{reg.name}: {pod.name} can run only on groups with on-start deep health checks "
+                f"({', '.join(g.name for g in takers)}) and does not tolerate {health.key}={health.value}:"
+                f"{health.effect}, set while they run; whether the HyperPod create waits for the checks is UNCONFIRMED"
+            )
         providers = sorted({g.provider for g in takers})
         state, concerned = _classify(ctx, urn, providers)
         if state == "met":

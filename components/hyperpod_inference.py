@@ -110,6 +110,9 @@ class HyperPodInference(pulumi.ComponentResource):
             # AWS requires the dependencies chart on the EKS cluster before the HyperPod cluster is created.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod_deps, eks]),
         )
+        # CoreDNS after the HyperPod cluster, the only source of nodes: its create waits for ACTIVE, which needs
+        # running CoreDNS pods (components/eks_cluster.py, EksCluster.coredns_addon; deploy-readiness.md trap 1).
+        eks.coredns_addon("coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster], opts=child)
         self._export("eksClusterName", eks.cluster_name)
         self._export("hyperpodClusterArn", hyperpod.cluster_arn)
         self._export("hyperpodClusterName", hyperpod.cluster_name)
@@ -205,7 +208,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 opts=child,
             )
             self._export("inferenceGatewayName", inference_gateway.name)
-        InferenceEndpoints(
+        endpoints = InferenceEndpoints(
             "endpoints",
             InferenceEndpointsArgs(
                 endpoints=cfg.endpoints,
@@ -236,6 +239,9 @@ class HyperPodInference(pulumi.ComponentResource):
                     k8s_provider=eks.k8s_provider,
                     # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
                     k8s_depends_on=[inference_operator, operator_prereqs],
+                    # each binding waits for its namespace and its endpoint's custom resource
+                    endpoint_resources=endpoints.resources,
+                    namespaces=endpoints.namespaces,
                     tags=cfg.common_tags,
                 ),
                 opts=child,

@@ -15,6 +15,7 @@ from pulumi_policy import EnforcementLevel, Policy
 
 from .baselines import BASELINE_POLICIES
 from .capacity import CAPACITY_POLICIES
+from .cluster_versions import CLUSTER_VERSION_POLICIES
 from .endpoint_policies import ENDPOINT_POLICIES
 
 PACK_NAME = "hyperpod-inference"
@@ -22,4 +23,4 @@ PACK_NAME = "hyperpod-inference"
 # The pack-wide fallback for a policy without its own level (every policy here sets one).
 PACK_ENFORCEMENT = EnforcementLevel.ADVISORY
 
-POLICIES: list[Policy] = [*ENDPOINT_POLICIES, *BASELINE_POLICIES, *CAPACITY_POLICIES]
+POLICIES: list[Policy] = [*ENDPOINT_POLICIES, *BASELINE_POLICIES, *CLUSTER_VERSION_POLICIES, *CAPACITY_POLICIES]

@@ -231,6 +231,36 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
         "3.3",
     ),
     (
+        "sglang-metrics-served",
+        DEV,
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000", "--enable-metrics"]),
+            _set("spec.metrics", {"enabled": True}),  # scrape port defaults to 8080, SGLang serves on 8000
+        ),
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000", "--enable-metrics"]),
+        ),
+        "metrics.modelMetrics.port",
+        "(8080) must equal",
+    ),
+    (
+        "sglang-metrics-served",
+        DEV,
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000"]),
+        ),
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000"]),
+            _set("spec.metrics", {"enabled": False}),
+        ),
+        "worker.args",
+        "--enable-metrics",
+    ),
+    (
         "tieredstorage-on-non-p-instance",
         DEV,
         _all(

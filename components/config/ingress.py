@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
@@ -49,6 +50,22 @@ DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 DEFAULT_HEALTH_CHECK_PATH = "/ping"  # spec.loadBalancer.healthCheckPath default in the CRD
 DEFAULT_ROUTING_ALGORITHM = "least_outstanding_requests"  # spec.loadBalancer.routingAlgorithm default
 DEFAULT_TARGET_PORT = 8080  # used only when an endpoint has no worker.modelInvocationPort (JumpStartModel)
+
+# What the ALB targets per endpoint (TargetGroupBinding ``serviceRef``; the binding lives in the Service's
+# namespace because ``serviceRef`` has only name and port: kubernetes-sigs/aws-load-balancer-controller@ac0e1ffc
+# (v2.13.2) apis/elbv2/v1beta1/targetgroupbinding_types.go ``ServiceReference``).
+# * Intelligent routing on: traffic must go through the operator's router, not straight to worker pods.
+#   The operator's own Ingress for such an endpoint is ``alb-<name>-<namespace>`` in hyperpod-inference-system
+#   (AWS docs sagemaker-hyperpod-model-deployment-custom-certs; operator-facts §14), and its router Service is
+#   ``<name>-<namespace>-routing-service`` there: aws-samples/llm_model_hub
+#   backend/inference/hyperpod_deployment.py ("When intelligent routing is enabled, HyperPod operator creates:
+#   Service: {endpoint_name}-{namespace}-routing-service"; an AWS sample, not AWS documentation). No source
+#   names that Service's port, so prod must set ``servicePort``.
+# * Intelligent routing off: no public source names the Service the operator creates for the worker pods,
+#   so prod must set ``serviceName`` and ``servicePort`` (read them with ``kubectl get svc -n <namespace>``
+#   after the endpoint's first deploy); other environments fall back to ``<name>``:containerPort, a guess.
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+ROUTER_SERVICE_SOURCE = "aws-samples/llm_model_hub backend/inference/hyperpod_deployment.py"
 
 Hostname = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
 OnUnauthenticated = Literal["deny", "authenticate", "allow"]
@@ -107,10 +124,22 @@ class RouteConfig(Model):
         default=None,
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         max_length=63,
-        description="Kubernetes Service to bind; default: the endpoint's name (see README: ingress).",
+        description="Kubernetes Service to bind. Default: the operator's router Service "
+        "<name>-<namespace>-routing-service (intelligent routing on), else the endpoint's name (a guess; "
+        "required in prod). See docs/operator.md, front door.",
+    )
+    service_namespace: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+        description="Namespace of that Service (the binding is created there). Default: "
+        "hyperpod-inference-system with intelligent routing on, else the endpoint's namespace.",
     )
     service_port: int | None = Field(
-        default=None, ge=1, le=65535, description="Service port; default: worker.modelInvocationPort.containerPort."
+        default=None,
+        ge=1,
+        le=65535,
+        description="Service port. Default: worker.modelInvocationPort.containerPort (a guess; required in prod).",
     )
 
     @property
@@ -192,6 +221,42 @@ def endpoint_health_check_path(endpoint: EndpointConfig) -> str:
 def endpoint_routing_algorithm(endpoint: EndpointConfig) -> str:
     algo = _dig(endpoint.spec_dict(), "loadBalancer", "routingAlgorithm")
     return algo if algo in ("least_outstanding_requests", "round_robin") else DEFAULT_ROUTING_ALGORITHM
+
+
+def intelligent_routing(endpoint: EndpointConfig) -> bool:
+    """``spec.intelligentRoutingSpec.enabled`` is true (the operator then serves it through its router)."""
+    return _dig(endpoint.spec_dict(), "intelligentRoutingSpec", "enabled") is True
+
+
+@dataclass(frozen=True)
+class ServiceTarget:
+    """The Kubernetes Service a route's target group is bound to, and whether each part is configured."""
+
+    namespace: str
+    name: str
+    port: int
+    router: bool
+    name_configured: bool
+    port_configured: bool
+
+
+def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarget:
+    """Where the binding for ``route`` points (see ``OPERATOR_NAMESPACE`` above for the sources)."""
+    router = intelligent_routing(endpoint)
+    if router:
+        namespace = route.service_namespace or OPERATOR_NAMESPACE
+        default_name = f"{endpoint.name}-{endpoint.namespace}-routing-service"
+    else:
+        namespace = route.service_namespace or endpoint.namespace
+        default_name = endpoint.name
+    return ServiceTarget(
+        namespace=namespace,
+        name=route.service_name or default_name,
+        port=route.service_port or endpoint_port(endpoint),
+        router=router,
+        name_configured=route.service_name is not None,
+        port_configured=route.service_port is not None,
+    )
 
 
 def _dig(value: Any, *path: str) -> Any:
@@ -287,14 +352,36 @@ def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
         if not route.is_catch_all and conditions[(route.host, route.path)] > 1:
             yield ConfigIssue(f"ingress.routes[{i}]", "the same host/path is routed twice")
+    # Prod never guesses the Service a binding targets (see OPERATOR_NAMESPACE above).
+    by_name = {e.name: e for e in cfg.endpoints}
+    if cfg.is_prod:
+        for i, route in enumerate(ing.routes):
+            endpoint = by_name.get(route.endpoint)
+            if endpoint is None:
+                continue
+            target = service_target(route, endpoint)
+            if not target.router and not target.name_configured:
+                yield ConfigIssue(
+                    f"ingress.routes[{i}].serviceName",
+                    f"required in prod: no source names the Service the operator creates for endpoint "
+                    f"{endpoint.name!r} (intelligent routing off); set it from `kubectl get svc -n {endpoint.namespace}`",
+                )
+            if not target.port_configured:
+                what = f"the router Service {target.name}" if target.router else "that Service"
+                yield ConfigIssue(
+                    f"ingress.routes[{i}].servicePort",
+                    f"required in prod: no source names the port of {what}; "
+                    f"set it from `kubectl get svc -n {target.namespace}`",
+                )
     # One endpoint is one target group: its Service binding must not differ between routes.
-    bindings: dict[str, tuple[str | None, int | None]] = {}
+    bindings: dict[str, tuple[str | None, int | None, str | None]] = {}
     for i, route in enumerate(ing.routes):
-        binding = (route.service_name, route.service_port)
+        binding = (route.service_name, route.service_port, route.service_namespace)
         if bindings.setdefault(route.endpoint, binding) != binding:
             yield ConfigIssue(
                 f"ingress.routes[{i}]",
-                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort than an earlier route",
+                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort/serviceNamespace "
+                "than an earlier route",
             )
 
 

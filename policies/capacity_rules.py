@@ -1300,3 +1300,41 @@ CAPACITY_RULES: tuple[CapacityRule, ...] = (
     ),
 )
 CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in CAPACITY_RULES)
+
+
+def fit_hook(pod: Any, group: Any, replicas: int) -> str | None:
+    """The rehearsal's resource-fit hook (``tools.rehearse`` ``FitHook``): why ``replicas`` of a system pod
+    (``policies.readiness.SystemPod``) do not fit the nodes of ``group`` (its ``NodeGroup``: name,
+    instance_type, count, labels, taints as ``(key, value, effect)``, optional threads_per_core), or ``None``.
+
+    Taints, selectors and architecture are the rehearsal's own checks; this judges requests against one node's
+    allocatable (after kube-reserved and the DaemonSets) and the replicas against the group's nodes. Unknown
+    requests or an instance type missing from the data cannot be judged: ``None``.
+    """
+    sp = system_pod(pod)
+    if sp.requests is None:
+        return None
+    g = Group(
+        name=str(group.name),
+        instance_type=str(group.instance_type),
+        count=int(group.count),
+        threads_per_core=int(getattr(group, "threads_per_core", 1) or 1),
+        labels=dict(getattr(group, "labels", {}) or {}),
+        taints=tuple(Taint(str(k), v, str(e)) for k, v, e in getattr(group, "taints", ()) or ()),
+    )
+    a = node_allocatable(g, load_system_pods()[0])
+    if a is None:
+        return None
+    req = {**sp.requests, PODS: 1}
+    if not _fits(req, a.allocatable):
+        short = _short(req, a.allocatable)
+        return f"{sp.name} requests {describe(req)}; one node of {g.describe()} allocates " + "; ".join(
+            f"{NOUN[r]} {show(r, a.allocatable.get(r, 0))} = {a.breakdown(r)}" for r in short
+        )
+    per_node = min(a.allocatable.get(r, 0) // v for r, v in req.items() if v)
+    if per_node * g.count < replicas:
+        return (
+            f"{replicas} replicas of {sp.name} ({describe(req)} each) need more than {g.count} node(s) of "
+            f"{g.describe()}, which hold {per_node} each"
+        )
+    return None

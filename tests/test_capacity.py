@@ -740,3 +740,26 @@ def test_capacity_report_of_prod(stack_runs: dict[str, StackRun]) -> None:
     console.print(report.renderable)
     text = console.export_text()
     assert "4 x ml.p5.48xlarge, threadsPerCore 1: per node" in text and "llama-70b-kvaware" in text
+
+
+def test_fit_hook_for_the_rehearsal() -> None:
+    """``tools.rehearse``'s FitHook: (readiness SystemPod, NodeGroup, replicas) -> reason or None."""
+    from types import SimpleNamespace
+
+    system = SimpleNamespace(name="system", instance_type="ml.m5.2xlarge", count=2, labels={}, taints=())
+    small = {**FIXTURE_PODS[4]}  # metrics-server: 100m / 200Mi
+    assert cap.fit_hook(small, system, 1) is None
+    big = {**small, "name": "big", "requests": {"cpu": "4", "memory": "1Gi"}}
+    assert cap.fit_hook(big, system, 1) == (
+        "big requests 4 CPU, 1Gi memory; one node of group system (ml.m5.2xlarge, threadsPerCore 1) allocates CPU "
+        "3.395 = 4 CPU (threadsPerCore 1) - 0.08 kube-reserved - 0.525 requests of 3 DaemonSets (DaemonSets with "
+        "unknown requests not subtracted: nvidia-device-plugin)"
+    )
+    assert cap.fit_hook(big, SimpleNamespace(**{**system.__dict__, "threads_per_core": 2}), 1) is None
+    two_cpu = {**small, "name": "two", "requests": {"cpu": "2"}}
+    assert cap.fit_hook(two_cpu, system, 2) is None  # one per node
+    assert cap.fit_hook(two_cpu, system, 3) == (
+        "3 replicas of two (2 CPU each) need more than 2 node(s) of group system (ml.m5.2xlarge, threadsPerCore 1), "
+        "which hold 1 each"
+    )
+    assert cap.fit_hook({**small, "requests": None}, system, 99) is None  # unknown requests: not judged

@@ -763,3 +763,64 @@ def test_fit_hook_for_the_rehearsal() -> None:
         "which hold 1 each"
     )
     assert cap.fit_hook({**small, "requests": None}, system, 99) is None  # unknown requests: not judged
+
+
+def test_training_plan_groups_are_advised_not_refused(stack_runs: dict[str, StackRun]) -> None:
+    plan = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/p5-dev"
+    assert issues("dev", lambda m: grp(m, 1).__setitem__("trainingPlanArn", plan)) == []
+    regs = copy.deepcopy(stack_runs["dev"].registrations)
+    _cluster(regs).inputs["instanceGroups"][1]["trainingPlanArn"] = plan
+    assert [(r.level, r.policy, r.message) for r in _capacity_results(regs, "dev")] == [
+        (
+            "advisory",
+            "endpoint-on-empty-group",
+            f"InferenceEndpointConfig inference/llama-8b: group gpu-p5 takes its instances from training plan {plan}; "
+            "its worker pods stay Pending until instances are running (the plan must be Active: python -m "
+            "tools.preflight checks it)",
+        )
+    ]
+
+
+def test_replica_counts_from_autoscaling_and_dpd_roles() -> None:
+    res = {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}
+    dpd = {
+        "kind": "InferenceEndpointConfig",
+        "spec": {
+            "instanceType": "ml.p5.48xlarge",
+            "worker": {"resources": {"requests": {"cpu": "1"}}},
+            "pdSpec": {
+                "prefillSpec": {"replicas": 2, "resources": res, "nodeSelector": {"role": "prefill"}},
+                "decodingSpec": {"resources": res},
+                "autoScalingSpec": {"decodingAutoScaling": {"minReplicaCount": 0, "maxReplicaCount": 3}},
+            },
+        },
+    }
+    prefill, decode = cap.workload_from_cr(dpd, "k", "dpd").pods
+    assert (prefill.role, prefill.replicas_min, prefill.replicas_max, prefill.replicas_path) == (
+        "prefill",
+        2,
+        2,
+        "pdSpec.prefillSpec.replicas",
+    )
+    assert prefill.node_selector == {"role": "prefill"} and prefill.resources_path == "pdSpec.prefillSpec.resources"
+    assert (decode.replicas_min, decode.replicas_max, decode.replicas_path) == (
+        0,
+        3,
+        "pdSpec.autoScalingSpec.decodingAutoScaling.minReplicaCount",
+    )
+    routed = {
+        "kind": "InferenceEndpointConfig",
+        "spec": {"replicas": 4, "worker": {"resources": res}, "intelligentRoutingSpec": {"autoScalingSpec": {}}},
+    }
+    (worker,) = cap.workload_from_cr(routed, "k", "r").pods
+    assert (worker.replicas_min, worker.replicas_max, worker.replicas_path, worker.instance_types) == (
+        1,
+        5,
+        "intelligentRoutingSpec.autoScalingSpec.minReplicaCount",
+        None,
+    )
+    # the prefill role's nodeSelector matches no group: reported on its own path
+    result = cap.plan([cap.Group("p5", "ml.p5.48xlarge", 4)], [cap.workload_from_cr(dpd, "k", "dpd")])
+    assert [(f.rule, f.path) for f in result.findings] == [
+        ("endpoint-pod-fits-node", "pdSpec.prefillSpec.nodeSelector")
+    ]

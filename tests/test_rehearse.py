@@ -333,6 +333,10 @@ def test_private_api_without_deployer_path_is_unreachable(stack_runs) -> None:
     found = findings(result, "unreachable-api", "eks-cluster-nodeAccess")
     assert found and "private only" in found[0]
     assert "hyperpod-inference:cluster.deployerAccess" in found[0]
+    # One finding per type and cause, naming every endpoint (linear output for many endpoints).
+    endpoints = [f for f in result.findings if f.kind == "unreachable-api" and f.type == IEC]
+    assert len(endpoints) == 1
+    assert 1 + len(endpoints[0].also) == len([r for r in regs if r.type == IEC])
 
 
 def test_public_endpoint_is_a_deployer_path(stack_runs) -> None:
@@ -536,3 +540,23 @@ def test_controllers_only_on_health_checked_groups_get_a_note(stack_runs) -> Non
         for n in result.notes
     ), result.notes
     assert "unschedulable" not in result.kinds()
+
+
+def test_waves_follow_dependencies(stack_runs) -> None:
+    from tools.rehearse import CompleteGraph
+    from tools.rehearse.create import schedule
+
+    regs = regs_of(stack_runs["prod"])
+    graph = CompleteGraph.build(regs)
+    readiness = load_readiness()
+    entries = {u: readiness.entry_for(graph.nodes[u].type, graph.nodes[u].inputs) for u in graph.order}
+    start, finish, waves = schedule(graph, entries)
+    wave_of = {u: i for i, wave in enumerate(waves) for u in wave}
+    assert len(wave_of) == len(graph.order)
+    for urn, deps in graph.edges.items():
+        for d in deps:
+            assert wave_of[d] < wave_of[urn], f"{graph.nodes[urn].name} starts before {graph.nodes[d].name}"
+            assert start[urn] >= finish[d]
+    result = rehearse(regs, mapping=stack_mapping("prod"))
+    assert [len(w) for w in result.waves] == [len(w) for w in waves]
+    assert "network-vpc" in result.waves[0] and "hyperpod-cluster" not in result.waves[0]

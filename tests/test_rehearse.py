@@ -229,6 +229,9 @@ def test_critical_path_runs_eks_hyperpod_addon_endpoint(stack_runs, stack) -> No
     assert result.total_minutes == steps[-1].finish >= 60
     for earlier, later in pairwise(steps):
         assert later.start == earlier.finish
+    timeouts = {s.name: s.timeout for s in steps}
+    assert timeouts["inference-operator-addon"] == 45  # the program's customTimeouts
+    assert timeouts["hyperpod-cluster"] == 120
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

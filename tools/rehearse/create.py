@@ -527,7 +527,14 @@ def simulate_create(
     start, finish, waves = schedule(graph, ctx.entries)
     chain = critical_path(graph, ctx.entries, start, finish)
     steps = [
-        Step(graph.nodes[u].name, graph.nodes[u].type, start[u], ctx.entries[u].create_minutes, finish[u])
+        Step(
+            graph.nodes[u].name,
+            graph.nodes[u].type,
+            start[u],
+            ctx.entries[u].create_minutes,
+            finish[u],
+            create_timeout(graph.nodes[u], ctx.entries[u]),
+        )
         for u in chain
     ]
     total = finish[chain[-1]] if chain else 0.0

@@ -91,7 +91,7 @@ def test_every_readiness_entry_has_a_source() -> None:
     texts += [w.source for e in entries for w in e.waits_for]
     for text in texts:
         head = text.split()[0].strip(":,")
-        if head.isupper() and head not in {"EKS", "EC2"}:
+        if head.isupper() and head not in {"AWS", "EKS", "EC2"}:
             assert head in r.sources, f"source label {head!r} is not defined in sources: ({text})"
 
 
@@ -563,3 +563,24 @@ def test_waves_follow_dependencies(stack_runs) -> None:
     result = rehearse(regs, mapping=stack_mapping("prod"))
     assert [len(w) for w in result.waves] == [len(w) for w in waves]
     assert "network-vpc" in result.waves[0] and "hyperpod-cluster" not in result.waves[0]
+
+
+def test_observability_addon_waits_for_nodes_and_pod_identity(stack_runs) -> None:
+    """The edge branch's observability add-on: ordered before the nodes it is a deadlock; its unknown
+    tolerations are noted, not guessed."""
+    regs, mapping = run_of(stack_runs, "dev")
+    agent = addon(regs, "eks-pod-identity-agent")
+    hyperpod = one(regs, HYPERPOD)
+    obs = copy.deepcopy(agent)
+    obs.name, obs.urn = "observability-addon", agent.urn.replace("eks-pod-identity-agent", "observability-addon")
+    obs.inputs = {**agent.inputs, "addonName": "amazon-sagemaker-hyperpod-observability"}
+    obs.dependencies = [agent.urn, hyperpod.urn]
+    regs.append(obs)
+    result = rehearse(regs, mapping=mapping)
+    assert not findings(result, "deadlock", obs.name) and not findings(result, "race", obs.name)
+    assert any("tolerations of hyperpod-observability-controller-manager unknown" in n for n in result.notes)
+    obs.dependencies = []  # now neither after the nodes nor after the Pod Identity agent
+    result = rehearse(regs, mapping=mapping)
+    races = findings(result, "race", obs.name)
+    assert any("Pod Identity" in f for f in races)
+    assert any("hyperpod-observability-controller-manager" in f and "hyperpod-cluster" in f for f in races)

@@ -584,3 +584,12 @@ def test_observability_addon_waits_for_nodes_and_pod_identity(stack_runs) -> Non
     races = findings(result, "race", obs.name)
     assert any("Pod Identity" in f for f in races)
     assert any("hyperpod-observability-controller-manager" in f and "hyperpod-cluster" in f for f in races)
+
+
+def test_deployer_path_declared_only_in_config(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "prod")
+    regs = _without_deployer_rules(regs)
+    assert mapping["hyperpod-inference:cluster"]["deployerAccess"], "prod declares cluster.deployerAccess"
+    result = rehearse(regs, mapping=mapping)
+    assert "unreachable-api" not in result.kinds()
+    assert any("declared by hyperpod-inference:cluster.deployerAccess (no rule" in n for n in result.notes)

@@ -91,7 +91,7 @@ def test_every_readiness_entry_has_a_source() -> None:
     texts += [w.source for e in entries for w in e.waits_for]
     for text in texts:
         head = text.split()[0].strip(":,")
-        if head.isupper() and head not in {"EKS", "EC2"}:
+        if head.isupper() and head not in {"AWS", "EKS", "EC2"}:
             assert head in r.sources, f"source label {head!r} is not defined in sources: ({text})"
 
 
@@ -229,6 +229,9 @@ def test_critical_path_runs_eks_hyperpod_addon_endpoint(stack_runs, stack) -> No
     assert result.total_minutes == steps[-1].finish >= 60
     for earlier, later in pairwise(steps):
         assert later.start == earlier.finish
+    timeouts = {s.name: s.timeout for s in steps}
+    assert timeouts["inference-operator-addon"] == 45  # the program's customTimeouts
+    assert timeouts["hyperpod-cluster"] == 120
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -333,6 +336,10 @@ def test_private_api_without_deployer_path_is_unreachable(stack_runs) -> None:
     found = findings(result, "unreachable-api", "eks-cluster-nodeAccess")
     assert found and "private only" in found[0]
     assert "hyperpod-inference:cluster.deployerAccess" in found[0]
+    # One finding per type and cause, naming every endpoint (linear output for many endpoints).
+    endpoints = [f for f in result.findings if f.kind == "unreachable-api" and f.type == IEC]
+    assert len(endpoints) == 1
+    assert 1 + len(endpoints[0].also) == len([r for r in regs if r.type == IEC])
 
 
 def test_public_endpoint_is_a_deployer_path(stack_runs) -> None:
@@ -536,3 +543,53 @@ def test_controllers_only_on_health_checked_groups_get_a_note(stack_runs) -> Non
         for n in result.notes
     ), result.notes
     assert "unschedulable" not in result.kinds()
+
+
+def test_waves_follow_dependencies(stack_runs) -> None:
+    from tools.rehearse import CompleteGraph
+    from tools.rehearse.create import schedule
+
+    regs = regs_of(stack_runs["prod"])
+    graph = CompleteGraph.build(regs)
+    readiness = load_readiness()
+    entries = {u: readiness.entry_for(graph.nodes[u].type, graph.nodes[u].inputs) for u in graph.order}
+    start, finish, waves = schedule(graph, entries)
+    wave_of = {u: i for i, wave in enumerate(waves) for u in wave}
+    assert len(wave_of) == len(graph.order)
+    for urn, deps in graph.edges.items():
+        for d in deps:
+            assert wave_of[d] < wave_of[urn], f"{graph.nodes[urn].name} starts before {graph.nodes[d].name}"
+            assert start[urn] >= finish[d]
+    result = rehearse(regs, mapping=stack_mapping("prod"))
+    assert [len(w) for w in result.waves] == [len(w) for w in waves]
+    assert "network-vpc" in result.waves[0] and "hyperpod-cluster" not in result.waves[0]
+
+
+def test_observability_addon_waits_for_nodes_and_pod_identity(stack_runs) -> None:
+    """The edge branch's observability add-on: ordered before the nodes it is a deadlock; its unknown
+    tolerations are noted, not guessed."""
+    regs, mapping = run_of(stack_runs, "dev")
+    agent = addon(regs, "eks-pod-identity-agent")
+    hyperpod = one(regs, HYPERPOD)
+    obs = copy.deepcopy(agent)
+    obs.name, obs.urn = "observability-addon", agent.urn.replace("eks-pod-identity-agent", "observability-addon")
+    obs.inputs = {**agent.inputs, "addonName": "amazon-sagemaker-hyperpod-observability"}
+    obs.dependencies = [agent.urn, hyperpod.urn]
+    regs.append(obs)
+    result = rehearse(regs, mapping=mapping)
+    assert not findings(result, "deadlock", obs.name) and not findings(result, "race", obs.name)
+    assert any("tolerations of hyperpod-observability-controller-manager unknown" in n for n in result.notes)
+    obs.dependencies = []  # now neither after the nodes nor after the Pod Identity agent
+    result = rehearse(regs, mapping=mapping)
+    races = findings(result, "race", obs.name)
+    assert any("Pod Identity" in f for f in races)
+    assert any("hyperpod-observability-controller-manager" in f and "hyperpod-cluster" in f for f in races)
+
+
+def test_deployer_path_declared_only_in_config(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "prod")
+    regs = _without_deployer_rules(regs)
+    assert mapping["hyperpod-inference:cluster"]["deployerAccess"], "prod declares cluster.deployerAccess"
+    result = rehearse(regs, mapping=mapping)
+    assert "unreachable-api" not in result.kinds()
+    assert any("declared by hyperpod-inference:cluster.deployerAccess (no rule" in n for n in result.notes)

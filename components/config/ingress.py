@@ -57,7 +57,7 @@ DEFAULT_TARGET_PORT = 8080  # used only when an endpoint has no worker.modelInvo
 # * Intelligent routing on: traffic must go through the operator's router, not straight to worker pods.
 #   The operator's own Ingress for such an endpoint is ``alb-<name>-<namespace>`` in hyperpod-inference-system
 #   (AWS docs sagemaker-hyperpod-model-deployment-custom-certs; operator-facts §14), and its router Service is
-#   ``<name>-<namespace>-routing-service`` there: aws-samples/llm_model_hub
+#   ``<name>-<namespace>-routing-service`` there: aws-samples/llm_model_hub@b55374d3
 #   backend/inference/hyperpod_deployment.py ("When intelligent routing is enabled, HyperPod operator creates:
 #   Service: {endpoint_name}-{namespace}-routing-service"; an AWS sample, not AWS documentation). No source
 #   names that Service's port, so prod must set ``servicePort``.
@@ -65,7 +65,9 @@ DEFAULT_TARGET_PORT = 8080  # used only when an endpoint has no worker.modelInvo
 #   so prod must set ``serviceName`` and ``servicePort`` (read them with ``kubectl get svc -n <namespace>``
 #   after the endpoint's first deploy); other environments fall back to ``<name>``:containerPort, a guess.
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
-ROUTER_SERVICE_SOURCE = "aws-samples/llm_model_hub backend/inference/hyperpod_deployment.py"
+ROUTER_SERVICE_SOURCE = (
+    "aws-samples/llm_model_hub@b55374d3032e52e062bdcfe674d9546f45759e2a:backend/inference/hyperpod_deployment.py"
+)
 
 Hostname = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
 OnUnauthenticated = Literal["deny", "authenticate", "allow"]

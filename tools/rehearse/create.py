@@ -317,28 +317,33 @@ def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _
     installed = ctx.readiness.pods_installed_by(reg.type, reg.inputs)
     if not installed:
         notes.append(f"{reg.name}: waits for its pods, but policies/readiness.yaml lists none for it; not checked")
-    pods = [p for p in installed if p.kind == "Deployment" and (p.effective_replicas(reg.inputs) or 0) > 0]
+    # A Deployment whose replica count no source gives still needs at least one pod.
+    pods = [p for p in installed if p.kind == "Deployment" and p.effective_replicas(reg.inputs) != 0]
     for pod in pods:
         tolerations = pod.effective_tolerations(reg.inputs)
-        replicas = pod.effective_replicas(reg.inputs) or 0
-        if tolerations is None:
-            notes.append(f"{reg.name}: tolerations of {pod.name} unknown; scheduling not checked")
-            continue
-        reasons = [(g, why_not_on(pod, tolerations, g, replicas, ctx.fit)) for g in ctx.groups]
-        takers = [g for g, why in reasons if why is None]
+        replicas = pod.effective_replicas(reg.inputs) or 1
         waits = f"{replicas} ready {pod.name} pod(s) ({wait.detail})" if wait.detail else f"{pod.name} pods"
         if not ctx.groups:
             out.add(
                 urn, reg, "deadlock", waits, "nothing in the stack provides nodes", source=wait.source or pod.source
             )
             continue
+        if tolerations is None:
+            # Which groups it can take is unknown; the nodes still have to exist before it.
+            notes.append(f"{reg.name}: tolerations of {pod.name} unknown; taints and selectors not checked")
+            reasons = [(g, None if g.count > 0 else f"group {g.name} has no instances") for g in ctx.groups]
+        else:
+            reasons = [(g, why_not_on(pod, tolerations, g, replicas, ctx.fit)) for g in ctx.groups]
+        takers = [g for g, why in reasons if why is None]
         if not takers:
             why = "; ".join(f"{why}" for _, why in reasons if why)
             out.add(urn, reg, "unschedulable", waits, f"no node can take {pod.name}: {why}", source=pod.source)
             continue
         health = ctx.readiness.health_taint
-        if all(g.deep_health_checks for g in takers) and not any(
-            t.tolerates(health.key, health.value, health.effect) for t in tolerations
+        if (
+            tolerations is not None
+            and all(g.deep_health_checks for g in takers)
+            and not any(t.tolerates(health.key, health.value, health.effect) for t in tolerations)
         ):
             notes.append(
                 f"{reg.name}: {pod.name} can run only on groups with on-start deep health checks "
@@ -527,7 +532,14 @@ def simulate_create(
     start, finish, waves = schedule(graph, ctx.entries)
     chain = critical_path(graph, ctx.entries, start, finish)
     steps = [
-        Step(graph.nodes[u].name, graph.nodes[u].type, start[u], ctx.entries[u].create_minutes, finish[u])
+        Step(
+            graph.nodes[u].name,
+            graph.nodes[u].type,
+            start[u],
+            ctx.entries[u].create_minutes,
+            finish[u],
+            create_timeout(graph.nodes[u], ctx.entries[u]),
+        )
         for u in chain
     ]
     total = finish[chain[-1]] if chain else 0.0

@@ -60,6 +60,7 @@ class Step:
     start: float
     minutes: float | None
     finish: float
+    timeout: float | None = None  # the create timeout in force (program's or the provider default)
 
 
 @dataclass
@@ -146,11 +147,12 @@ class Rehearsal:
             )
             for col, justify in (("#", "right"), ("resource", "left"), ("type", "left")):
                 table.add_column(col, justify=justify)  # type: ignore[arg-type]
-            for col in ("start", "min", "finish"):
+            for col in ("start", "min", "finish", "timeout"):
                 table.add_column(col, justify="right")
             for i, s in enumerate(self.critical_path, 1):
                 mins = "unknown" if s.minutes is None else f"{s.minutes:g}"
-                table.add_row(str(i), s.name, s.type, f"{s.start:g}", mins, f"{s.finish:g}")
+                timeout = "" if s.timeout is None else f"{s.timeout:g}"
+                table.add_row(str(i), s.name, s.type, f"{s.start:g}", mins, f"{s.finish:g}", timeout)
             yield table
         if self.off_path_long:
             yield Text(

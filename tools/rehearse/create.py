@@ -11,7 +11,6 @@ through the ``fit`` hook the capacity checks provide).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -570,7 +569,3 @@ def simulate_create(
         "entries": ctx.entries,
         "context": ctx,
     }
-
-
-def dumps_inputs(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)

@@ -11,7 +11,7 @@ through the ``fit`` hook the capacity checks provide).
 
 from __future__ import annotations
 
-import json
+import fnmatch
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -170,6 +170,8 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
     groups: list[NodeGroup] = []
     crd_providers: dict[str, list[str]] = {}
     pod_installers: dict[str, list[str]] = {}
+    installer_types = {sel.type for pod in readiness.system_pods for sel in pod.installed_by}
+    may_install: dict[str, bool] = {}
     for urn in graph.order:
         reg = graph.nodes[urn]
         entry = readiness.entry_for(reg.type, reg.inputs)
@@ -182,7 +184,10 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
             elif provide.kind == "crds":
                 for crd in provide.crds:
                     crd_providers.setdefault(crd, []).append(urn)
-        if entry.waits_for or reg.type.startswith(("aws:eks/addon", "kubernetes:helm")):
+        installs = may_install.get(reg.type)
+        if installs is None:
+            installs = may_install[reg.type] = any(fnmatch.fnmatchcase(reg.type, t) for t in installer_types)
+        if installs:
             for pod in readiness.pods_installed_by(reg.type, reg.inputs):
                 pod_installers.setdefault(pod.name, []).append(urn)
     return _Context(graph, readiness, entries, groups, crd_providers, pod_installers, fit)
@@ -570,7 +575,3 @@ def simulate_create(
         "entries": ctx.entries,
         "context": ctx,
     }
-
-
-def dumps_inputs(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)

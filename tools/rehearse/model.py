@@ -17,20 +17,9 @@ import copy
 import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from policies.readiness import Readiness, RemoteComponent, load_readiness
 from tools.mocks import Registration
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def _child_urn(component: Registration, typ: str, name: str) -> str:
@@ -51,7 +40,8 @@ def _expand_one(reg: Registration, spec: RemoteComponent) -> list[Registration]:
         # Children with no sibling to wait on are built from the component's inputs, so they wait on
         # what the component waits on.
         deps = sibling if sibling else list(reg.dependencies)
-        outputs = _merge(reg.outputs, {}) if child.type == "aws:eks/cluster:Cluster" else {}
+        # The control plane carries the component's outputs (cluster security group id, endpoint, ...).
+        outputs = copy.deepcopy(reg.outputs) if child.type == "aws:eks/cluster:Cluster" else {}
         out.append(
             Registration(
                 type=child.type,

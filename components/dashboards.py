@@ -267,6 +267,7 @@ class ObservabilityDashboardsArgs:
     target_group_arns: dict[str, pulumi.Input[str]] = field(default_factory=dict)
     web_acl_name: str | None = None
     waf_rate_rule_metrics: tuple[str, ...] = ()
+    protect: bool = field(default=False, metadata={"doc": "Protect the topic's KMS key (prod: keys are state)."})
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -342,7 +343,7 @@ class ObservabilityDashboards(pulumi.ComponentResource):
                 lambda v: json.dumps(alarm_topic_key_policy(str(v[0]), str(v[1])))
             ),
             tags=args.tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
         )
         topic = aws.sns.Topic(
             f"{name}-alarm-topic",

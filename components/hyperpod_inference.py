@@ -311,6 +311,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 target_group_arns=dict(front_door.target_group_arns) if front_door is not None else {},
                 web_acl_name=web_acl.name if web_acl is not None else None,
                 waf_rate_rule_metrics=tuple(web_acl.rate_rule_metrics) if web_acl is not None else (),
+                protect=cfg.is_prod,
                 tags=cfg.common_tags,
             ),
             opts=child,

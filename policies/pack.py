@@ -14,6 +14,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from .baselines import BASELINE_POLICIES
+from .capacity import CAPACITY_POLICIES
 from .cluster_versions import CLUSTER_VERSION_POLICIES
 from .endpoint_policies import ENDPOINT_POLICIES
 from .global_policies import GLOBAL_POLICIES
@@ -30,4 +31,5 @@ POLICIES: list[Policy] = [
     *CLUSTER_VERSION_POLICIES,
     *SECURITY_BASELINE_POLICIES,
     *GLOBAL_POLICIES,
+    *CAPACITY_POLICIES,
 ]

@@ -285,7 +285,7 @@ EXPECTED_GROUPS = {
     ],
     "staging": [
         ("system", "ml.m5.2xlarge", 2, "euw2-az1", []),
-        ("gpu-p5", "ml.p5.4xlarge", 2, "euw2-az2", ["InstanceStress", "InstanceConnectivity"]),
+        ("gpu-p5", "ml.p5.4xlarge", 3, "euw2-az2", ["InstanceStress", "InstanceConnectivity"]),
     ],
 }
 

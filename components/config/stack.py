@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from . import capacity as _capacity  # noqa: F401 - registers the scheduling-feasibility cross-check
 from .base import Model
 from .cluster import ClusterConfig
 from .endpoints import EndpointConfig

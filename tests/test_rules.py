@@ -61,7 +61,8 @@ def _set(path: str, value: Any) -> Mutation:
         parts = path.split(".")
         for p in parts[:-1]:
             node = node.setdefault(p, {})
-        node[parts[-1]] = value
+        # a copy: the same mutation object serves several cases, and later mutations edit nested dicts in place
+        node[parts[-1]] = copy.deepcopy(value)
 
     return apply
 

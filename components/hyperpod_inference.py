@@ -294,6 +294,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     name_prefix=cfg.name_prefix,
                     # ACTIVE needs its pods running: HyperPod nodes, and the pod identity agent (in EksCluster).
                     depends_on=[hyperpod.cluster, eks],
+                    protect=cfg.is_prod,
                     tags=cfg.common_tags,
                 ),
                 opts=child,

@@ -140,6 +140,7 @@ class ObservabilityAddonArgs:
     depends_on: list[pulumi.Resource] = field(
         default_factory=list, metadata={"doc": "The HyperPod cluster (nodes) and the EKS cluster (pod identity agent)."}
     )
+    protect: bool = field(default=False, metadata={"doc": "Protect the AMP workspace (prod: its metrics are state)."})
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -163,7 +164,11 @@ class ObservabilityAddon(pulumi.ComponentResource):
             endpoint: pulumi.Output[str] = pulumi.Output.from_input(cfg.amp_workspace_endpoint)
         else:
             workspace = aws.amp.Workspace(
-                f"{name}-amp", alias=f"{args.name_prefix}-metrics", tags=args.tags, opts=child
+                f"{name}-amp",
+                alias=f"{args.name_prefix}-metrics",
+                tags=args.tags,
+                # deleting a workspace deletes its metrics (readiness data), so prod protects it
+                opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
             )
             workspace_arn = workspace.arn
             endpoint = workspace.prometheus_endpoint

@@ -597,6 +597,50 @@ def test_alb_requires_authentication_on_the_https_listener(stack_runs: dict[str,
     assert _added(stack_runs, "prod", _listener_actions("front-door-https", False)) == []
 
 
+def _listener_reordered(name: str, orders: dict[str, int | None], reverse_list: bool = False) -> Mutation:
+    """Set each action's ``order`` by type (None removes it) and optionally reverse the list itself."""
+
+    def mutate(regs: list[Registration]) -> None:
+        _listener_actions(name, False)(regs)  # unwraps the secret wrapper; asserts authenticate-oidc is there
+        reg = _one(regs, "aws:lb/listener:Listener", name)
+        actions = [dict(a) for a in reg.inputs["defaultActions"]]
+        for action in actions:
+            if orders.get(action["type"], 0) is None:
+                action.pop("order", None)
+            elif action["type"] in orders:
+                action["order"] = orders[action["type"]]
+        reg.inputs["defaultActions"] = list(reversed(actions)) if reverse_list else actions
+
+    return mutate
+
+
+def test_alb_requires_authentication_follows_the_order_field_not_list_order(stack_runs: dict[str, StackRun]) -> None:
+    """ALB runs actions by ``order`` (lowest first), whatever the list order (ELB API reference, Action.Order)."""
+    # listed [authenticate-oidc order 2, forward order 1]: ALB forwards first, so this is unauthenticated
+    _only(
+        _added(stack_runs, "prod", _listener_reordered("front-door-https", {"authenticate-oidc": 2, "forward": 1})),
+        "alb-requires-authentication",
+        "mandatory",
+    )
+    # listed [forward order 2, authenticate-oidc order 1]: ALB authenticates first
+    assert (
+        _added(
+            stack_runs,
+            "prod",
+            _listener_reordered("front-door-https", {"authenticate-oidc": 1, "forward": 2}, reverse_list=True),
+        )
+        == []
+    )
+    # no order on either action: the list order decides (authenticate-oidc listed first passes, last fails)
+    no_order: dict[str, int | None] = {"authenticate-oidc": None, "forward": None}
+    assert _added(stack_runs, "prod", _listener_reordered("front-door-https", no_order)) == []
+    _only(
+        _added(stack_runs, "prod", _listener_reordered("front-door-https", no_order, reverse_list=True)),
+        "alb-requires-authentication",
+        "mandatory",
+    )
+
+
 def test_alb_requires_authentication_on_listener_rules(stack_runs: dict[str, StackRun]) -> None:
     results = _only(
         _added(stack_runs, "prod", _listener_actions("front-door-route-1", True)),
@@ -702,8 +746,7 @@ def test_redis_encryption(stack_runs: dict[str, StackRun]) -> None:
 def test_existing_replication_groups_are_encrypted(stack_runs: dict[str, StackRun]) -> None:
     typ = "aws:elasticache/replicationGroup:ReplicationGroup"
     groups = [r for r in stack_runs["prod"].registrations if r.type == typ]
-    if not groups:
-        pytest.skip("the KV-cache layer registers no ElastiCache replication group yet")
+    assert len(groups) == 1, "prod's KV-cache layer must register one ElastiCache replication group"
     _only(
         _added(stack_runs, "prod", _set_inputs(typ, groups[0].name, atRestEncryptionEnabled=False)),
         "redis-encryption",
@@ -888,8 +931,9 @@ def _change_stack_cr(typ: str, name: str, change: Callable[[dict[str, Any]], Non
 
 def test_registered_endpoints_are_judged(stack_runs: dict[str, StackRun]) -> None:
     kvaware = "endpoints-inference-llama-70b-kvaware"
-    if not any(r.name == kvaware for r in stack_runs["prod"].registrations):
-        pytest.skip("the endpoints layer does not register the prod kvaware endpoint")
+    assert [r.type for r in stack_runs["prod"].registrations if r.name == kvaware] == [IEC_TYPE], (
+        "prod must register the kvaware endpoint as an InferenceEndpointConfig"
+    )
     _only(
         _added(
             stack_runs,
@@ -916,8 +960,7 @@ def test_registered_endpoints_are_judged(stack_runs: dict[str, StackRun]) -> Non
 
 def test_registered_gateway_is_judged(stack_runs: dict[str, StackRun]) -> None:
     gateways = [r for r in stack_runs["prod"].registrations if r.type == IGC_TYPE]
-    if not gateways:
-        pytest.skip("the gateway layer does not register an InferenceGatewayConfig")
+    assert len(gateways) == 1, "prod must register one InferenceGatewayConfig"
     assert get_jwt(gateways[0]), "the reference gateway validates JWTs"
     _only(
         _added(stack_runs, "prod", _change_stack_cr(IGC_TYPE, gateways[0].name, lambda s: s.pop("auth"))),

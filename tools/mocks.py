@@ -20,27 +20,15 @@ import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 
+# One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
+from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.render and the tests
+
 ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-west-2"
 
 
 def _hex(*parts: str, n: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
-
-
-def unwrap_secrets(value: Any) -> Any:
-    """Inputs with Pulumi's secret wrappers removed, as the CLI's analyzer and a rendered manifest see them.
-
-    The mock monitor keeps a secret input as ``{SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": ...}``.
-    Offline, every secret value is a mock or a placeholder, so unwrapping writes nothing real anywhere.
-    """
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return unwrap_secrets(value.get("value"))
-        return {k: unwrap_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [unwrap_secrets(v) for v in value]
-    return value
 
 
 def _ints(value: Any) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
 
@@ -23,7 +23,6 @@ from .base import ConfigIssue, Model
 from .checks import cross_check
 
 if TYPE_CHECKING:
-    from .endpoints import EndpointConfig
     from .stack import StackConfig
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
@@ -44,11 +43,6 @@ TLS12_PLUS_POLICIES: tuple[str, ...] = (
     "ELBSecurityPolicy-FS-1-2-Res-2020-10",
 )
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-
-# Where the operator's CRD puts the facts the target group needs (operator-facts.md §4, §4.3).
-DEFAULT_HEALTH_CHECK_PATH = "/ping"  # spec.loadBalancer.healthCheckPath default in the CRD
-DEFAULT_ROUTING_ALGORITHM = "least_outstanding_requests"  # spec.loadBalancer.routingAlgorithm default
-DEFAULT_TARGET_PORT = 8080  # used only when an endpoint has no worker.modelInvocationPort (JumpStartModel)
 
 Hostname = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
 OnUnauthenticated = Literal["deny", "authenticate", "allow"]
@@ -176,30 +170,6 @@ class IngressConfig(Model):
             if route.host and route.host != self.domain_name and route.host not in seen:
                 seen.append(route.host)
         return seen
-
-
-def endpoint_port(endpoint: EndpointConfig) -> int:
-    """The model server's container port from the endpoint spec (``worker.modelInvocationPort``)."""
-    port = _dig(endpoint.spec_dict(), "worker", "modelInvocationPort", "containerPort")
-    return int(port) if isinstance(port, int | float) else DEFAULT_TARGET_PORT
-
-
-def endpoint_health_check_path(endpoint: EndpointConfig) -> str:
-    path = _dig(endpoint.spec_dict(), "loadBalancer", "healthCheckPath")
-    return path if isinstance(path, str) and path.startswith("/") else DEFAULT_HEALTH_CHECK_PATH
-
-
-def endpoint_routing_algorithm(endpoint: EndpointConfig) -> str:
-    algo = _dig(endpoint.spec_dict(), "loadBalancer", "routingAlgorithm")
-    return algo if algo in ("least_outstanding_requests", "round_robin") else DEFAULT_ROUTING_ALGORITHM
-
-
-def _dig(value: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
 
 
 def _in_zone(name: str, zone: str) -> bool:

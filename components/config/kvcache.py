@@ -58,7 +58,8 @@ class RedisConfig(Model):
     replicas: int = Field(default=1, ge=0, le=5, description="Read replicas per shard; prod needs at least 1.")
     port: int = Field(default=6379, ge=1024, le=65535)
     transit_encryption: bool = Field(
-        default=True, description="TLS in transit (rediss://). Required in prod, for the created and the external Redis."
+        default=True,
+        description="TLS in transit (rediss://). Required in prod, for the created and the external Redis.",
     )
     external: ExternalRedis | None = Field(
         default=None, description="Use this Redis instead of creating an ElastiCache group (kvCache.l2Backend: redis)."

@@ -70,6 +70,8 @@ def run_stack(
     asyncio.set_event_loop(loop)
     mocks = RecordingMocks(region=region)
     monitor = GraphMonitor(mocks)
+    # A fresh root stack per run: set_mocks keeps an existing one, and with it the exports of earlier runs.
+    settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(config, secret_keys)
 

@@ -8,11 +8,23 @@ default or managed node group is created. What the cluster gets instead:
   prerequisites), while pulumi-eks still manages ``aws-auth`` for the creator;
 * an IAM OIDC provider (IRSA for the inference operator, KEDA, the LB controller);
 * a private API endpoint; public access is off in prod and limited to ``cluster.endpointPublicAccessCidrs``
-  elsewhere (off when that list is empty);
+  plus ``cluster.deployerAccess.publicCidrs`` elsewhere (off when both are empty);
+* its own control-plane security group (passed to pulumi-eks as ``cluster_security_group``) that admits the
+  HyperPod nodes and the declared deployer (``cluster.deployerAccess``: an in-VPC runner's security groups or
+  CIDRs) on 443. Pulumi creates Kubernetes objects itself — pulumi-eks's aws-auth ConfigMap first — and with
+  public access off "the API server can only receive requests from within the cluster VPC" (EKS API
+  VpcConfigRequest), through the cluster security group ("ensure that your Amazon EKS control plane security group
+  contains rules to allow ingress traffic on port 443 from your connected network": EKS user guide
+  cluster-endpoint, "Accessing a private only API server"). The deployer rules exist before the EKS cluster is
+  created, so they are in place when pulumi-eks writes aws-auth (deploy-readiness.md trap 5);
 * envelope encryption of Kubernetes secrets with a KMS key this component creates (rotation on);
 * control-plane logging;
-* the core add-ons pinned from ``cluster.addons`` (vpc-cni, kube-proxy, coredns through pulumi-eks, and
-  eks-pod-identity-agent as an ``aws.eks.Addon``).
+* the core add-ons pinned from ``cluster.addons``: vpc-cni and kube-proxy through pulumi-eks, and
+  eks-pod-identity-agent as an ``aws.eks.Addon`` — DaemonSets, which "can become active before nodes are
+  available" (awslabs/awsome-distributed-ai@95b939cd ``hyperpod-eks-tf/modules/eks_cluster/main.tf:102``).
+  CoreDNS is **not** created here: it is a Deployment, an EKS add-on create waits for ACTIVE and CoreDNS stays
+  DEGRADED without nodes (pulumi/pulumi-eks#1819, #1525), and the only nodes come from the HyperPod cluster,
+  which is created after this component. :meth:`EksCluster.coredns_addon` creates it after that cluster.
 """
 
 from __future__ import annotations
@@ -39,6 +51,15 @@ class EksClusterArgs:
     )
     is_prod: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+
+
+def public_access_cidrs(cluster: ClusterConfig, is_prod: bool) -> list[str]:
+    """CIDRs of the public endpoint: operators' networks plus the deployer's; none in prod (private only)."""
+    if is_prod:
+        return []
+    access = cluster.deployer_access
+    listed = [*cluster.endpoint_public_access_cidrs, *(access.public_cidrs if access is not None else [])]
+    return list(dict.fromkeys(str(c) for c in listed))
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -70,13 +91,40 @@ class EksCluster(pulumi.ComponentResource):
             f"{name}-secrets-key-alias", name=f"alias/{args.cluster_name}-secrets", target_key_id=key.key_id, opts=child
         )
 
-        public_cidrs = [] if args.is_prod else [str(c) for c in cfg.endpoint_public_access_cidrs]
+        # The control plane's security group, ours rather than pulumi-eks's, so the deployer's 443 rules can exist
+        # before the cluster (and its aws-auth ConfigMap) is created.
+        cluster_sg = aws.ec2.SecurityGroup(
+            f"{name}-cluster-sg",
+            vpc_id=args.vpc_id,
+            description=f"EKS control plane of {args.cluster_name}: API from HyperPod nodes and the deployer",
+            revoke_rules_on_delete=True,
+            tags={**args.tags, "Name": f"{args.cluster_name}-cluster"},
+            opts=child,
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{name}-cluster-egress",
+            security_group_id=cluster_sg.id,
+            ip_protocol="-1",
+            cidr_ipv4="0.0.0.0/0",
+            description="Control plane to kubelets, webhooks and extension API servers (as pulumi-eks's own SG)",
+            opts=child,
+        )
+        deployer_rules = self._deployer_rules(name, cfg, cluster_sg.id)
+
+        # The EKS cluster takes its subnets through the deployer rules' ids, so it (and everything pulumi-eks
+        # creates after it: aws-auth, the OIDC provider, the add-ons) is created only once the runner can reach it.
+        rule_ids = [r.id for r in deployer_rules]
+        subnet_ids = [
+            pulumi.Output.all(subnet, *rule_ids).apply(lambda values: str(values[0]))
+            for subnet in args.private_subnet_ids
+        ]
+        public_cidrs = public_access_cidrs(cfg, args.is_prod)
         cluster = eks.Cluster(
             f"{name}-cluster",
             name=args.cluster_name,
             version=cfg.kubernetes_version,
             vpc_id=args.vpc_id,
-            private_subnet_ids=list(args.private_subnet_ids),
+            private_subnet_ids=subnet_ids,
             endpoint_private_access=True,
             endpoint_public_access=bool(public_cidrs),
             public_access_cidrs=public_cidrs or None,
@@ -86,12 +134,17 @@ class EksCluster(pulumi.ComponentResource):
             enabled_cluster_log_types=list(cfg.control_plane_log_types),
             kubernetes_service_ip_address_range=str(cfg.service_ipv4_cidr),
             skip_default_node_group=True,
+            # Our cluster SG replaces pulumi-eks's, and no pulumi-eks node SG: HyperPod nodes have their own.
+            cluster_security_group=cluster_sg,
+            skip_default_security_groups=True,
             deletion_protection=args.is_prod,
             vpc_cni_options=eks.VpcCniOptionsArgs(addon_version=cfg.addons.vpc_cni),
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=cfg.addons.kube_proxy),
-            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=True, version=cfg.addons.coredns),
+            # Off here: CoreDNS needs nodes, and they come later (module docstring, coredns_addon).
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             tags=args.tags,
-            opts=child,
+            # depends_on the SG too: it records the reference in the graph the policy pack reads.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *deployer_rules]),
         )
 
         # The name is known up front; routing it through a cluster output makes every consumer depend on
@@ -116,10 +169,9 @@ class EksCluster(pulumi.ComponentResource):
         )
 
         # Control plane <-> HyperPod nodes: kubelet, webhooks and the API server.
-        cluster_sg = cluster.cluster_security_group_id
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-api-from-nodes",
-            security_group_id=cluster_sg,
+            security_group_id=cluster_sg.id,
             referenced_security_group_id=args.node_security_group_id,
             ip_protocol="tcp",
             from_port=443,
@@ -130,7 +182,7 @@ class EksCluster(pulumi.ComponentResource):
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-nodes-from-api-443",
             security_group_id=args.node_security_group_id,
-            referenced_security_group_id=cluster_sg,
+            referenced_security_group_id=cluster_sg.id,
             ip_protocol="tcp",
             from_port=443,
             to_port=443,
@@ -140,7 +192,7 @@ class EksCluster(pulumi.ComponentResource):
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-nodes-from-api-high",
             security_group_id=args.node_security_group_id,
-            referenced_security_group_id=cluster_sg,
+            referenced_security_group_id=cluster_sg.id,
             ip_protocol="tcp",
             from_port=1025,
             to_port=65535,
@@ -150,13 +202,14 @@ class EksCluster(pulumi.ComponentResource):
 
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_provider_url = cluster.oidc_issuer.apply(lambda url: url.removeprefix("https://"))
-        self.cluster_security_group_id = cluster_sg
+        self.cluster_security_group_id = cluster_sg.id
         self.kms_key_arn = key.arn
         self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
         self.k8s_provider = k8s.Provider(
             f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True, opts=child
         )
         self.cluster = cluster
+        self._tags = args.tags
         self.register_outputs(
             {
                 "clusterName": self.cluster_name,
@@ -166,4 +219,63 @@ class EksCluster(pulumi.ComponentResource):
                 "clusterSecurityGroupId": self.cluster_security_group_id,
                 "kmsKeyArn": self.kms_key_arn,
             }
+        )
+
+    def _deployer_rules(
+        self, name: str, cfg: ClusterConfig, cluster_sg_id: pulumi.Output[str]
+    ) -> list[aws.vpc.SecurityGroupIngressRule]:
+        """443 on the control-plane SG from each declared in-VPC runner security group and CIDR."""
+        access = cfg.deployer_access
+        if access is None:
+            return []
+        rules = []
+        for i, sg in enumerate(access.security_group_ids):
+            rules.append(
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-api-from-deployer-sg-{i}",
+                    security_group_id=cluster_sg_id,
+                    referenced_security_group_id=sg,
+                    ip_protocol="tcp",
+                    from_port=443,
+                    to_port=443,
+                    description="Kubernetes API from the deployer (cluster.deployerAccess.securityGroupIds)",
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
+        for i, cidr in enumerate(access.cidrs):
+            rules.append(
+                aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-api-from-deployer-cidr-{i}",
+                    security_group_id=cluster_sg_id,
+                    cidr_ipv4=str(cidr),
+                    ip_protocol="tcp",
+                    from_port=443,
+                    to_port=443,
+                    description="Kubernetes API from the deployer (cluster.deployerAccess.cidrs)",
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
+        return rules
+
+    def coredns_addon(
+        self, name: str, version: str, after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions
+    ) -> aws.eks.Addon:
+        """The CoreDNS EKS add-on, created after ``after`` (the HyperPod cluster: the only source of nodes).
+
+        An add-on create waits for ACTIVE, and DEGRADED counts as pending (hashicorp/terraform-provider-aws
+        ``internal/service/eks/addon.go`` ``waitAddonCreated``, default 20 min); CoreDNS is a Deployment and stays
+        DEGRADED until a node can run it (pulumi/pulumi-eks#1819, #1525). awslabs/awsome-distributed-ai creates it
+        outside Terraform's wait for that reason (``modules/eks_cluster/main.tf:125-132``). The version comes
+        from ``cluster.addons.coredns``. The caller owns the parent (``opts``); the add-on is not a child of this
+        component because the HyperPod cluster depends on this component.
+        """
+        return aws.eks.Addon(
+            name,
+            cluster_name=self.cluster_name,
+            addon_name="coredns",
+            addon_version=version,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=self._tags,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(after))),
         )

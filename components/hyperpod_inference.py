@@ -307,6 +307,10 @@ class HyperPodInference(pulumi.ComponentResource):
             # AWS requires the dependencies chart on the EKS cluster before the HyperPod cluster is created.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod_deps, eks]),
         )
+        if isinstance(eks, EksCluster):  # an adopted EKS cluster's CoreDNS is its owner's (already running)
+            # CoreDNS after the HyperPod cluster, the only source of nodes: its create waits for ACTIVE, which needs
+            # running CoreDNS pods (components/eks_cluster.py, EksCluster.coredns_addon; deploy-readiness.md trap 1).
+            eks.coredns_addon("coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster], opts=child)
         return _ClusterLayer(eks, hyperpod, node_sg.security_group_id)
 
     def _export(self, key: str, value: Any) -> None:

@@ -8,7 +8,7 @@ AWS document it encodes. Enforcement in code is the prod behaviour; ``config.dev
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -346,7 +346,8 @@ s3_bucket_private_encrypted = StackValidationPolicy(
 # --- eks-endpoint-private ---------------------------------------------------------------------------
 
 
-def _open_to_world(cidrs: list[Any]) -> bool:
+def open_to_world(cidrs: Iterable[Any]) -> bool:
+    """Whether any CIDR is ``/0`` (the whole internet). Shared with the config check of cluster.deployerAccess."""
     for cidr in cidrs:
         try:
             if ipaddress.ip_network(str(cidr), strict=False).prefixlen == 0:
@@ -356,30 +357,107 @@ def _open_to_world(cidrs: list[Any]) -> bool:
     return False
 
 
-def _eks_endpoint_private(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type == EKS_CLUSTER:
-        vpc = get(args.props, "vpcConfig", default={})
-        public, cidrs = get(vpc, "endpointPublicAccess", default=True), get(vpc, "publicAccessCidrs")
-        where = "vpcConfig."
-    elif args.resource_type == EKS_COMPONENT:
-        public, cidrs = get(args.props, "endpointPublicAccess", default=True), get(args.props, "publicAccessCidrs")
-        where = ""
-    else:
-        return
-    if not truthy(public):
-        return
-    cidrs = as_list(cidrs)
-    if not cidrs:
-        report(f"{where}endpointPublicAccess is on and {where}publicAccessCidrs defaults to 0.0.0.0/0", None)
-    elif _open_to_world(cidrs):
-        report(f"{where}publicAccessCidrs opens the public Kubernetes API endpoint to the internet ({cidrs})", None)
+HTTPS = 443
 
 
-eks_endpoint_private = ResourceValidationPolicy(
+def _covers_https(protocol: Any, from_port: Any, to_port: Any) -> bool:
+    if _all_traffic(protocol):
+        return True
+    if str(protocol).lower() not in ("tcp", "6"):
+        return False
+    try:
+        return float(from_port) <= HTTPS <= float(to_port)
+    except (TypeError, ValueError):
+        return False
+
+
+def _node_security_groups(args: StackValidationArgs) -> list[PolicyResource]:
+    """The HyperPod nodes' security groups (their 443 rule reaches the API for the kubelet, not for Pulumi)."""
+    return [sg for hp in of_type(args, HYPERPOD_CLUSTER) for sg in deps(hp, "vpcConfig", SECURITY_GROUP)]
+
+
+def _api_security_groups(cluster: PolicyResource) -> list[PolicyResource]:
+    """The security groups on the control plane's ENIs that this stack creates."""
+    if cluster.resource_type == EKS_COMPONENT:
+        # pulumi-eks takes the SG as a resource reference (clusterSecurityGroup); the program also lists it in
+        # dependsOn, which is what a graph without resource references records.
+        found = deps(cluster, "clusterSecurityGroup", SECURITY_GROUP)
+        found += [d for d in cluster.dependencies or [] if d.resource_type == SECURITY_GROUP]
+        return found
+    return deps(cluster, "vpcConfig", SECURITY_GROUP)
+
+
+def _deployer_ingress(args: StackValidationArgs, cluster: PolicyResource) -> bool:
+    """An ingress rule on the cluster's API security group admitting 443 from something other than the nodes."""
+    targets = [cluster, *_api_security_groups(cluster)]
+    nodes = {sg.urn for sg in _node_security_groups(args)}
+
+    def on_api_sg(rule: PolicyResource) -> bool:
+        return any(depends_on(rule, "securityGroupId", t) for t in targets)
+
+    def from_nodes(rule: PolicyResource, key: str) -> bool:
+        return any(d.urn in nodes for d in deps(rule, key))
+
+    for rule in of_type(args, SG_INGRESS_RULE):
+        p = rule.props
+        if not on_api_sg(rule) or not _covers_https(get(p, "ipProtocol"), get(p, "fromPort"), get(p, "toPort")):
+            continue
+        if any(get(p, k) for k in ("cidrIpv4", "cidrIpv6", "prefixListId")):
+            return True
+        if get(p, "referencedSecurityGroupId") and not from_nodes(rule, "referencedSecurityGroupId"):
+            return True
+    for rule in of_type(args, SG_RULE):
+        p = rule.props
+        if get(p, "type") != "ingress" or not on_api_sg(rule):
+            continue
+        if not _covers_https(get(p, "protocol"), get(p, "fromPort"), get(p, "toPort")):
+            continue
+        if as_list(get(p, "cidrBlocks")) or as_list(get(p, "prefixListIds")):
+            return True
+        if get(p, "sourceSecurityGroupId") and not from_nodes(rule, "sourceSecurityGroupId"):
+            return True
+    return False
+
+
+def _eks_endpoint_private(args: StackValidationArgs, report: ReportViolation) -> None:
+    components = of_type(args, EKS_COMPONENT)
+    component_urns = {c.urn for c in components}
+    raw = [c for c in of_type(args, EKS_CLUSTER) if c.parent is None or c.parent.urn not in component_urns]
+    for cluster in [*components, *raw]:
+        if cluster.resource_type == EKS_COMPONENT:
+            public = get(cluster.props, "endpointPublicAccess", default=True)
+            cidrs, where = as_list(get(cluster.props, "publicAccessCidrs")), ""
+        else:
+            vpc = get(cluster.props, "vpcConfig", default={})
+            public = get(vpc, "endpointPublicAccess", default=True)
+            cidrs, where = as_list(get(vpc, "publicAccessCidrs")), "vpcConfig."
+        if truthy(public):
+            if not cidrs:
+                report(
+                    f"{where}endpointPublicAccess is on and {where}publicAccessCidrs defaults to 0.0.0.0/0", cluster.urn
+                )
+            elif open_to_world(cidrs):
+                report(
+                    f"{where}publicAccessCidrs opens the public Kubernetes API endpoint to the internet ({cidrs})",
+                    cluster.urn,
+                )
+            continue  # public access limited to listed CIDRs: the deployer comes from one of them
+        if not _deployer_ingress(args, cluster):
+            report(
+                "the API endpoint is private and no security-group rule admits a deployer on 443 (only the HyperPod "
+                "nodes): `pulumi up` cannot reach the API to create Kubernetes objects; declare "
+                "hyperpod-inference:cluster.deployerAccess (an in-VPC runner's security group or CIDRs)",
+                cluster.urn,
+            )
+
+
+eks_endpoint_private = StackValidationPolicy(
     name="eks-endpoint-private",
-    description="The EKS API server endpoint must not be public to 0.0.0.0/0: keep it private, or list the "
-    "allowed CIDRs. AWS docs: EKS 'Cluster API server endpoint' (cluster-endpoint) and the EKS Best Practices "
-    "Guide (security: make the endpoint private).",
+    description="The EKS API server endpoint must be private to the internet and reachable by the deployer: either "
+    "public access limited to listed CIDRs (never 0.0.0.0/0), or public access off with the cluster security group "
+    "admitting an in-VPC runner (security group or CIDR) on 443. AWS docs: EKS 'Cluster API server endpoint' "
+    "(cluster-endpoint: private-only access needs the cluster security group to allow 443 from the connected "
+    "network), EKS API VpcConfigRequest (publicAccessCidrs), EKS Best Practices Guide (make the endpoint private).",
     validate=_eks_endpoint_private,
     enforcement_level=MANDATORY,
     severity=Severity.HIGH,

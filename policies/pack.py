@@ -14,6 +14,7 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from .baselines import BASELINE_POLICIES
+from .cluster_versions import CLUSTER_VERSION_POLICIES
 from .endpoint_policies import ENDPOINT_POLICIES
 
 PACK_NAME = "hyperpod-inference"
@@ -21,4 +22,4 @@ PACK_NAME = "hyperpod-inference"
 # The pack-wide fallback for a policy without its own level (every policy here sets one).
 PACK_ENFORCEMENT = EnforcementLevel.ADVISORY
 
-POLICIES: list[Policy] = [*ENDPOINT_POLICIES, *BASELINE_POLICIES]
+POLICIES: list[Policy] = [*ENDPOINT_POLICIES, *BASELINE_POLICIES, *CLUSTER_VERSION_POLICIES]

@@ -267,7 +267,7 @@ def test_supported_authentication_modes_pass(mode: str) -> None:
 def test_unsupported_kubernetes_version_is_a_config_error() -> None:
     run = _direct_with(eks={"version": "1.27"})
     assert isinstance(run.error, ConfigError)
-    assert "runs Kubernetes 1.27; HyperPod supports 1.28" in run.error.issues[0].message
+    assert "runs Kubernetes 1.27; HyperPod supports 1.30" in run.error.issues[0].message
     _no_cluster_dependents(run)
 
 

@@ -10,7 +10,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 from parliament import analyze_policy_string, enhance_finding
 
-from components.config.cluster import HYPERPOD_CLI_COMMIT
+from components.config.cluster import HYPERPOD_CLI_COMMIT, REVIEWED_CHART_COMMITS, HyperPodDependenciesConfig
 from components.hyperpod_cluster import LIFECYCLE_DIR, execution_role_policy
 from components.hyperpod_dependencies import RELEASE_NAME
 from tests.conftest import STACKS, registered, stack_mapping
@@ -24,6 +24,8 @@ INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 EGRESS = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 HP = "aws-native:sagemaker:Cluster"
 EKS = "eks:index:Cluster"
+ADDON = "aws:eks/addon:Addon"
+RELEASE = "kubernetes:helm.sh/v3:Release"
 SEVERITY = {"LOW": 1, "MEDIUM": 2, "HIGH": 3, "CRITICAL": 4}
 
 
@@ -111,12 +113,148 @@ def test_fsx_ports_open_when_fsx_enabled(run) -> None:
 def test_control_plane_and_nodes_can_talk(stack_runs) -> None:
     run = stack_runs["dev"]
     sg_id = _node_sg_id(run)
-    cluster_sg = _one(run, EKS).outputs["clusterSecurityGroupId"]
+    cluster_sg = _ec2_id(_one(run, SG, "eks-cluster-sg"))
     api = _one(run, INGRESS, "eks-api-from-nodes")
     assert (api.inputs["securityGroupId"], api.inputs["referencedSecurityGroupId"]) == (cluster_sg, sg_id)
     kubelet = _one(run, INGRESS, "eks-nodes-from-api-high")
     assert (kubelet.inputs["securityGroupId"], kubelet.inputs["referencedSecurityGroupId"]) == (sg_id, cluster_sg)
     assert (kubelet.inputs["fromPort"], kubelet.inputs["toPort"]) == (1025, 65535)
+    egress = _one(run, EGRESS, "eks-cluster-egress")
+    assert (egress.inputs["securityGroupId"], egress.inputs["ipProtocol"]) == (cluster_sg, "-1")
+
+
+# --- how `pulumi up` reaches the API (deployer access) ----------------------------------------------------
+
+
+def test_prod_admits_the_declared_runner_before_the_cluster_exists(stack_runs) -> None:
+    """prod: private endpoint; the runner CIDR is admitted on 443 by the control-plane SG pulumi-eks is given, and
+    the EKS cluster (hence pulumi-eks's aws-auth ConfigMap) is created only after that rule."""
+    run = stack_runs["prod"]
+    sg = _one(run, SG, "eks-cluster-sg")
+    rule = _one(run, INGRESS, "eks-api-from-deployer-cidr-0")
+    assert rule.inputs == {
+        "securityGroupId": _ec2_id(sg),
+        "cidrIpv4": "10.0.8.0/24",
+        "ipProtocol": "tcp",
+        "fromPort": 443,
+        "toPort": 443,
+        "description": "Kubernetes API from the deployer (cluster.deployerAccess.cidrs)",
+    }
+    eks = _one(run, EKS)
+    assert eks.inputs["endpointPublicAccess"] is False
+    assert eks.inputs["clusterSecurityGroup"] == {"resourceReference": SG}
+    assert eks.inputs["skipDefaultSecurityGroups"] is True
+    assert rule.urn in eks.dependencies and sg.urn in eks.dependencies
+    # every subnet id carries the rule: the aws:eks/cluster:Cluster inside the component waits for it
+    assert rule.urn in eks.property_dependencies["privateSubnetIds"]
+    # the runner rule is not the nodes' rule
+    assert _one(run, INGRESS, "eks-api-from-nodes").urn not in eks.dependencies
+
+
+def test_runner_security_group_is_admitted(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:cluster"]["deployerAccess"] = {"securityGroupIds": ["sg-0123456789abcdef0"]}
+    result = registered(run("prod", mapping))
+    rule = _one(result, INGRESS, "eks-api-from-deployer-sg-0")
+    assert (rule.inputs["referencedSecurityGroupId"], rule.inputs["fromPort"], rule.inputs["toPort"]) == (
+        "sg-0123456789abcdef0",
+        443,
+        443,
+    )
+    assert rule.inputs["securityGroupId"] == _ec2_id(_one(result, SG, "eks-cluster-sg"))
+    assert not [r for r in result.of_type(INGRESS) if r.name.startswith("eks-api-from-deployer-cidr")]
+    assert rule.urn in _one(result, EKS).dependencies
+
+
+def test_dev_deployer_comes_through_restricted_public_cidrs(stack_runs) -> None:
+    run = stack_runs["dev"]
+    assert _one(run, EKS).inputs["publicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.7/32"]
+    assert not [r for r in run.of_type(INGRESS) if r.name.startswith("eks-api-from-deployer")]
+
+
+# --- CoreDNS and anything else that waits for pods comes after the nodes ------------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_coredns_is_its_own_addon_after_the_hyperpod_cluster(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    eks = _one(run, EKS)
+    assert eks.inputs["corednsAddonOptions"]["enabled"] is False  # pulumi-eks would wait for it with no nodes
+    assert "version" not in eks.inputs["corednsAddonOptions"]
+    coredns = _one(run, ADDON, "coredns")
+    assert {k: coredns.inputs[k] for k in ("addonName", "addonVersion", "clusterName")} == {
+        "addonName": "coredns",
+        "addonVersion": "v1.13.2-eksbuild.1",
+        "clusterName": f"hpi-{stack}-eks",
+    }
+    hp = _one(run, HP)
+    assert hp.urn in coredns.dependencies
+    assert coredns.urn not in _closure(run, hp.urn)
+
+
+def _closure(run: StackRun, urn: str) -> set[str]:
+    """Every URN ``urn`` waits on: its dependencies, property dependencies and parent, and theirs.
+
+    The parent counts because the SDK registers a child only once its parent's URN is known, and a component's
+    registration waits for the component's own ``depends_on`` (pulumi ``runtime/resource.py`` ``prepare_resource``).
+    """
+    by_urn = {r.urn: r for r in run.registrations}
+    seen: set[str] = set()
+    todo = [urn]
+    while todo:
+        reg = by_urn.get(todo.pop())
+        if reg is None:
+            continue
+        nxt = set(reg.dependencies) | {u for us in reg.property_dependencies.values() for u in us}
+        if reg.parent:
+            nxt.add(reg.parent)
+        for dep in nxt - seen:
+            seen.add(dep)
+            todo.append(dep)
+    return seen
+
+
+# Add-ons whose controllers are Deployments (ACTIVE needs running pods); DaemonSet add-ons are ACTIVE with no nodes.
+POD_ADDONS = {
+    "coredns",
+    "metrics-server",
+    "cert-manager",
+    "aws-fsx-csi-driver",
+    "aws-mountpoint-s3-csi-driver",
+    "amazon-sagemaker-hyperpod-inference",
+}
+NODELESS_OK_ADDONS = {"eks-pod-identity-agent"}
+
+
+def _waits_for_pods(reg: Registration) -> bool:
+    if reg.type == ADDON:
+        name = reg.inputs["addonName"]
+        assert name in POD_ADDONS | NODELESS_OK_ADDONS, f"classify add-on {name}"
+        return name in POD_ADDONS
+    if reg.type == RELEASE:
+        return reg.inputs.get("skipAwait") is not True
+    return False
+
+
+@pytest.mark.parametrize("variant", ["dev", "prod", "prod-helm-mode"])
+def test_nothing_that_waits_for_pods_comes_before_the_nodes(variant: str, stack_runs, run) -> None:
+    """The rule for the whole program: whatever waits for running pods is ordered after the HyperPod cluster (the
+    only source of nodes), and the HyperPod cluster waits on nothing that waits for pods."""
+    if variant == "prod-helm-mode":
+        mapping = stack_mapping("prod")
+        mapping["hyperpod-inference:operator"]["loadBalancerController"] = {"mode": "helm", "chartVersion": "1.13.2"}
+        result = registered(run("prod", mapping))
+    else:
+        result = stack_runs[variant]
+    hp = _one(result, HP)
+    waiting = [r for r in result.registrations if _waits_for_pods(r)]
+    assert {r.inputs.get("addonName", r.name) for r in waiting} >= {"coredns", "amazon-sagemaker-hyperpod-inference"}
+    if variant == "prod-helm-mode":
+        assert any(r.type == RELEASE for r in waiting), "the LB controller Helm release waits (atomic)"
+    for reg in waiting:
+        assert hp.urn in _closure(result, reg.urn), f"{reg.type} {reg.name} does not wait for the HyperPod cluster"
+    before_nodes = _closure(result, hp.urn)
+    assert [r.name for r in waiting if r.urn in before_nodes] == []
 
 
 # --- subnets and instance groups ---------------------------------------------------------------------------
@@ -217,7 +355,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     key = _one(run, "aws:kms/key:Key", "eks-secrets-key")
     assert key.inputs["enableKeyRotation"] is True
     assert i["name"] == f"hpi-{stack}-eks"
-    assert i["version"] == "1.33"
+    assert i["version"] == "1.35"
     assert i["authenticationMode"] == "API_AND_CONFIG_MAP"
     assert i["createOidcProvider"] is True
     assert i["skipDefaultNodeGroup"] is True
@@ -226,8 +364,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     assert i["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     assert i["kubernetesServiceIpAddressRange"] == "172.20.0.0/16"
     assert i["vpcCniOptions"]["addonVersion"] == "v1.20.0-eksbuild.1"
-    assert i["kubeProxyAddonOptions"]["version"] == "v1.33.0-eksbuild.2"
-    assert i["corednsAddonOptions"]["version"] == "v1.12.1-eksbuild.2"
+    assert i["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
     subnet_az = _subnet_az(run)
     assert sorted(subnet_az[s] for s in i["privateSubnetIds"]) == sorted(
         stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]
@@ -236,7 +373,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
         assert i["endpointPublicAccess"] is False and "publicAccessCidrs" not in i
         assert i["deletionProtection"] is True
     else:
-        assert i["endpointPublicAccess"] is True and i["publicAccessCidrs"] == ["203.0.113.0/24"]
+        assert i["endpointPublicAccess"] is True and i["publicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.7/32"]
         assert i["deletionProtection"] is False
     agent = _one(run, "aws:eks/addon:Addon", "eks-pod-identity-agent")
     assert (agent.inputs["addonName"], agent.inputs["addonVersion"], agent.inputs["clusterName"]) == (
@@ -249,6 +386,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
 def test_dev_without_public_cidrs_keeps_endpoint_private(run) -> None:
     mapping = stack_mapping("dev")
     mapping["hyperpod-inference:cluster"]["endpointPublicAccessCidrs"] = []
+    mapping["hyperpod-inference:cluster"]["deployerAccess"] = {"cidrs": ["10.192.0.0/19"]}
     eks = _one(registered(run("dev", mapping)), EKS)
     assert eks.inputs["endpointPublicAccess"] is False and "publicAccessCidrs" not in eks.inputs
 
@@ -275,20 +413,65 @@ def test_hyperpod_orchestrated_by_this_eks_cluster(stack_runs) -> None:
 # --- HyperPod dependencies chart ---------------------------------------------------------------------------
 
 
+OLD_PIN = "1504d53b28a6de4449c0fcdf9d56b8c87f28283f"  # refs/pull/276/merge: on no branch of aws/sagemaker-hyperpod-cli
+
+
 def test_hyperpod_dependencies_chart_pinned_and_before_the_cluster(stack_runs) -> None:
     run = stack_runs["dev"]
-    rel = _one(run, "kubernetes:helm.sh/v3:Release", "hyperpod-deps-release")
+    rel = _one(run, RELEASE, "hyperpod-deps-release")
     assert rel.inputs["name"] == RELEASE_NAME and rel.inputs["namespace"] == "kube-system"
-    assert rel.inputs["chart"].endswith("helm_chart/HyperPodHelmChart")
-    assert HYPERPOD_CLI_COMMIT in rel.inputs["description"] and len(HYPERPOD_CLI_COMMIT) == 40
+    assert rel.inputs["chart"] == "vendor/sagemaker-hyperpod-cli/helm_chart/HyperPodHelmChart"
+    assert rel.inputs["description"] == (
+        "aws/sagemaker-hyperpod-cli@b01cf90676553a711ab1a8ac51422adbb09aef6b helm_chart/HyperPodHelmChart"
+    )
+    # No waiting: nothing in the chart can run before the HyperPod cluster (which depends on it) brings nodes.
+    assert rel.inputs["skipAwait"] is True
+    assert "atomic" not in rel.inputs and "waitForJobs" not in rel.inputs
+    assert rel.inputs["dependencyUpdate"] is True
     values = rel.inputs["values"]
     assert values["health-monitoring-agent"] == {"enabled": True, "region": "us-west-2"}
     assert values["inferenceOperators"] == {"enabled": False}  # the operator is an EKS add-on (issue 4)
     assert values["cert-manager"] == {"enabled": False}
+    # training-only sub-charts are off by default; what inference nodes need stays on
+    assert (values["trainingOperators"], values["mpi-operator"], values["job-auto-restart"]) == (
+        {"enabled": False},
+        {"enabled": False},
+        {"enabled": False},
+    )
+    assert values["deep-health-check"] == values["hyperpod-patching"] == {"enabled": True}
+    for plugin in ("nvidia-device-plugin", "aws-efa-k8s-device-plugin", "neuron-device-plugin"):
+        assert values[plugin] == {"devicePlugin": {"enabled": True}}, plugin
     assert rel.provider is not None and "eks-k8s" in rel.provider
     # depends_on a component expands to its children: the HyperPod layer waits for the release itself.
     component = _one(run, "hyperpod:hyperpod_cluster:HyperPodCluster")
     assert rel.urn in component.dependencies
+    assert rel.urn in _closure(run, _one(run, HP).urn)
+
+
+def test_training_sub_charts_can_be_turned_on(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:cluster"]["hyperpodDependencies"] = {
+        "trainingOperators": True,
+        "mpiOperator": True,
+        "jobAutoRestart": True,
+    }
+    values = _one(registered(run("dev", mapping)), RELEASE, "hyperpod-deps-release").inputs["values"]
+    assert (values["trainingOperators"], values["mpi-operator"], values["job-auto-restart"]) == (
+        {"enabled": True},
+        {"enabled": True},
+        {"enabled": True},
+    )
+
+
+def test_chart_pin_is_a_reviewed_commit_on_main_not_the_pull_request_merge() -> None:
+    """The pin must be in the reviewed list, each entry with its ancestry proof; the old PR test-merge is not."""
+    assert HYPERPOD_CLI_COMMIT == "b01cf90676553a711ab1a8ac51422adbb09aef6b"
+    assert HYPERPOD_CLI_COMMIT in REVIEWED_CHART_COMMITS
+    assert OLD_PIN not in REVIEWED_CHART_COMMITS
+    assert all("main" in proof for proof in REVIEWED_CHART_COMMITS.values())
+    assert "merge-base --is-ancestor" in REVIEWED_CHART_COMMITS[HYPERPOD_CLI_COMMIT]
+    with pytest.raises(ValueError, match="is not a reviewed aws/sagemaker-hyperpod-cli commit"):
+        HyperPodDependenciesConfig(git_commit=OLD_PIN)
 
 
 # --- lifecycle bucket, IAM, protection ---------------------------------------------------------------------

@@ -91,7 +91,94 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "dev",
         lambda m: m[CLUSTER].__setitem__("addons", {"kubeProxy": "v1.32.6-eksbuild.2"}),
         "hyperpod-inference:cluster.addons.kubeProxy: kube-proxy v1.32.6-eksbuild.2 does not match "
-        "kubernetesVersion 1.33",
+        "kubernetesVersion 1.35",
+    ),
+    # --- how `pulumi up` reaches the API (cluster.deployerAccess) ---
+    (
+        "no-deployer-path-in-prod",
+        "prod",
+        lambda m: m[CLUSTER].pop("deployerAccess"),
+        "hyperpod-inference:cluster.deployerAccess: no way for `pulumi up` to reach the EKS API: Pulumi itself "
+        "creates Kubernetes objects (pulumi-eks's aws-auth ConfigMap, the HyperPod dependencies chart, the "
+        "endpoints), so declare the runner: securityGroupIds or cidrs of a runner inside the VPC (docs/cluster.md",
+    ),
+    (
+        "empty-deployer-access-in-dev",
+        "dev",
+        lambda m: m[CLUSTER].__setitem__("deployerAccess", {}),
+        "hyperpod-inference:cluster.deployerAccess: no way for `pulumi up` to reach the EKS API",
+    ),
+    (
+        "operator-cidrs-are-not-a-deployer-path",
+        "dev",
+        lambda m: m[CLUSTER].pop("deployerAccess"),
+        "securityGroupIds or cidrs of a runner inside the VPC, or publicCidrs of the deploy principal",
+    ),
+    (
+        "public-deployer-in-prod",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("publicCidrs", ["198.51.100.7/32"]),
+        "hyperpod-inference:cluster.deployerAccess.publicCidrs[0]: prod keeps the EKS API endpoint private",
+    ),
+    (
+        "deployer-open-to-the-internet",
+        "dev",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("publicCidrs", ["198.51.100.7/32", "0.0.0.0/0"]),
+        "hyperpod-inference:cluster.deployerAccess.publicCidrs[1]: 0.0.0.0/0 opens the EKS API endpoint to the "
+        "internet",
+    ),
+    (
+        "private-range-as-public-cidr",
+        "dev",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("publicCidrs", ["10.0.8.0/24"]),
+        "hyperpod-inference:cluster.deployerAccess.publicCidrs[0]: 10.0.8.0/24 is not a public range",
+    ),
+    (
+        "public-range-as-runner-cidr",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("cidrs", ["203.0.113.0/24"]),
+        "hyperpod-inference:cluster.deployerAccess.cidrs[0]: 203.0.113.0/24 is not a private range",
+    ),
+    (
+        "runner-cidr-in-service-range",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("cidrs", ["172.20.4.0/24"]),
+        "hyperpod-inference:cluster.deployerAccess.cidrs[0]: 172.20.4.0/24 overlaps the Kubernetes service CIDR",
+    ),
+    (
+        "malformed-runner-sg",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("securityGroupIds", ["runner-sg"]),
+        "hyperpod-inference:cluster.deployerAccess.securityGroupIds[0]: String should match pattern",
+    ),
+    # --- the chart pin and the Kubernetes version ---
+    (
+        "chart-pin-not-on-main",
+        "dev",
+        lambda m: m[CLUSTER].__setitem__(
+            "hyperpodDependencies", {"gitCommit": "1504d53b28a6de4449c0fcdf9d56b8c87f28283f"}
+        ),
+        "hyperpod-inference:cluster.hyperpodDependencies.gitCommit: 1504d53b28a6de4449c0fcdf9d56b8c87f28283f is "
+        "not a reviewed aws/sagemaker-hyperpod-cli commit on main or a release tag",
+    ),
+    (
+        "kubernetes-not-supported-by-hyperpod",
+        "dev",
+        lambda m: (
+            m[CLUSTER].__setitem__("kubernetesVersion", "1.29"),
+            m[CLUSTER].__setitem__("addons", {"kubeProxy": "v1.29.0-eksbuild.1"}),
+        ),
+        "hyperpod-inference:cluster.kubernetesVersion: SageMaker HyperPod does not support Kubernetes 1.29; "
+        "supported: 1.30, 1.31, 1.32, 1.33, 1.34, 1.35",
+    ),
+    (
+        "kubernetes-past-extended-support",
+        "prod",
+        lambda m: (
+            m[CLUSTER].__setitem__("kubernetesVersion", "1.31"),
+            m[CLUSTER].__setitem__("addons", {"kubeProxy": "v1.31.3-eksbuild.2"}),
+        ),
+        "hyperpod-inference:cluster.kubernetesVersion: Kubernetes 1.31 left EKS extended support on 2026-11-26",
     ),
     (
         "misspelt-addon-key",
@@ -169,3 +256,58 @@ def test_region_tables() -> None:
 )
 def test_accelerated_families(instance_type: str, accelerated: bool) -> None:
     assert is_accelerated(instance_type) is accelerated
+
+
+def test_extended_support_is_allowed_with_an_advisory(run) -> None:
+    """1.33 (EKS extended support since 2026-07-29) deploys; the policy pack reports it as advisory only."""
+    from policies.engine import evaluate
+    from policies.pack import POLICIES
+
+    mapping = stack_mapping("prod")
+    mapping[CLUSTER]["kubernetesVersion"] = "1.33"
+    mapping[CLUSTER]["addons"] = {"kubeProxy": "v1.33.0-eksbuild.2"}
+    result = run("prod", mapping)
+    assert result.config_error is None and result.registrations
+    found = [
+        r for r in evaluate(POLICIES, result.registrations, "prod") if r.policy == "eks-kubernetes-standard-support"
+    ]
+    assert [(r.level, r.resource_type) for r in found] == [("advisory", "eks:index:Cluster")]
+    assert "left EKS standard support on 2026-07-29" in found[0].message and "1.35" in found[0].message
+    # the reference stacks (1.35) get no such result
+    reference = run("prod")
+    assert not [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
+
+
+@pytest.mark.parametrize(
+    ("version", "on", "status"),
+    [
+        ("1.35", "2026-12-01", "standard"),
+        ("1.35", "2027-03-27", "extended"),  # billed from the first day of the end date (UTC)
+        ("1.34", "2026-12-01", "standard"),
+        ("1.34", "2026-12-02", "extended"),
+        ("1.33", "2026-07-28", "standard"),
+        ("1.33", "2026-12-01", "extended"),
+        ("1.31", "2026-12-01", "ended"),
+        ("1.36", "2026-12-01", "unknown"),
+    ],
+)
+def test_eks_support_calendar(version: str, on: str, status: str) -> None:
+    import datetime as dt
+
+    from policies.cluster_versions import support_status
+
+    assert support_status(version, dt.date.fromisoformat(on)) == status
+
+
+def test_default_kubernetes_version_is_in_standard_support_and_hyperpod() -> None:
+    import datetime as dt
+
+    from components.config.cluster import ClusterConfig
+    from policies.cluster_versions import HYPERPOD_SUPPORTED_VERSIONS, extended_support_note, support_status
+
+    default = ClusterConfig.model_fields["kubernetes_version"].default
+    assert default == "1.35"
+    assert default in HYPERPOD_SUPPORTED_VERSIONS
+    assert support_status(default, dt.date(2026, 12, 1)) == "standard"
+    assert extended_support_note(default, dt.date(2026, 12, 1)) is None
+    assert extended_support_note("1.33", dt.date(2026, 12, 1)) is not None

@@ -56,6 +56,7 @@ TABLE_NAMES = [
     "s3-bucket-private-encrypted",
     "eks-endpoint-private",
     "stateful-resources-protected",
+    "eks-kubernetes-standard-support",
 ]
 
 Mutation = Callable[[list[Registration]], None]
@@ -172,6 +173,8 @@ def test_config_files_set_every_policy_and_match_the_table(env: str) -> None:
             assert level == rules.RULES[policy.name].enforcement[env], policy.name
         elif policy.name in RELAXED_OUTSIDE_PROD or policy.name == "image-compatible-with-operator":
             assert level == "advisory", policy.name
+        elif policy.enforcement_level.value == "advisory":  # advisory everywhere (eks-kubernetes-standard-support)
+            assert level == "advisory", policy.name
         else:
             assert level == "mandatory", policy.name
     assert config["l2-redis-wired"]["environment"] == env
@@ -181,7 +184,12 @@ def test_config_files_set_every_policy_and_match_the_table(env: str) -> None:
 
 
 def test_prod_levels_in_code_match_the_table() -> None:
-    advisory = {"router-metrics-port-matches-worker", "known-addon-defect", "tieredstorage-on-non-p-instance"}
+    advisory = {
+        "router-metrics-port-matches-worker",
+        "known-addon-defect",
+        "tieredstorage-on-non-p-instance",
+        "eks-kubernetes-standard-support",
+    }
     for policy in POLICIES:
         assert policy.enforcement_level.value == ("advisory" if policy.name in advisory else "mandatory"), policy.name
 
@@ -712,12 +720,68 @@ def _eks_public(cidrs: list[str]) -> Mutation:
 def test_eks_endpoint_private(stack_runs: dict[str, StackRun]) -> None:
     _only(_added(stack_runs, "prod", _eks_public(["0.0.0.0/0"])), "eks-endpoint-private", "mandatory")
     _only(_added(stack_runs, "dev", _eks_public(["0.0.0.0/0"])), "eks-endpoint-private", "advisory")
+    _only(_added(stack_runs, "prod", _eks_public([])), "eks-endpoint-private", "mandatory")
     assert _added(stack_runs, "prod", _eks_public(["203.0.113.0/24"])) == []
     assert _added(stack_runs, "dev", _eks_public(["203.0.113.0/24"])) == []
 
 
+def test_eks_endpoint_private_needs_a_deployer_path(stack_runs: dict[str, StackRun]) -> None:
+    """Private endpoint: the cluster SG must admit something other than the HyperPod nodes on 443."""
+    ingress = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+    # prod as registered passes; without its deployer rule only the nodes' 443 rule is left
+    results = _only(
+        _added(stack_runs, "prod", _remove(ingress, "eks-api-from-deployer-cidr-0")),
+        "eks-endpoint-private",
+        "mandatory",
+    )
+    assert "no security-group rule admits a deployer on 443" in results[0].message
+
+    # the nodes' own rule does not count, whatever it is called
+    def from_nodes(regs: list[Registration]) -> None:
+        nodes = _one(regs, ingress, "eks-api-from-nodes")
+        rule = _one(regs, ingress, "eks-api-from-deployer-cidr-0")
+        rule.inputs = {**nodes.inputs}
+        rule.property_dependencies = dict(nodes.property_dependencies)
+
+    _only(_added(stack_runs, "prod", from_nodes), "eks-endpoint-private", "mandatory")
+
+    # a rule on another port does not count either
+    _only(
+        _added(stack_runs, "prod", _set_inputs(ingress, "eks-api-from-deployer-cidr-0", fromPort=22, toPort=22)),
+        "eks-endpoint-private",
+        "mandatory",
+    )
+
+    # dev reaches the API through its restricted public endpoint; turning that off leaves no path
+    _only(
+        _added(stack_runs, "dev", _set_inputs("eks:index:Cluster", None, endpointPublicAccess=False)),
+        "eks-endpoint-private",
+        "advisory",
+    )
+
+    # ... unless an in-VPC runner's security group is admitted on 443 (nearest valid variant)
+    def private_with_runner_sg(regs: list[Registration]) -> None:
+        _set_inputs("eks:index:Cluster", None, endpointPublicAccess=False)(regs)
+        rule = copy.deepcopy(_one(regs, ingress, "eks-api-from-nodes"))
+        rule.name, rule.urn = "runner", rule.urn.replace("eks-api-from-nodes", "runner")
+        rule.inputs["referencedSecurityGroupId"] = "sg-0123456789abcdef0"
+        rule.property_dependencies = {"securityGroupId": rule.property_dependencies["securityGroupId"]}
+        regs.append(rule)
+
+    assert _added(stack_runs, "dev", private_with_runner_sg) == []
+
+
 def test_eks_endpoint_private_on_the_provider_cluster() -> None:
-    """``aws:eks/cluster:Cluster`` (what pulumi-eks creates for real): public with the default CIDR list."""
+    """``aws:eks/cluster:Cluster`` (what pulumi-eks creates for real): public with the default CIDR list, or private
+    with no rule for the deployer, fails; private with a 443 rule from a CIDR on its security group passes."""
+    sg = Registration(
+        type="aws:ec2/securityGroup:SecurityGroup",
+        name="api-sg",
+        urn="urn:pulumi:test::p::aws:ec2/securityGroup:SecurityGroup::api-sg",
+        custom=True,
+        parent=None,
+        inputs={"vpcId": "vpc-1"},
+    )
     reg = Registration(
         type="aws:eks/cluster:Cluster",
         name="raw-eks",
@@ -727,8 +791,19 @@ def test_eks_endpoint_private_on_the_provider_cluster() -> None:
         inputs={"vpcConfig": {"endpointPublicAccess": True, "subnetIds": ["subnet-1"]}},
     )
     _only(evaluate(POLICIES, [reg], "prod"), "eks-endpoint-private", "mandatory")
-    reg.inputs["vpcConfig"] = {"endpointPublicAccess": False, "endpointPrivateAccess": True}
-    assert evaluate(POLICIES, [reg], "prod") == []
+    reg.inputs["vpcConfig"] = {"endpointPublicAccess": False, "endpointPrivateAccess": True, "securityGroupIds": ["x"]}
+    reg.property_dependencies = {"vpcConfig": [sg.urn]}
+    _only(evaluate(POLICIES, [sg, reg], "prod"), "eks-endpoint-private", "mandatory")
+    rule = Registration(
+        type="aws:ec2/securityGroupRule:SecurityGroupRule",
+        name="runner",
+        urn="urn:pulumi:test::p::aws:ec2/securityGroupRule:SecurityGroupRule::runner",
+        custom=True,
+        parent=None,
+        inputs={"type": "ingress", "protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrBlocks": ["10.0.8.0/24"]},
+        property_dependencies={"securityGroupId": [sg.urn]},
+    )
+    assert evaluate(POLICIES, [sg, reg, rule], "prod") == []
 
 
 def test_stateful_resources_protected(stack_runs: dict[str, StackRun]) -> None:
@@ -947,6 +1022,7 @@ def _everything_broken(regs: list[Registration]) -> None:
     _execution_role_named("hpi-prod-operator")(regs)
     _remove("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "node-sg-self-ingress")(regs)
     _eks_public(["0.0.0.0/0"])(regs)
+    _set_inputs("eks:index:Cluster", None, version="1.33")(regs)  # in EKS extended support since 2026-07-29
     pab = next(r for r in regs if r.type == "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
     regs.remove(pab)
 

@@ -31,6 +31,21 @@ def _hex(*parts: str, n: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
 
 
+def _refs(value: Any) -> Any:
+    """Resource-reference inputs (e.g. pulumi-eks's ``clusterSecurityGroup``) as plain data.
+
+    The mock monitor deserializes a resource reference into the SDK's resource object; the graph keeps a
+    JSON- and copy-safe marker with its type token instead (the dependency itself is in ``dependencies``).
+    """
+    if isinstance(value, pulumi.Resource):
+        return {"resourceReference": getattr(type(value), "pulumi_type", type(value).__name__)}
+    if isinstance(value, dict):
+        return {k: _refs(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_refs(v) for v in value]
+    return value
+
+
 def _ints(value: Any) -> Any:
     """Inputs cross a protobuf Struct, so integers arrive as floats; give them back as ints."""
     if isinstance(value, float) and value.is_integer():
@@ -296,7 +311,9 @@ def eks_cluster_read(region: str, name: str, **overrides: Any) -> dict[str, Any]
         "endpoint": f"https://{_hex(name, n=32).upper()}.gr7.{region}.eks.amazonaws.com",
         "certificateAuthorities": [{"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"}],
         "identities": [{"oidcs": [{"issuer": issuer}]}],
-        "accessConfigs": [{"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": False}],
+        "accessConfigs": [
+            {"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": False}
+        ],
         "version": "1.33",
         "platformVersion": "eks.10",
         "status": "ACTIVE",
@@ -381,9 +398,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         inputs = _ints(dict(args.inputs))
-        self.resources.append((args.typ, args.name, inputs))
-        self.inputs_by_key[(args.typ, args.name)] = inputs
-        ctx = MockContext(self.region, args.typ, args.name, inputs)
+        recorded = _refs(inputs)  # the state echoes the objects (the SDK type-checks them); the graph keeps data
+        self.resources.append((args.typ, args.name, recorded))
+        self.inputs_by_key[(args.typ, args.name)] = recorded
+        ctx = MockContext(self.region, args.typ, args.name, recorded)
         fn = OUTPUTS.get(args.typ)
         if fn is not None:
             extra = fn(ctx)
@@ -451,7 +469,7 @@ class GraphMonitor(MockMonitor):
         # The mock monitor has just deserialized these inputs for new_resource; reuse them (deserializing
         # twice doubled the per-resource cost of large custom resources).
         known = self.recording.inputs_by_key.get((request.type, request.name))
-        inputs = known if known is not None else _ints(rpc.deserialize_properties(request.object))
+        inputs = known if known is not None else _refs(_ints(rpc.deserialize_properties(request.object)))
         timeouts = {}
         if request.HasField("customTimeouts"):
             ct = request.customTimeouts
@@ -465,7 +483,7 @@ class GraphMonitor(MockMonitor):
                 custom=bool(request.custom),
                 parent=request.parent or None,
                 inputs=inputs,
-                outputs=_ints(dict(reg.state)) if reg is not None else {},
+                outputs=_refs(_ints(dict(reg.state))) if reg is not None else {},
                 dependencies=list(request.dependencies),
                 property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
                 protect=bool(request.protect),

@@ -6,11 +6,16 @@ its default here and only here; the components read them from the validated conf
 
 from __future__ import annotations
 
+import datetime as dt
 import ipaddress
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+
+from policies.baselines import open_to_world
+from policies.cluster_versions import HYPERPOD_SUPPORTED_VERSIONS, version_problem
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
@@ -24,12 +29,33 @@ GroupName = Annotated[
 ]
 AddonPin = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
 
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# Kubernetes minor the EKS cluster defaults to: HyperPod supports it and it is in EKS standard support until
+# 2027-03-27 (both sources in policies/cluster_versions.py). 1.33 left standard support on 2026-07-29.
+DEFAULT_KUBERNETES_VERSION = "1.35"
+VENDOR_COMMAND = "python -m tools.vendor_chart"
+
 # Instance families with GPUs / accelerators: deep health checks default on, hyperthreading off.
 ACCELERATED_FAMILIES = ("p", "g", "trn", "inf")
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 CONTROL_PLANE_LOG_TYPES: tuple[LogType, ...] = ("api", "audit", "authenticator", "controllerManager", "scheduler")
-# aws/sagemaker-hyperpod-cli commit whose helm_chart/HyperPodHelmChart is installed (see README).
-HYPERPOD_CLI_COMMIT = "1504d53b28a6de4449c0fcdf9d56b8c87f28283f"
+# aws/sagemaker-hyperpod-cli commit whose helm_chart/HyperPodHelmChart is installed: the v3.9.0 release tag
+# (docs/cluster.md, "The HyperPod dependencies chart"). Only commits in REVIEWED_CHART_COMMITS may be pinned.
+HYPERPOD_CLI_COMMIT = "b01cf90676553a711ab1a8ac51422adbb09aef6b"
+HYPERPOD_CLI_REPO_URL = "https://github.com/aws/sagemaker-hyperpod-cli.git"
+# Commits of aws/sagemaker-hyperpod-cli that were checked to be on `main` (or a release tag), with the proof.
+# 1504d53b28a6de4449c0fcdf9d56b8c87f28283f (the previous pin) is GitHub's test-merge of the unmerged PR #276
+# (refs/pull/276/merge): `git merge-base --is-ancestor 1504d53b… main` exits 1 and no branch or tag contains it.
+REVIEWED_CHART_COMMITS: dict[str, str] = {
+    "b01cf90676553a711ab1a8ac51422adbb09aef6b": (
+        "tag v3.9.0 'Release v3.9.0 (#429)', 2026-06-11; `git merge-base --is-ancestor b01cf906 "
+        "011ca927123e02b35a399935bbb3ab1905fe33c7` (main, 2026-06-22) exits 0 in a fetched snapshot"
+    ),
+    "011ca927123e02b35a399935bbb3ab1905fe33c7": (
+        "main, 2026-06-22 'Add space getting-started reference (#432)'; differs from v3.9.0 in helm_chart/ only by "
+        "the inference-operator sub-chart (2.2.2), which this package disables"
+    ),
+}
 
 
 def is_accelerated(instance_type: str) -> bool:
@@ -86,13 +112,22 @@ class InstanceGroup(Model):
 
 
 class AddonVersions(Model):
-    """Pinned versions of the core EKS add-ons (defaults match Kubernetes 1.33)."""
+    """Pinned versions of the core EKS add-ons (defaults for Kubernetes 1.35).
+
+    kube-proxy follows the Kubernetes minor (checked below). The 1.35 builds ``v1.35.0-eksbuild.2`` (kube-proxy) and
+    ``v1.13.2-eksbuild.1`` (CoreDNS) are the ones a stored 1.35 EKS configuration pins; the stored copies of the EKS
+    user guide's add-on tables stop before 1.35, so `python -m tools.preflight` (DescribeAddonVersions) is what
+    confirms them per region. vpc-cni and eks-pod-identity-agent builds are not tied to a Kubernetes minor.
+    """
 
     vpc_cni: AddonPin = Field(default="v1.20.0-eksbuild.1", description="vpc-cni add-on version.")
     kube_proxy: AddonPin = Field(
-        default="v1.33.0-eksbuild.2", description="kube-proxy add-on version; its minor must equal kubernetesVersion."
+        default="v1.35.0-eksbuild.2", description="kube-proxy add-on version; its minor must equal kubernetesVersion."
     )
-    coredns: AddonPin = Field(default="v1.12.1-eksbuild.2", description="coredns add-on version.")
+    coredns: AddonPin = Field(
+        default="v1.13.2-eksbuild.1",
+        description="coredns add-on version (created after the HyperPod cluster, which provides its nodes).",
+    )
     pod_identity_agent: AddonPin = Field(default="v1.3.7-eksbuild.2", description="eks-pod-identity-agent version.")
 
 
@@ -100,19 +135,81 @@ class HyperPodDependenciesConfig(Model):
     """The HyperPod dependencies Helm chart (health-monitoring agent, device plugins, deep health checks, ...).
 
     The chart is not published to a Helm repository; AWS documents installing it from a checkout of
-    aws/sagemaker-hyperpod-cli. ``chartPath`` must point at ``helm_chart/HyperPodHelmChart`` of a checkout of
-    ``gitCommit`` with ``helm dependency update`` run (see README).
+    aws/sagemaker-hyperpod-cli. ``python -m tools.vendor_chart`` places exactly ``gitCommit`` at the default
+    ``chartPath``. Sub-charts only training needs are off by default (docs/cluster.md lists what stays on and why);
+    each has its own key to turn it back on.
     """
 
     enabled: bool = True
     git_commit: str = Field(
-        default=HYPERPOD_CLI_COMMIT, pattern=r"^[0-9a-f]{40}$", description="Pinned aws/sagemaker-hyperpod-cli commit."
+        default=HYPERPOD_CLI_COMMIT,
+        pattern=r"^[0-9a-f]{40}$",
+        description="Pinned aws/sagemaker-hyperpod-cli commit; must be one of the reviewed commits on main or a tag.",
     )
+
+    @field_validator("git_commit")
+    @classmethod
+    def _reviewed(cls, value: str) -> str:
+        if value not in REVIEWED_CHART_COMMITS:
+            raise ValueError(
+                f"{value} is not a reviewed aws/sagemaker-hyperpod-cli commit on main or a release tag; reviewed: "
+                f"{', '.join(REVIEWED_CHART_COMMITS)} (add one with its `git merge-base --is-ancestor` proof to "
+                "REVIEWED_CHART_COMMITS in components/config/cluster.py)"
+            )
+        return value
+
     chart_path: str = Field(
         default="vendor/sagemaker-hyperpod-cli/helm_chart/HyperPodHelmChart",
         min_length=1,
-        description="Local path of the chart in a checkout of gitCommit (relative to the project).",
+        description="Local path of the chart in a checkout of gitCommit (relative to the project); "
+        "`python -m tools.vendor_chart` fills the default path.",
     )
+    training_operators: bool = Field(
+        default=False, description="Install the chart's Kubeflow training operator (trainingOperators); training only."
+    )
+    mpi_operator: bool = Field(default=False, description="Install the chart's Kubeflow MPI operator; training only.")
+    job_auto_restart: bool = Field(
+        default=False,
+        description="Install the chart's job-auto-restart RBAC (PyTorchJob auto-resume); training only.",
+    )
+
+
+Sg = Annotated[str, Field(pattern=r"^sg-[0-9a-f]{8,17}$", description="A security group id")]
+
+
+class DeployerAccess(Model):
+    """How the machine that runs `pulumi up` reaches the EKS API server (every Kubernetes object needs it).
+
+    Pulumi creates Kubernetes objects itself (pulumi-eks's aws-auth ConfigMap, the Helm release, the custom
+    resources), so its host must reach the API: "with public access off, the API server can only receive requests
+    from within the cluster VPC" and the cluster security group must admit it on 443 (EKS API VpcConfigRequest;
+    EKS user guide cluster-endpoint, "Accessing a private only API server"). Declare one of:
+
+    * ``securityGroupIds``: the security group of a runner inside the VPC (or a peered VPC in the region);
+    * ``cidrs``: private CIDRs of such a runner (in the VPC, or a network routed into it);
+    * ``publicCidrs``: a short list of public CIDRs of the deploy principal; turns the public endpoint on, limited
+      to them (plus ``endpointPublicAccessCidrs``). Not allowed in prod, where the endpoint stays private.
+    """
+
+    security_group_ids: list[Sg] = Field(
+        default_factory=list, description="Security groups of an in-VPC runner; the cluster SG admits them on 443."
+    )
+    cidrs: list[ipaddress.IPv4Network] = Field(
+        default_factory=list, description="Private CIDRs of an in-VPC (or routed) runner; admitted on 443."
+    )
+    public_cidrs: list[ipaddress.IPv4Network] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Public CIDRs of the deploy principal for the public endpoint (not in prod).",
+    )
+
+    @property
+    def in_vpc(self) -> bool:
+        return bool(self.security_group_ids or self.cidrs)
+
+    @property
+    def declared(self) -> bool:
+        return self.in_vpc or bool(self.public_cidrs)
 
 
 class ClusterConfig(Model):
@@ -120,7 +217,11 @@ class ClusterConfig(Model):
         default=None,
         description="Adopt an existing EKS cluster (and optionally its HyperPod cluster) instead of creating them.",
     )
-    kubernetes_version: str = Field(default="1.33", pattern=r"^1\.[0-9]{2}$")
+    kubernetes_version: str = Field(
+        default=DEFAULT_KUBERNETES_VERSION,
+        pattern=r"^1\.[0-9]{2}$",
+        description="Kubernetes minor of the EKS cluster; one HyperPod supports (policies/cluster_versions.py).",
+    )
     endpoint_public_access_cidrs: list[ipaddress.IPv4Network] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public EKS API endpoint; empty keeps the endpoint private only. "
@@ -139,6 +240,10 @@ class ClusterConfig(Model):
         default_factory=lambda: list(CONTROL_PLANE_LOG_TYPES), description="EKS control-plane log types to enable."
     )
     hyperpod_dependencies: HyperPodDependenciesConfig = Field(default_factory=HyperPodDependenciesConfig)
+    deployer_access: DeployerAccess | None = Field(
+        default=None,
+        description="How `pulumi up` reaches the EKS API (required: every stack creates Kubernetes objects).",
+    )
     tiered_storage_memory_percentage: int = Field(
         default=20,
         ge=1,
@@ -198,7 +303,7 @@ def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
 
     for i, cidr in enumerate(cluster.endpoint_public_access_cidrs):
         key = f"cluster.endpointPublicAccessCidrs[{i}]"
-        if cidr.prefixlen == 0:
+        if open_to_world([cidr]):
             yield ConfigIssue(
                 key, f"{cidr} opens the EKS API endpoint to the internet; list the operator networks' CIDRs instead"
             )
@@ -215,19 +320,130 @@ def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             f"use a v{cluster.kubernetes_version}.x-eksbuild.N version",
         )
 
+    problem = version_problem(cluster.kubernetes_version, dt.datetime.now(dt.UTC).date())
+    if problem is not None:
+        yield ConfigIssue("cluster.kubernetesVersion", problem)
+
+    if cluster.existing is None:  # an adopted cluster's API access is its owner's (docs/adoption.md)
+        yield from _deployer_access_issues(cfg)
+
+
+def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    """A deployer path must be declared, and it must keep the API private to the internet (prod: no public access)."""
+    access = cfg.cluster.deployer_access
+    key = "cluster.deployerAccess"
+    if access is None or not access.declared:
+        yield ConfigIssue(
+            key,
+            "no way for `pulumi up` to reach the EKS API: Pulumi itself creates Kubernetes objects (pulumi-eks's "
+            "aws-auth ConfigMap, the HyperPod dependencies chart, the endpoints), so declare the runner: "
+            "securityGroupIds or cidrs of a runner inside the VPC"
+            + ("" if cfg.is_prod else ", or publicCidrs of the deploy principal")
+            + " (docs/cluster.md, 'Reaching the API')",
+        )
+        return
+    for i, cidr in enumerate(access.cidrs):
+        where = f"{key}.cidrs[{i}]"
+        if not _vpc_range(cidr):
+            yield ConfigIssue(
+                where, f"{cidr} is not a private range; cidrs are an in-VPC runner's addresses (publicCidrs are public)"
+            )
+        elif cidr.overlaps(cfg.cluster.service_ipv4_cidr):
+            yield ConfigIssue(where, f"{cidr} overlaps the Kubernetes service CIDR {cfg.cluster.service_ipv4_cidr}")
+    for i, cidr in enumerate(access.public_cidrs):
+        where = f"{key}.publicCidrs[{i}]"
+        if cfg.is_prod:
+            yield ConfigIssue(
+                where,
+                "prod keeps the EKS API endpoint private (public access off); declare an in-VPC runner under "
+                "securityGroupIds or cidrs instead",
+            )
+        elif open_to_world([cidr]):
+            yield ConfigIssue(where, f"{cidr} opens the EKS API endpoint to the internet; list the deployer's CIDRs")
+        elif _vpc_range(cidr):
+            yield ConfigIssue(
+                where, f"{cidr} is not a public range; an in-VPC runner's private addresses go under cidrs"
+            )
+
+
+# Ranges a VPC (and so an in-VPC runner) can use: RFC 1918 and the RFC 6598 shared space (VPC user guide, "VPC CIDR
+# blocks"). Documentation ranges (RFC 5737) count as public here, so reference stacks can use them as examples.
+VPC_RANGES = tuple(ipaddress.IPv4Network(c) for c in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+
+
+def _vpc_range(cidr: ipaddress.IPv4Network) -> bool:
+    return any(cidr.subnet_of(r) for r in VPC_RANGES)
+
+
+def running_for_real() -> bool:
+    """True under a real Pulumi engine (preview or up); False under mocks or with no Pulumi runtime at all."""
+    from pulumi.runtime import settings
+    from pulumi.runtime.mocks import MockMonitor
+
+    monitor = settings.get_monitor()
+    return monitor is not None and not isinstance(monitor, MockMonitor)
+
+
+def vendored_commit(chart_dir: Path) -> str | None:
+    """The commit checked out in the git work tree that holds ``chart_dir`` (detached HEAD), else None."""
+    for parent in (chart_dir, *chart_dir.parents):
+        head = parent / ".git" / "HEAD"
+        if head.is_file():
+            text = head.read_text(encoding="utf-8").strip()
+            return text if len(text) == 40 and all(c in "0123456789abcdef" for c in text) else None
+        if parent == PROJECT_ROOT:
+            break
+    return None
+
+
+def chart_issues(deps: HyperPodDependenciesConfig, root: Path = PROJECT_ROOT) -> list[ConfigIssue]:
+    """The chart must be on disk at ``chartPath`` and be a checkout of exactly ``gitCommit``."""
+    if not deps.enabled:
+        return []
+    key = "cluster.hyperpodDependencies.chartPath"
+    chart_dir = Path(deps.chart_path)
+    chart_dir = chart_dir if chart_dir.is_absolute() else root / chart_dir
+    if not (chart_dir / "Chart.yaml").is_file():
+        return [
+            ConfigIssue(
+                key,
+                f"no Helm chart at {deps.chart_path}; run `{VENDOR_COMMAND}` to fetch aws/sagemaker-hyperpod-cli@"
+                f"{deps.git_commit} into vendor/",
+            )
+        ]
+    found = vendored_commit(chart_dir)
+    if found != deps.git_commit:
+        return [
+            ConfigIssue(
+                key,
+                f"{deps.chart_path} is a checkout of {found or 'an unknown commit'}, not gitCommit {deps.git_commit}; "
+                f"run `{VENDOR_COMMAND}`",
+            )
+        ]
+    return []
+
+
+def _chart_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    # Under mocks (tests, `tools.preview`) nothing is installed, so the chart may be absent; a real preview or up
+    # hands the path to Helm, which fails late and unclearly without it.
+    adopted = cfg.cluster.existing is not None and cfg.cluster.existing.hyperpod_cluster_arn is not None
+    if running_for_real() and not adopted:  # an adopted HyperPod cluster already has its chart
+        yield from chart_issues(cfg.cluster.hyperpod_dependencies)
+
 
 cross_check(_cluster_checks)
+cross_check(_chart_checks)
 
 
 # --- adoption: an existing EKS cluster, an existing HyperPod cluster ---------------------------------------
 #
 # Source for the compatibility facts: SageMaker developer guide, "Getting started with Amazon EKS support in
 # SageMaker HyperPod" (docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html,
-# Requirements 1 and 2): authentication modes API and API_AND_CONFIG_MAP; Kubernetes 1.28 to 1.34 (the list
-# grows with EKS releases; the docs.amazonaws.cn copy of the page lists 1.34).
+# Requirement 2): authentication modes API and API_AND_CONFIG_MAP. The Kubernetes versions HyperPod supports are
+# the one table in policies/cluster_versions.py (same page, Requirement 1). Switching a cluster away from
+# CONFIG_MAP is one-way (EKS user guide, "Change authentication mode to use access entries").
 
 HYPERPOD_AUTHENTICATION_MODES = ("API", "API_AND_CONFIG_MAP")
-HYPERPOD_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
 EXISTING_EKS_KEY = "cluster.existing.eksClusterName"
 EXISTING_HYPERPOD_KEY = "cluster.existing.hyperpodClusterArn"
 # `cluster` keys that configure the EKS cluster this stack creates: not applied to an adopted one.
@@ -237,6 +453,7 @@ EKS_CREATION_KEYS = {
     "service_ipv4_cidr": "serviceIpv4Cidr",
     "addons": "addons",
     "control_plane_log_types": "controlPlaneLogTypes",
+    "deployer_access": "deployerAccess",
 }
 # `cluster` keys that configure the HyperPod cluster (or its node SG) this stack creates.
 HYPERPOD_CREATION_KEYS = {
@@ -302,12 +519,12 @@ def eks_compatibility_issues(name: str, authentication_mode: str | None, version
                 f"--name {name} --access-config authenticationMode=API_AND_CONFIG_MAP`; it cannot be switched back)",
             )
         )
-    if version is not None and version not in HYPERPOD_KUBERNETES_VERSIONS:
+    if version is not None and version not in HYPERPOD_SUPPORTED_VERSIONS:
         out.append(
             ConfigIssue(
                 EXISTING_EKS_KEY,
                 f"EKS cluster {name} runs Kubernetes {version}; HyperPod supports "
-                f"{', '.join(HYPERPOD_KUBERNETES_VERSIONS)}",
+                f"{', '.join(HYPERPOD_SUPPORTED_VERSIONS)}",
             )
         )
     return out

@@ -40,8 +40,11 @@ class ExistingHyperPodCluster(pulumi.ComponentResource):
         self, name: str, args: ExistingHyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("hyperpod:existing_hyperpod_cluster:ExistingHyperPodCluster", name, None, opts)
+        # Read after the EKS cluster was read and checked: an incompatible EKS cluster is reported first, and
+        # the orchestrator comparison below always has both sides.
+        after_eks = pulumi.Output.from_input(args.eks_cluster_arn).apply(lambda _: args.cluster_arn)
         found = aws_native.sagemaker.get_cluster_output(
-            cluster_arn=args.cluster_arn, opts=pulumi.InvokeOutputOptions(parent=self)
+            cluster_arn=after_eks, opts=pulumi.InvokeOutputOptions(parent=self)
         )
 
         def orchestrated(v: list[Any]) -> str:

@@ -151,7 +151,7 @@ def attach() -> StackRun:
 
 def test_attach_previews_with_exit_0() -> None:
     out = io.StringIO()
-    assert preview("attach", console=Console(file=out, width=200)) == 0
+    assert preview("attach", console=Console(file=out, width=200)) == 0, out.getvalue()[-3000:]
     assert "0 mandatory" in out.getvalue()
 
 

@@ -958,13 +958,14 @@ def test_inference_addon_already_installed_says_how_to_import_it(aws: None) -> N
         stub.add_response("describe_cluster", eks_cluster(), {"name": ATTACH_EKS})
         stub.add_response("describe_addon", addon("amazon-sagemaker-hyperpod-inference", "v1.5.0-eksbuild.1"),
                           {"clusterName": ATTACH_EKS, "addonName": "amazon-sagemaker-hyperpod-inference"})  # fmt: skip
-        for name in ("aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver"):
+        for name in ("aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"):
             stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404,
                                   expected_params={"clusterName": ATTACH_EKS, "addonName": name})  # fmt: skip
         results = pc.check_addons_not_installed(clients, cfg)
+        assert len(results) == 3, results
         stub.assert_no_pending_responses()
     first = results[0]
-    assert first.check == "add-on amazon-sagemaker-hyperpod-inference absent" and first.status == "FAIL"
+    assert first.check == "add-on amazon-sagemaker-hyperpod-inference absent" and first.status == "FAIL", results
     assert first.action == f"adopt it into this stack: {EXPECTED_IMPORT}"
     assert [r.status for r in results[1:]] == ["PASS", "PASS"]
 
@@ -977,11 +978,16 @@ def test_addons_absent_or_owned_by_this_stack_pass(aws: None) -> None:
         stub.add_response("describe_addon", addon("amazon-sagemaker-hyperpod-inference", "v1.5.0-eksbuild.1",
                                                   tags={"hyperpod-inference:stack": "attach"}),
                           {"clusterName": ATTACH_EKS, "addonName": "amazon-sagemaker-hyperpod-inference"})  # fmt: skip
-        stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404)
-        stub.add_response("describe_addon", addon("aws-fsx-csi-driver", "v1.6.0-eksbuild.1"),
-                          {"clusterName": ATTACH_EKS, "addonName": "aws-fsx-csi-driver"})  # fmt: skip
+        stub.add_client_error(
+            "describe_addon",
+            "ResourceNotFoundException",
+            http_status_code=404,
+            expected_params={"clusterName": ATTACH_EKS, "addonName": "aws-fsx-csi-driver"},
+        )
+        stub.add_response("describe_addon", addon("aws-mountpoint-s3-csi-driver", "v1.14.1-eksbuild.1"),
+                          {"clusterName": ATTACH_EKS, "addonName": "aws-mountpoint-s3-csi-driver"})  # fmt: skip
         results = pc.check_addons_not_installed(clients, cfg)
-    assert [r.status for r in results] == ["PASS", "PASS", "FAIL"]
+    assert [r.status for r in results] == ["PASS", "PASS", "FAIL"], results
     assert results[0].detail == "installed by this stack (v1.5.0-eksbuild.1)"
     assert results[2].action.endswith("; or list it in operator.existingPrerequisites")
     with Stubber(clients("eks")) as stub:

@@ -1065,7 +1065,7 @@ def check_addons_not_installed(clients: Clients, cfg: StackConfig) -> list[Check
                 "add-ons not yet installed", "FAIL", f"could not derive the stack's add-ons: {err}", "run tools.preview"
             )
         ]
-    planned.sort(key=lambda a: a[1] != INFERENCE_ADDON)
+    planned.sort(key=lambda a: (a[1] != INFERENCE_ADDON, a[1]))  # the inference add-on first, then by name
     out: list[CheckResult] = []
     for resource_name, addon, parent in planned:
         name = f"add-on {addon} absent"

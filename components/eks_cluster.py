@@ -13,10 +13,10 @@ default or managed node group is created. What the cluster gets instead:
   HyperPod nodes and the declared deployer (``cluster.deployerAccess``: an in-VPC runner's security groups or
   CIDRs) on 443. Pulumi creates Kubernetes objects itself — pulumi-eks's aws-auth ConfigMap first — and with
   public access off "the API server can only receive requests from within the cluster VPC" (EKS API
-  VpcConfigRequest), through the cluster security group ("ensure that your Amazon EKS control plane security group
-  contains rules to allow ingress traffic on port 443 from your connected network": EKS user guide
-  cluster-endpoint, "Accessing a private only API server"). The deployer rules exist before the EKS cluster is
-  created, so they are in place when pulumi-eks writes aws-auth (deploy-readiness.md trap 5);
+  VpcConfigRequest), through the cluster security group ("You must ensure that your Amazon EKS control plane
+  security group contains rules to allow ingress traffic on port 443 from your connected network": EKS user
+  guide cluster-endpoint, "Accessing a private only API server"). The deployer rules exist before the EKS cluster
+  is created, so they are in place when pulumi-eks writes aws-auth (deploy-readiness.md trap 5);
 * envelope encryption of Kubernetes secrets with a KMS key this component creates (rotation on);
 * control-plane logging;
 * the core add-ons pinned from ``cluster.addons``: vpc-cni and kube-proxy through pulumi-eks, and

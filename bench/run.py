@@ -106,8 +106,12 @@ def sdk_modules_of_prod_preview() -> list[str]:
 
 
 def endpoint_stack(n: int) -> dict[str, Any]:
-    """The dev stack with ``n`` copies of its first endpoint (distinct names)."""
+    """The dev stack with ``n`` copies of its first endpoint (distinct names), and one GPU node per copy so
+    that they all fit (the capacity checks stop an overfull stack with a config error)."""
     doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
+    for group in doc["config"]["hyperpod-inference:cluster"]["instanceGroups"]:
+        if group["name"] == "gpu-p5":
+            group["instanceCount"] = max(1, n)
     template = doc["config"]["hyperpod-inference:endpoints"][0]
     eps = []
     for i in range(n):

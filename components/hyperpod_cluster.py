@@ -1,15 +1,16 @@
 """The SageMaker HyperPod cluster (EKS orchestrator) and what it needs of its own.
 
-* an execution role for the instance groups: trusted by ``sagemaker.amazonaws.com``, with the AWS managed
-  ``AmazonSageMakerClusterInstanceRolePolicy`` plus the statements AWS documents for EKS-orchestrated
-  clusters (VPC CNI ENI management, ECR pulls, EKS Pod Identity) and read access to this cluster's
-  lifecycle bucket — nothing broader;
+* an execution role for the instance groups: trusted by ``sagemaker.amazonaws.com`` for this account only
+  (``aws:SourceAccount``), with the AWS managed ``AmazonSageMakerClusterInstanceRolePolicy`` plus the
+  statements AWS's own templates add for EKS-orchestrated clusters (VPC CNI and HyperPod ENI management
+  scoped to this region, account, subnets and security group; ECR pulls; EKS Pod Identity on this cluster)
+  and read access to this cluster's lifecycle bucket — nothing broader (sources above ``ENI_MUTATING_ACTIONS``);
 * a private lifecycle-script bucket (public access blocked, bucket-owner objects, SSE-S3, versioning,
   TLS-only policy) holding the repo's own ``components/lifecycle/*`` scripts, so what runs on a node is
   versioned with this code;
 * the cluster: one instance group per ``cluster.instanceGroups`` entry, each in the private subnet of its
-  AZ ID, with deep health checks, labels/taints, threads per core, an extra EBS volume and an optional
-  training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``.
+  AZ ID, with the deep health checks the group supports (``config/health_checks.py``), labels/taints,
+  threads per core, an extra EBS volume and an optional training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``.
 
 In prod the cluster and the bucket are protected from deletion and the bucket is never force-destroyed.
 """
@@ -41,7 +42,52 @@ def lifecycle_scripts() -> dict[str, str]:
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(LIFECYCLE_DIR.iterdir()) if p.suffix == ".sh"}
 
 
-def execution_role_trust_policy() -> dict[str, Any]:
+# Sources of the execution role's statements (the test compares with literal lists taken from them):
+#   CS  = aws/sagemaker-hyperpod-cluster-setup@b920fcf430f1fd3b36c01bb63b63348f95f0b9fb
+#         :eks/cloudformation/sagemaker-iam-role-template.yaml (the template behind the HyperPod console and
+#         the HyperPod CLI's cluster stack, hyperpod-cluster-stack-template/.../creation_template.yaml)
+#   ADT = awslabs/awsome-distributed-ai@95b939cdc5b24ded03a70da21533964f9354b731
+#         :1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/modules/sagemaker_iam_role/main.tf
+#         and :1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/sagemaker-iam-role-stack.yaml
+# Both grant these on top of AmazonSageMakerClusterInstanceRolePolicy. Only fsx:DescribeFileSystems (ADT
+# only, for FSx mounts) is left out: this package creates no FSx file system.
+ENI_MUTATING_ACTIONS = (
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:AttachNetworkInterface",
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DetachNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:UnassignPrivateIpAddresses",
+)
+# Describe* calls support no resource-level permissions (Service Authorization Reference, Amazon EC2).
+EC2_DESCRIBE_ACTIONS = (
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeInstanceTypes",
+    "ec2:DescribeInstances",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeTags",
+    "ec2:DescribeVpcs",
+)
+IMAGE_PULL_ACTIONS = (
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:GetAuthorizationToken",
+    "ecr:GetDownloadUrlForLayer",
+)
+
+
+def execution_role_trust_policy(account_id: str) -> dict[str, Any]:
+    """SageMaker may assume the role only on behalf of this account (confused-deputy guard).
+
+    ``aws:SourceAccount`` is the global condition key AWS recommends for service principals (IAM User Guide,
+    "The confused deputy problem"); the cluster ARN is not known before the cluster exists, so
+    ``aws:SourceArn`` cannot be used on first create.
+    """
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -49,58 +95,77 @@ def execution_role_trust_policy() -> dict[str, Any]:
                 "Effect": "Allow",
                 "Principal": {"Service": "sagemaker.amazonaws.com"},
                 "Action": "sts:AssumeRole",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
             }
         ],
     }
 
 
-def execution_role_policy(bucket_arn: str, partition: str = "aws") -> dict[str, Any]:
-    """What HyperPod EKS nodes need beyond the managed instance policy (per the HyperPod EKS IAM docs)."""
+def execution_role_policy(
+    bucket_arn: str,
+    partition: str = "aws",
+    *,
+    region: str = "us-east-1",
+    account_id: str = "123456789012",
+    eks_cluster_arn: str | None = None,
+    subnet_ids: list[str] | None = None,
+    security_group_ids: list[str] | None = None,
+) -> dict[str, Any]:
+    """What HyperPod EKS nodes need beyond the managed instance policy (CS and ADT, see above).
+
+    Scoped where the actions allow it: ENI mutations to this region and account and to the stack's private
+    subnets and node security group (CS and ADT scope them per subnet and per security group the same way),
+    ENI tagging to this region and account, ``eks-auth:AssumeRoleForPodIdentity`` to this EKS cluster (CS
+    and ADT do so).
+    """
+    ec2 = f"arn:{partition}:ec2:{region}:{account_id}"
+    cluster = eks_cluster_arn or f"arn:{partition}:eks:{region}:{account_id}:cluster/*"
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
-                # The VPC CNI on HyperPod nodes attaches ENIs and assigns pod IPs. These EC2 actions
-                # either do not support resource-level permissions or act on ENIs created at run time.
+                # VPC CNI on HyperPod nodes: attach ENIs, assign pod IPs; HyperPod itself creates the
+                # cross-account ENIs of the instance groups (the *Permission actions).
                 "Sid": "VpcCniNetworkInterfaces",
                 "Effect": "Allow",
-                "Action": [
-                    "ec2:AssignPrivateIpAddresses",
-                    "ec2:AttachNetworkInterface",
-                    "ec2:CreateNetworkInterface",
-                    "ec2:DeleteNetworkInterface",
-                    "ec2:DescribeInstances",
-                    "ec2:DescribeInstanceTypes",
-                    "ec2:DescribeNetworkInterfaces",
-                    "ec2:DescribeTags",
-                    "ec2:DetachNetworkInterface",
-                    "ec2:ModifyNetworkInterfaceAttribute",
-                    "ec2:UnassignPrivateIpAddresses",
+                "Action": list(ENI_MUTATING_ACTIONS),
+                "Resource": [
+                    f"{ec2}:instance/*",
+                    f"{ec2}:network-interface/*",
+                    *[f"{ec2}:subnet/{s}" for s in (subnet_ids or ["*"])],
+                    *[f"{ec2}:security-group/{g}" for g in (security_group_ids or ["*"])],
                 ],
+            },
+            {
+                "Sid": "VpcCniDescribe",
+                "Effect": "Allow",
+                "Action": list(EC2_DESCRIBE_ACTIONS),
                 "Resource": "*",
             },
             {
                 "Sid": "VpcCniTagNetworkInterfaces",
                 "Effect": "Allow",
                 "Action": "ec2:CreateTags",
-                "Resource": f"arn:{partition}:ec2:*:*:network-interface/*",
+                "Resource": f"{ec2}:network-interface/*",
             },
             {
                 "Sid": "PullImages",
                 "Effect": "Allow",
-                "Action": [
-                    "ecr:BatchCheckLayerAvailability",
-                    "ecr:BatchGetImage",
-                    "ecr:GetAuthorizationToken",
-                    "ecr:GetDownloadUrlForLayer",
-                ],
+                "Action": list(IMAGE_PULL_ACTIONS),
+                "Resource": "*",
+            },
+            {
+                # Granted by CS and ADT alike; no resource-level permissions for DescribeAlarms.
+                "Sid": "DescribeAlarms",
+                "Effect": "Allow",
+                "Action": "cloudwatch:DescribeAlarms",
                 "Resource": "*",
             },
             {
                 "Sid": "PodIdentity",
                 "Effect": "Allow",
                 "Action": "eks-auth:AssumeRoleForPodIdentity",
-                "Resource": "*",
+                "Resource": cluster,
             },
             {
                 "Sid": "ReadLifecycleScripts",
@@ -139,6 +204,7 @@ class HyperPodCluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
 
         # --- lifecycle-script bucket ---
         lifecycle = PrivateBucket(
@@ -171,7 +237,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             f"{name}-execution-role",
             name=f"{args.name_prefix}-hyperpod-execution",
             description="SageMaker HyperPod instance groups (EKS orchestrator)",
-            assume_role_policy=json.dumps(execution_role_trust_policy()),
+            assume_role_policy=caller.account_id.apply(lambda acct: json.dumps(execution_role_trust_policy(acct))),
             max_session_duration=3600,
             tags=args.tags,
             opts=child,
@@ -185,8 +251,26 @@ class HyperPodCluster(pulumi.ComponentResource):
         inline = aws.iam.RolePolicy(
             f"{name}-execution-inline",
             role=role.name,
-            policy=pulumi.Output.all(bucket.arn, partition).apply(
-                lambda a: json.dumps(execution_role_policy(a[0], a[1]))
+            policy=pulumi.Output.all(
+                bucket.arn,
+                partition,
+                region,
+                caller.account_id,
+                args.eks_cluster_arn,
+                pulumi.Output.all(*args.private_subnet_ids.values()),
+                args.node_security_group_id,
+            ).apply(
+                lambda a: json.dumps(
+                    execution_role_policy(
+                        a[0],
+                        a[1],
+                        region=a[2],
+                        account_id=a[3],
+                        eks_cluster_arn=a[4],
+                        subnet_ids=sorted(a[5]),
+                        security_group_ids=[a[6]],
+                    )
+                )
             ),
             opts=child,
         )

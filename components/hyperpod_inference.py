@@ -15,7 +15,12 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from .access_logs import AccessLogBucket, AccessLogBucketArgs
 from .config import StackConfig
+from .config.global_gateway import member_export
+from .config.ingress import waf_enabled
+from .config.observability import access_log_retention, flow_log_retention
+from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -28,8 +33,10 @@ from .ingress import IngressAlb, IngressAlbArgs
 from .kv_cache import RedisKvCache, RedisKvCacheArgs
 from .network import Network, NetworkArgs
 from .node_security_group import NodeSecurityGroup, NodeSecurityGroupArgs
+from .observability import ObservabilityAddon, ObservabilityAddonArgs
 from .operator_iam import OperatorIam, OperatorIamArgs
 from .operator_prerequisites import OperatorPrerequisites, OperatorPrerequisitesArgs, model_buckets
+from .web_acl import WebAcl, WebAclArgs
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,8 @@ class HyperPodInference(pulumi.ComponentResource):
                 region=cfg.region,
                 nat_per_az=(cfg.network.nat_gateways or ("perAz" if cfg.is_prod else "single")) == "perAz",
                 eks_cluster_name=f"{cfg.name_prefix}-eks",
+                flow_logs=cfg.observability.vpc_flow_logs,
+                flow_log_retention_days=flow_log_retention(cfg),
                 tags=cfg.common_tags,
             ),
             opts=child,
@@ -178,7 +187,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 opts=child,
             )
             self._export("inferenceGatewayName", inference_gateway.name)
-        InferenceEndpoints(
+        endpoints = InferenceEndpoints(
             "endpoints",
             InferenceEndpointsArgs(
                 endpoints=cfg.endpoints,
@@ -193,6 +202,15 @@ class HyperPodInference(pulumi.ComponentResource):
         )
 
         # --- ALB front door with OIDC ---
+        front_door = None
+        web_acl = None
+        if waf_enabled(cfg.ingress):
+            web_acl = WebAcl(
+                "edge-waf",
+                WebAclArgs(waf=cfg.ingress.waf, name_prefix=cfg.name_prefix, tags=cfg.common_tags),
+                opts=child,
+            )
+            self._export("webAclArn", web_acl.arn)
         if cfg.ingress.enabled:
             public = cfg.ingress.scheme == "internet-facing"
             alb_subnets = network.public_subnet_ids if public else network.private_subnet_ids
@@ -209,6 +227,10 @@ class HyperPodInference(pulumi.ComponentResource):
                     k8s_provider=eks.k8s_provider,
                     # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
                     k8s_depends_on=[inference_operator, operator_prereqs],
+                    # each binding waits for its namespace and its endpoint's custom resource
+                    endpoint_resources=endpoints.resources,
+                    namespaces=endpoints.namespaces,
+                    web_acl_arn=web_acl.arn if web_acl is not None else None,
                     tags=cfg.common_tags,
                 ),
                 opts=child,
@@ -216,6 +238,65 @@ class HyperPodInference(pulumi.ComponentResource):
             self._export("frontDoorUrl", front_door.url)
             self._export("frontDoorAlbDnsName", front_door.dns_name)
 
+        # --- edge and observability: S3 access logs, the observability add-on, dashboard and alarms ---
+        AccessLogBucket(
+            "access-logs",
+            AccessLogBucketArgs(
+                name_prefix=cfg.name_prefix,
+                sources={
+                    "tls-certificates": operator_iam.tls_bucket_name,
+                    # an adopted HyperPod cluster's lifecycle bucket is its owner's
+                    **(
+                        {"lifecycle-scripts": hyperpod.lifecycle_bucket}
+                        if isinstance(hyperpod, HyperPodCluster)
+                        else {}
+                    ),
+                },
+                retention_days=access_log_retention(cfg),
+                protect=cfg.is_prod,
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+        if cfg.observability.enabled:
+            observability = ObservabilityAddon(
+                "observability",
+                ObservabilityAddonArgs(
+                    config=cfg.observability,
+                    cluster_name=eks.cluster_name,
+                    cluster_arn=eks.cluster_arn,
+                    region=cfg.region,
+                    name_prefix=cfg.name_prefix,
+                    # ACTIVE needs its pods running: HyperPod nodes, and the pod identity agent (in EksCluster).
+                    depends_on=[hyperpod.cluster, eks],
+                    protect=cfg.is_prod,
+                    tags=cfg.common_tags,
+                ),
+                opts=child,
+            )
+            self._export("prometheusEndpoint", observability.prometheus_endpoint)
+        dashboards = ObservabilityDashboards(
+            "dashboards",
+            ObservabilityDashboardsArgs(
+                name_prefix=cfg.name_prefix,
+                region=cfg.region,
+                endpoints=cfg.endpoints,
+                alarms=cfg.observability.alarms,
+                dashboard=cfg.observability.dashboard,
+                https_listener_arn=front_door.https_listener_arn if front_door is not None else None,
+                target_group_arns=dict(front_door.target_group_arns) if front_door is not None else {},
+                web_acl_name=web_acl.name if web_acl is not None else None,
+                waf_rate_rule_metrics=tuple(web_acl.rate_rule_metrics) if web_acl is not None else (),
+                protect=cfg.is_prod,
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+        if dashboards.dashboard_name is not None:
+            self._export("dashboardName", dashboards.dashboard_name)
+
+        # What a global stack (hyperpod-inference:role: global) reads from this one, see docs/multi-region.md.
+        self._export("globalGatewayMember", {**member_export(cfg), "clusterArn": hyperpod.cluster_arn})
         self._export("environment", cfg.environment)
         self._export("vpcId", network.vpc_id)
         self._export("privateSubnetIds", network.private_subnet_ids)

@@ -12,12 +12,17 @@ from typing import Any
 
 IAM_DIR = Path(__file__).resolve().parent / "iam"
 LBC_POLICY_FILE = IAM_DIR / "aws-load-balancer-controller-v2.13.0.json"
+# Where that file comes from, byte for byte (components/iam/README.md):
+LBC_POLICY_SOURCE = (
+    "kubernetes-sigs/aws-load-balancer-controller@73980cf11d1c79c310f4f14a089554f58b165d7d"
+    ":docs/install/iam_policy.json (tag v2.13.0; the same blob at v2.13.1-v2.13.4, chart 1.13.2 included)"
+)
 
 Document = dict[str, Any]
 
 
 def load_lbc_policy() -> Document:
-    """The AWS Load Balancer Controller's documented policy (see components/iam/README.md for provenance)."""
+    """The AWS Load Balancer Controller's published policy, verbatim (``LBC_POLICY_SOURCE``)."""
     doc: Document = json.loads(LBC_POLICY_FILE.read_text(encoding="utf-8"))
     return doc
 

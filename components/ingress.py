@@ -7,14 +7,23 @@ logs in an SSE-S3, private, TLS-only bucket (ALB log delivery supports SSE-S3 on
 certificate, Route 53 alias records and an optional WAF association.
 
 Targets: one ``ip`` target group per routed endpoint, filled by the AWS Load Balancer Controller (installed
-by the operator add-on) through a ``TargetGroupBinding`` on the endpoint's Kubernetes Service. The
-binding's ``networking`` block lets the controller open the pods' security group to this ALB only.
+by the operator add-on) through a ``TargetGroupBinding`` on the Service the operator serves the endpoint
+with: its router's Service (in ``hyperpod-inference-system``) when intelligent routing is on, so requests
+go through the router and not straight to worker pods; otherwise the Service named in config (required in
+prod, because no source names it; ``components/config/ingress.py`` cites what is known). The binding's
+``networking`` block lets the controller open the pods' security group to this ALB only.
+
+Ordering: each binding depends on the controller (its CRD and its ``failurePolicy: Fail`` webhooks), on
+its Namespace when this package creates it, and on the endpoint's custom resource — so it is created after
+the resource whose reconcile makes the Service, and deleted before it (the controller's finalizer
+``elbv2.k8s.aws/resources`` then deregisters the targets while the controller still runs).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +37,7 @@ from .config.endpoints import (
     endpoint_port,
     endpoint_routing_algorithm,
 )
-from .config.ingress import IngressConfig
+from .config.ingress import IngressConfig, ServiceTarget, service_target
 from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 # Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.
@@ -54,14 +63,23 @@ class IngressAlbArgs:
         default_factory=list,
         metadata={"doc": "What installs the AWS Load Balancer Controller and its TargetGroupBinding CRD."},
     )
+    endpoint_resources: Mapping[str, pulumi.Resource] = field(
+        default_factory=dict, metadata={"doc": "Endpoint name -> its custom resource (the binding waits for it)."}
+    )
+    namespaces: Mapping[str, pulumi.Resource] = field(
+        default_factory=dict, metadata={"doc": "Namespace name -> the Namespace this package creates."}
+    )
+    web_acl_arn: pulumi.Input[str] | None = field(
+        default=None,
+        metadata={"doc": "The WebACL the stack created (components/web_acl.py); else ingress.wafWebAclArn."},
+    )
     tags: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class _Target:
     endpoint: EndpointConfig
-    service_name: str
-    service_port: int
+    service: ServiceTarget
     target_port: int
 
 
@@ -201,10 +219,9 @@ class IngressAlb(pulumi.ComponentResource):
                 opts=child,
             )
 
-        if cfg.waf_web_acl_arn is not None:
-            aws.wafv2.WebAclAssociation(
-                f"{name}-waf", resource_arn=alb.arn, web_acl_arn=cfg.waf_web_acl_arn, opts=child
-            )
+        web_acl_arn = args.web_acl_arn if args.web_acl_arn is not None else cfg.waf_web_acl_arn
+        if web_acl_arn is not None:
+            aws.wafv2.WebAclAssociation(f"{name}-waf", resource_arn=alb.arn, web_acl_arn=web_acl_arn, opts=child)
 
         self.dns_name = alb.dns_name
         self.zone_id = alb.zone_id
@@ -233,12 +250,8 @@ class IngressAlb(pulumi.ComponentResource):
             if route.endpoint in out:
                 continue
             endpoint = by_name[route.endpoint]
-            port = endpoint_port(endpoint)
             out[route.endpoint] = _Target(
-                endpoint=endpoint,
-                service_name=route.service_name or endpoint.name,
-                service_port=route.service_port or port,
-                target_port=port,
+                endpoint=endpoint, service=service_target(route, endpoint), target_port=endpoint_port(endpoint)
             )
         return list(out.values())
 
@@ -272,32 +285,38 @@ class IngressAlb(pulumi.ComponentResource):
     def _binding(
         self, name: str, args: IngressAlbArgs, t: _Target, tg: aws.lb.TargetGroup, sg: aws.ec2.SecurityGroup
     ) -> None:
-        """The LB controller registers the Service's pod IPs in the target group and opens their SG to the ALB."""
-        ep = t.endpoint
+        """The LB controller registers the Service's pod IPs in the target group and opens their SG to the ALB.
+
+        Router targets: the router pods' port is not documented, so the security-group rule names no port
+        (the controller then opens all TCP ports, from this ALB's security group only: LBC v2.13.2
+        targetgroupbinding_types.go ``NetworkingIngressRule.Ports``). Worker targets: the container port.
+        """
+        ep, svc = t.endpoint, t.service
+        depends: list[pulumi.Resource] = list(args.k8s_depends_on)
+        if svc.namespace in args.namespaces:
+            depends.append(args.namespaces[svc.namespace])
+        if ep.name in args.endpoint_resources:
+            depends.append(args.endpoint_resources[ep.name])
+        rule: dict[str, Any] = {"from": [{"securityGroup": {"groupID": sg.id}}]}
+        if not svc.router:
+            rule["ports"] = [{"protocol": "TCP", "port": t.target_port}]
         k8s.apiextensions.CustomResource(
             f"{name}-tgb-{ep.name}",
             api_version="elbv2.k8s.aws/v1beta1",
             kind="TargetGroupBinding",
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=f"{ep.name}-front-door"[:63].rstrip("-"),
-                namespace=ep.namespace,
+                namespace=svc.namespace,
                 labels={"app.kubernetes.io/managed-by": "pulumi", "hyperpod-inference/endpoint": ep.name},
             ),
             spec={
-                "serviceRef": {"name": t.service_name, "port": t.service_port},
+                "serviceRef": {"name": svc.name, "port": svc.port},
                 "targetGroupARN": tg.arn,
                 "targetType": "ip",
                 "vpcID": args.vpc_id,
-                "networking": {
-                    "ingress": [
-                        {
-                            "from": [{"securityGroup": {"groupID": sg.id}}],
-                            "ports": [{"protocol": "TCP", "port": t.target_port}],
-                        }
-                    ]
-                },
+                "networking": {"ingress": [rule]},
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=args.k8s_depends_on),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=depends),
         )
 
     # --- network and logs ---------------------------------------------------------------------------

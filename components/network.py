@@ -4,16 +4,30 @@ A new VPC gets, per configured AZ ID, a large private subnet (p5 nodes attach ma
 ``kubernetes.io/role/internal-elb`` and a public subnet tagged ``kubernetes.io/role/elb`` for the ALB;
 NAT gateways (one per AZ, or a single one); and the S3 gateway endpoint the inference operator requires
 (model weights and TLS certificates are read from S3 without crossing the NAT).
+
+Baselines on the VPC it creates (AWS Foundational Security Best Practices):
+
+- EC2.6 "VPC flow logging should be enabled in all VPCs": a flow log of ``ALL`` traffic to a CloudWatch Logs
+  group with retention, written through a role only ``vpc-flow-logs.amazonaws.com`` of this account may assume
+  (aws:SourceAccount / aws:SourceArn conditions, Amazon VPC user guide "IAM role for publishing flow logs to
+  CloudWatch Logs").
+- EC2.2 "VPC default security groups should not allow inbound or outbound traffic": the default security group
+  is adopted as ``aws.ec2.DefaultSecurityGroup`` with no ingress and no egress rules (the provider removes the
+  rules AWS puts there when it adopts the group; pulumi-aws ``ec2.DefaultSecurityGroup`` docs). Nothing in this
+  package uses the default group. An existing VPC's default group and flow logs belong to its owner.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from .config.network import NetworkConfig, plan_subnets
+from .config.observability import FlowLogsConfig
 
 
 @dataclass(frozen=True)
@@ -22,7 +36,42 @@ class NetworkArgs:
     region: str
     nat_per_az: bool
     eks_cluster_name: str = field(metadata={"doc": "Tagged on subnets so EKS and the LB controller discover them."})
+    flow_logs: FlowLogsConfig = field(default_factory=FlowLogsConfig)
+    flow_log_retention_days: int = 365
     tags: dict[str, str] = field(default_factory=dict)
+
+
+def flow_log_trust(account_id: str, region: str, partition: str = "aws") -> dict[str, Any]:
+    """Only the VPC Flow Logs service, for flow logs of this account and region, may assume the role."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                    "ArnLike": {"aws:SourceArn": f"arn:{partition}:ec2:{region}:{account_id}:vpc-flow-log/*"},
+                },
+            }
+        ],
+    }
+
+
+def flow_log_policy(log_group_arn: str) -> dict[str, Any]:
+    """Write access to the one log group (Amazon VPC user guide: flow-logs IAM role permissions)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                "Resource": [log_group_arn, f"{log_group_arn}:log-stream:*"],
+            },
+            {"Effect": "Allow", "Action": "logs:DescribeLogGroups", "Resource": "*"},
+        ],
+    }
 
 
 class Network(pulumi.ComponentResource):
@@ -141,7 +190,53 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
+        self._baselines(name, args, vpc, tags)
+
         self.vpc_id = vpc.id
         self.private_subnet_ids = {az: s.id for az, s in private.items()}
         self.public_subnet_ids = {az: s.id for az, s in public.items()}
         self.s3_endpoint_id = s3_endpoint.id
+
+    def _baselines(self, name: str, args: NetworkArgs, vpc: aws.ec2.Vpc, tags: Any) -> None:
+        """The default security group locked (EC2.2) and flow logs on (EC2.6)."""
+        child = pulumi.ResourceOptions(parent=self)
+        aws.ec2.DefaultSecurityGroup(
+            f"{name}-default-sg", vpc_id=vpc.id, ingress=[], egress=[], tags=tags("default-sg-unused"), opts=child
+        )
+        if not args.flow_logs.enabled:
+            return
+        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        log_group = aws.cloudwatch.LogGroup(
+            f"{name}-flow-logs",
+            name_prefix=f"/hyperpod-inference/{name}/vpc-flow-logs-",
+            retention_in_days=args.flow_log_retention_days,
+            tags=tags("flow-logs"),
+            opts=child,
+        )
+        role = aws.iam.Role(
+            f"{name}-flow-logs-role",
+            assume_role_policy=pulumi.Output.all(caller.account_id, partition).apply(
+                lambda v: json.dumps(flow_log_trust(str(v[0]), args.region, str(v[1])))
+            ),
+            tags=tags("flow-logs-role"),
+            opts=child,
+        )
+        policy = aws.iam.RolePolicy(
+            f"{name}-flow-logs-policy",
+            role=role.id,
+            policy=log_group.arn.apply(lambda arn: json.dumps(flow_log_policy(arn))),
+            opts=child,
+        )
+        aws.ec2.FlowLog(
+            f"{name}-flow-log",
+            vpc_id=vpc.id,
+            traffic_type=args.flow_logs.traffic_type,
+            log_destination_type="cloud-watch-logs",
+            log_destination=log_group.arn,
+            iam_role_arn=role.arn,
+            max_aggregation_interval=60,
+            tags=tags("flow-log"),
+            # The flow log is created only if the role can already write to the group.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )

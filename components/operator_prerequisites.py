@@ -12,9 +12,12 @@ with kubectl instead). Each add-on gets the toleration through its ``configurati
 the ones its Helm chart defines (the EKS add-on schemas mirror their charts; see README "operator" for which
 keys were confirmed against a published add-on example and which follow the chart only).
 
-IAM: IRSA (see ``operator_iam.py`` for why). The S3 CSI node gets read-only access to the model buckets;
-the FSx CSI controller gets ``AmazonFSxFullAccess`` (the FSx CSI driver's documented policy: it creates file
-systems for dynamic provisioning). metrics-server and cert-manager call no AWS API and get no role.
+IAM: IRSA (see ``operator_iam.py`` for why). The S3 CSI node gets read-only access to the model buckets.
+The FSx CSI driver gets **no** role: its IAM permissions exist "to create/delete file systems and volumes on
+the user's behalf" (kubernetes-sigs/aws-fsx-csi-driver@092ae9e6 docs/install.md, "Set up driver
+permissions"), i.e. dynamic provisioning, and this package creates no FSx file system; mounting an existing
+file system (``modelSourceType: fsx``) needs no AWS call from the driver. metrics-server and cert-manager
+call no AWS API and get no role.
 """
 
 from __future__ import annotations
@@ -33,9 +36,29 @@ from .config.operator import PREREQUISITES, OperatorConfig
 from .operator_iam import KEDA_SERVICE_ACCOUNT, LBC_SERVICE_ACCOUNT
 
 HYPERPOD_HEALTH_TAINT = "sagemaker.amazonaws.com/node-health-status"
-# Tolerate the scheduling taint only (NoSchedule): a NoExecute eviction of a failing node still moves
-# controllers away from it.
-HYPERPOD_TOLERATION: dict[str, str] = {"key": HYPERPOD_HEALTH_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+# Controllers tolerate exactly the taint HyperPod sets while deep health checks run
+# (``Unschedulable:NoSchedule``), as AWS's own chart does for its controllers and device plugins
+# (aws/sagemaker-hyperpod-cli@011ca927 helm_chart/HyperPodHelmChart/values.yaml:206-209 and
+# helm_chart/readme.md:78-84). ``Exists`` would also match ``UnschedulablePendingReplacement`` /
+# ``UnschedulablePendingReboot``, the values of failed nodes (docs: sagemaker-hyperpod-eks-resiliency-node-labels),
+# and put controllers on nodes that are about to be replaced. NoSchedule only: a NoExecute eviction still
+# moves controllers off a failing node.
+HYPERPOD_TOLERATION: dict[str, str] = {
+    "key": HYPERPOD_HEALTH_TAINT,
+    "operator": "Equal",
+    "value": "Unschedulable",
+    "effect": "NoSchedule",
+}
+# Workloads (model pods) tolerate only ``Schedulable`` (awslabs/awsome-distributed-ai@358b0d22, the merge of
+# PR #1110, 3.test_cases/pytorch/vllm/dsv3-uccl-nixl/manifests/decode.yaml:71-74), so they stay off nodes
+# that are being checked or have failed. The pinned operator's CRDs (v3.6) have no tolerations field, so
+# this package sets none on endpoint pods: with no toleration they avoid every node-health-status taint.
+WORKLOAD_TOLERATION: dict[str, str] = {
+    "key": HYPERPOD_HEALTH_TAINT,
+    "operator": "Equal",
+    "value": "Schedulable",
+    "effect": "NoSchedule",
+}
 # The FSx controller chart's own default tolerations (kept, since setting the list replaces them).
 FSX_DEFAULT_CONTROLLER_TOLERATIONS: list[dict[str, Any]] = [
     {"key": "CriticalAddonsOnly", "operator": "Exists"},
@@ -44,8 +67,6 @@ FSX_DEFAULT_CONTROLLER_TOLERATIONS: list[dict[str, Any]] = [
 LBC_CHART_REPO = "https://aws.github.io/eks-charts"
 KEDA_CHART_REPO = "https://kedacore.github.io/charts"
 S3_CSI_SA = "system:serviceaccount:kube-system:s3-csi-driver-sa"
-FSX_CSI_SA = "system:serviceaccount:kube-system:fsx-csi-controller-sa"
-FSX_POLICY = "arn:aws:iam::aws:policy/AmazonFSxFullAccess"
 
 
 def addon_configuration(addon_name: str) -> dict[str, Any]:
@@ -118,10 +139,6 @@ class OperatorPrerequisites(pulumi.ComponentResource):
         roles: dict[str, aws.iam.Role] = {}
         if "aws-mountpoint-s3-csi-driver" in installed:
             roles["aws-mountpoint-s3-csi-driver"] = self._s3_csi_role(name)
-        if "aws-fsx-csi-driver" in installed:
-            roles["aws-fsx-csi-driver"] = self._irsa_role(
-                "aws-fsx-csi-driver", f"{name}-fsx-csi", f"{args.name_prefix}-fsx-csi-driver", FSX_CSI_SA, FSX_POLICY
-            )
 
         for pre in PREREQUISITES:
             if pre.addon_name not in installed:

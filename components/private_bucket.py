@@ -4,6 +4,24 @@ The lifecycle-script bucket, the operator's TLS certificate bucket and the ALB a
 the same baseline (what the ``s3-bucket-private-encrypted`` policy checks): every public-access block
 on, bucket-owner-enforced ownership (no ACLs), SSE-S3 by default, and a bucket policy denying any request
 not made over TLS. Callers add their own policy statements (e.g. ELB log delivery) and options.
+
+Two more baselines (AWS Foundational Security Best Practices):
+
+- S3.13 "S3 general purpose buckets should have Lifecycle configurations": a versioned bucket, or one with
+  ``expiration_days``, gets a lifecycle configuration — incomplete multipart uploads aborted after 7 days,
+  noncurrent versions expired after ``noncurrent_version_days`` (TLS certificates and lifecycle scripts are
+  rewritten on every deploy; old versions are only a rollback window), current objects expired after
+  ``expiration_days`` (log buckets). A bucket has exactly one lifecycle configuration
+  (PutBucketLifecycleConfiguration replaces it), so an unversioned bucket without ``expiration_days`` is left
+  to its caller (the ALB log bucket's expiry lives in components/ingress.py).
+- S3.9 "S3 general purpose bucket server access logging should be enabled": the stack's buckets log into one
+  destination, components/access_logs.py (``AccessLogBucket``), which registers the ``aws.s3.BucketLogging`` of
+  each bucket by name — the buckets are created inside other components, so the logging lives next to the
+  destination rather than in every caller.
+
+``force_destroy`` is the inverse of ``protect``: outside prod a ``pulumi destroy`` empties the bucket (the TLS
+and lifecycle buckets get objects written by the operator and by this package), in prod the bucket is
+protected and keeps its objects.
 """
 
 from __future__ import annotations
@@ -33,6 +51,10 @@ class PrivateBucketArgs:
     extra_statements: Callable[[str], pulumi.Input[Sequence[Statement]]] | None = field(
         default=None, metadata={"doc": "Given the bucket ARN, further bucket-policy statements."}
     )
+    noncurrent_version_days: int = field(
+        default=30, metadata={"doc": "Days a noncurrent object version is kept (versioned buckets)."}
+    )
+    expiration_days: int | None = field(default=None, metadata={"doc": "Expire current objects (log buckets)."})
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -90,6 +112,9 @@ class PrivateBucket(pulumi.ComponentResource):
                 opts=child,
             )
 
+        if args.versioned or args.expiration_days is not None:
+            self._lifecycle(name, args, bucket)
+
         def policy_document(arn: str) -> pulumi.Input[str]:
             extra = args.extra_statements(arn) if args.extra_statements is not None else []
             return pulumi.Output.from_input(extra).apply(
@@ -109,3 +134,39 @@ class PrivateBucket(pulumi.ComponentResource):
         self.bucket_name = bucket.bucket
         self.arn = bucket.arn
         self.register_outputs({"bucketName": self.bucket_name, "arn": self.arn})
+
+    def _lifecycle(self, name: str, args: PrivateBucketArgs, bucket: aws.s3.Bucket) -> None:
+        lc = aws.s3
+        rules = [
+            lc.BucketLifecycleConfigurationRuleArgs(
+                id="abort-incomplete-multipart-uploads",
+                status="Enabled",
+                filter=lc.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                abort_incomplete_multipart_upload=lc.BucketLifecycleConfigurationRuleAbortIncompleteMultipartUploadArgs(
+                    days_after_initiation=7
+                ),
+            )
+        ]
+        if args.versioned:
+            rules.append(
+                lc.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-noncurrent-versions",
+                    status="Enabled",
+                    filter=lc.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    noncurrent_version_expiration=lc.BucketLifecycleConfigurationRuleNoncurrentVersionExpirationArgs(
+                        noncurrent_days=args.noncurrent_version_days
+                    ),
+                )
+            )
+        if args.expiration_days is not None:
+            rules.append(
+                lc.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-objects",
+                    status="Enabled",
+                    filter=lc.BucketLifecycleConfigurationRuleFilterArgs(prefix=""),
+                    expiration=lc.BucketLifecycleConfigurationRuleExpirationArgs(days=args.expiration_days),
+                )
+            )
+        lc.BucketLifecycleConfiguration(
+            f"{name}-lifecycle-rules", bucket=bucket.id, rules=rules, opts=pulumi.ResourceOptions(parent=self)
+        )

@@ -67,11 +67,24 @@ class AddonRelease(_Strict):
     later_fields: tuple[str, ...] = Field(alias="laterFields")
     required_configuration: tuple[str, ...] = Field(alias="requiredConfiguration")
     inference_gateway: bool = Field(default=False, alias="inferenceGateway")
+    operator_version_basis: Literal["documented", "inferred"] = Field(alias="operatorVersionBasis")
+    operator_version_note: str | None = Field(default=None, alias="operatorVersionNote")
     sources: tuple[str, ...]
+
+    @model_validator(mode="after")
+    def _inferred_rows_say_from_what(self) -> AddonRelease:
+        if self.operator_version_basis == "inferred" and not self.operator_version_note:
+            raise ValueError(f"{self.addon_version}: an inferred operatorVersion needs operatorVersionNote")
+        return self
 
     @property
     def operator(self) -> tuple[int, ...]:
         return operator_tuple(self.operator_version)
+
+    @property
+    def operator_version_inferred(self) -> bool:
+        """True when no source states this add-on's operator version (it is assembled from prose)."""
+        return self.operator_version_basis == "inferred"
 
 
 class Feature(_Strict):

@@ -65,6 +65,7 @@ SEVERITY: Mapping[str, Severity] = {
     "endpoint-instance-type-in-cluster": Severity.HIGH,
     "instance-selection-exclusive": Severity.MEDIUM,
     "router-metrics-port-matches-worker": Severity.LOW,
+    "sglang-metrics-served": Severity.MEDIUM,
     "feature-supported-by-addon-version": Severity.HIGH,
     "image-compatible-with-operator": Severity.HIGH,
     "l2-redis-wired": Severity.HIGH,

@@ -14,12 +14,22 @@ from __future__ import annotations
 from pulumi_policy import EnforcementLevel, Policy
 
 from .baselines import BASELINE_POLICIES
+from .capacity import CAPACITY_POLICIES
 from .cluster_versions import CLUSTER_VERSION_POLICIES
 from .endpoint_policies import ENDPOINT_POLICIES
+from .global_policies import GLOBAL_POLICIES
+from .security_baselines import SECURITY_BASELINE_POLICIES
 
 PACK_NAME = "hyperpod-inference"
 
 # The pack-wide fallback for a policy without its own level (every policy here sets one).
 PACK_ENFORCEMENT = EnforcementLevel.ADVISORY
 
-POLICIES: list[Policy] = [*ENDPOINT_POLICIES, *BASELINE_POLICIES, *CLUSTER_VERSION_POLICIES]
+POLICIES: list[Policy] = [
+    *ENDPOINT_POLICIES,
+    *BASELINE_POLICIES,
+    *CLUSTER_VERSION_POLICIES,
+    *SECURITY_BASELINE_POLICIES,
+    *GLOBAL_POLICIES,
+    *CAPACITY_POLICIES,
+]

@@ -262,6 +262,46 @@ def router_metrics_port_matches_worker(cr: Mapping[str, Any], ctx: RuleContext) 
     return []
 
 
+SGLANG_METRICS_FLAG = "--enable-metrics"
+"""SGLang exposes Prometheus metrics only with this flag, at ``/metrics`` on its serving port (SGLang docs,
+"Production Metrics", docs.sglang.io/references/production_metrics.html)."""
+
+
+def sglang_metrics_served(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """With ``metrics.enabled`` (the CRD default), an SGLang worker must actually serve what the operator scrapes.
+
+    The operator scrapes ``metrics.modelMetrics.port`` (CRD default 8080); SGLang serves ``/metrics`` on its
+    serving port, and only when started with ``--enable-metrics``.
+    """
+    spec = spec_of(cr)
+    if engine_of(cr) != "sglang" or get(spec, "metrics.enabled", True) is False:
+        return []
+    worker = spec.get("worker")
+    if not isinstance(worker, dict):
+        return []
+    out: list[Violation] = []
+    worker_port = get(spec, "worker.modelInvocationPort.containerPort")
+    port = get(spec, "metrics.modelMetrics.port", DEFAULT_MODEL_METRICS_PORT)
+    if worker_port is not None and port != worker_port:
+        out.append(
+            Violation(
+                f"metrics.modelMetrics.port ({port}) must equal worker.modelInvocationPort.containerPort "
+                f"({worker_port}): SGLang serves /metrics on its serving port",
+                "metrics.modelMetrics.port",
+            )
+        )
+    words = [str(w) for w in [*(worker.get("command") or []), *(worker.get("args") or [])]]
+    if not any(w == SGLANG_METRICS_FLAG or w.startswith(f"{SGLANG_METRICS_FLAG}=") for w in words):
+        out.append(
+            Violation(
+                f"metrics are enabled but the SGLang server is not started with {SGLANG_METRICS_FLAG} "
+                "(add it to worker.args, or set metrics.enabled: false)",
+                "worker.args",
+            )
+        )
+    return out
+
+
 def feature_supported_by_addon_version(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
     """Spec fields newer than the pinned add-on's operator are ignored or rejected (D5, compatibility.yaml)."""
     if not compat.is_known_addon(ctx.addon_version):
@@ -422,6 +462,12 @@ _CATALOGUE = (
         "Router and cache metrics need metrics.enabled and metrics.modelMetrics.port equal to the worker's "
         "containerPort (AWS docs: caching and routing).",
         _ADVISORY,
+    ),
+    Rule(
+        "sglang-metrics-served",
+        sglang_metrics_served,
+        "An SGLang worker with metrics enabled must run with --enable-metrics and have metrics.modelMetrics.port "
+        "equal to its containerPort (SGLang docs: production metrics; CRD default port 8080).",
     ),
     Rule(
         "feature-supported-by-addon-version",

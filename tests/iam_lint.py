@@ -15,7 +15,7 @@ waived — each narrowly matched, each with its reason (anything else above LOW 
 
 - Trust (assume-role) policies have no ``Resource``: parliament lints every document as an identity
   policy and reports ``MALFORMED`` "neither Resource nor NotResource". Waived only when every statement's
-  action is an ``sts:AssumeRole*`` action (i.e. the document *is* a trust policy).
+  action is an ``sts:AssumeRole*`` (or ``sts:TagSession``) action (i.e. the document *is* a trust policy).
 - EKS IAM OIDC providers (IRSA) are not in parliament's list of federation sources (it knows SAML,
   Cognito, Google, Facebook, Amazon): ``UNKNOWN_FEDERATION_SOURCE`` is waived only for ARNs of the form
   ``arn:aws:iam::<12 digits>:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<ID>``.
@@ -66,7 +66,9 @@ def _is_trust_policy(doc: dict[str, Any]) -> bool:
     for st in statements:
         act = st.get("Action", [])
         actions.extend([act] if isinstance(act, str) else act)
-    return bool(actions) and all(a.startswith("sts:AssumeRole") for a in actions)
+    # sts:TagSession sits next to sts:AssumeRole in EKS Pod Identity trust policies (EKS user guide,
+    # "Pod Identity" role trust policy); it is a trust-policy action too.
+    return bool(actions) and all(a.startswith("sts:AssumeRole") or a == "sts:TagSession" for a in actions)
 
 
 def _waived(finding: Finding, doc: dict[str, Any]) -> bool:

@@ -207,7 +207,12 @@ def test_attach_external_redis_is_wired_like_the_stacks_own(attach: StackRun) ->
 
 def test_attach_existing_prerequisites_are_not_installed(attach: StackRun) -> None:
     addons = sorted(r.inputs["addonName"] for r in attach.of_type(ADDON))
-    assert addons == ["amazon-sagemaker-hyperpod-inference", "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"]
+    assert addons == [
+        "amazon-sagemaker-hyperpod-inference",
+        "amazon-sagemaker-hyperpod-observability",  # the stack's own (observability.enabled), on the adopted cluster
+        "aws-fsx-csi-driver",
+        "aws-mountpoint-s3-csi-driver",
+    ]
     prereq_urns = {r.urn for r in attach.of_type(ADDON) if r.name.startswith("operator-prereqs-")}
     assert prereq_urns <= set(attach.named(ADDON, "inference-operator-addon").dependencies)
 

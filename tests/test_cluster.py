@@ -222,6 +222,7 @@ POD_ADDONS = {
     "aws-fsx-csi-driver",
     "aws-mountpoint-s3-csi-driver",
     "amazon-sagemaker-hyperpod-inference",
+    "amazon-sagemaker-hyperpod-observability",  # collectors and exporters run as pods (docs/edge-and-observability.md)
 }
 NODELESS_OK_ADDONS = {"eks-pod-identity-agent"}
 
@@ -274,7 +275,8 @@ def test_one_private_subnet_per_configured_az_id(stack: str, stack_runs) -> None
 EXPECTED_GROUPS = {
     "dev": [
         ("system", "ml.m5.2xlarge", 2, "usw2-az1", []),
-        ("gpu-p5", "ml.p5.4xlarge", 1, "usw2-az2", ["InstanceStress", "InstanceConnectivity"]),
+        # One instance: InstanceConnectivity (between instances) is not run (components/config/health_checks.py).
+        ("gpu-p5", "ml.p5.4xlarge", 1, "usw2-az2", ["InstanceStress"]),
     ],
     "prod": [
         ("system", "ml.m5.2xlarge", 3, "use1-az2", []),
@@ -516,7 +518,12 @@ def test_execution_role_trusts_sagemaker_with_the_documented_policies(stack_runs
     role = _one(run, "aws:iam/role:Role", "hyperpod-execution-role")
     trust = json.loads(role.inputs["assumeRolePolicy"])
     assert trust["Statement"] == [
-        {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": "123456789012"}},
+        }
     ]
     attached = [r.inputs["policyArn"] for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]
     assert "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy" in attached

@@ -191,3 +191,63 @@ def test_duplicate_endpoint_names() -> None:
     assert "inference/llama-70b-kvaware" in msg and "endpoints[0]" in msg
     eps[1]["namespace"] = "other"
     assert len(_parse(m).endpoints) == len(eps)
+
+
+# --- v2.0.0-eksbuild.2 -> operator 3.6 is inferred from prose: marked as such, and what it gates -------------
+
+
+def test_only_the_gateway_row_is_inferred_and_it_says_from_what() -> None:
+    table = compat.load_compatibility()
+    inferred = [a.addon_version for a in table.addons if a.operator_version_inferred]
+    assert inferred == ["v2.0.0-eksbuild.2"]
+    row = compat.addon("v2.0.0-eksbuild.2")
+    assert row.operator_version_basis == "inferred"
+    assert "D4" in str(row.operator_version_note) and "P461" in str(row.operator_version_note)
+    assert "https://github.com/aws/sagemaker-hyperpod-cli/pull/461" in compat.source_urls(row.sources)
+    assert all(a.operator_version_basis == "documented" for a in table.addons if a is not row)
+
+
+def test_an_inferred_row_without_a_note_is_rejected() -> None:
+    raw = compat.load_compatibility().model_dump(by_alias=True)
+    raw["addons"][-1].pop("operatorVersionNote")
+    with pytest.raises(ValueError, match="inferred operatorVersion needs operatorVersionNote"):
+        compat.CompatibilityTable.model_validate(raw)
+    raw["addons"][-1].pop("operatorVersionBasis")
+    with pytest.raises(ValueError, match="operatorVersionBasis"):
+        compat.CompatibilityTable.model_validate(raw)
+
+
+GATEWAY_OPT_IN = {"inferenceGateway": {"enabled": True, "name": "inference-gateway"}}
+
+
+def test_mapping_gates_the_gateway_opt_in_field() -> None:
+    # operator 3.6 (the inferred mapping) accepts spec.inferenceGateway; 3.4 (v1.5.0) does not
+    assert compat.features_missing(GATEWAY_OPT_IN, "v2.0.0-eksbuild.2") == []
+    ((path, introduced, feature),) = compat.features_missing(GATEWAY_OPT_IN, "v1.5.0-eksbuild.1")
+    assert (path, introduced, feature.path) == ("inferenceGateway", "3.6", "inferenceGateway")
+    # the error message's "add-on X or later" comes from this row
+    assert compat.minimum_addon_for("3.6").addon_version == "v2.0.0-eksbuild.2"  # type: ignore[union-attr]
+    assert compat.features_missing(GATEWAY_OPT_IN, "v2.0.0-eksbuild.2", "JumpStartModel") == []
+
+
+def test_mapping_gates_operator_3_3_fields_images_and_defects() -> None:
+    spec_33 = {"loadBalancer": {"idleTimeoutSeconds": 120}, "modelCacheConfig": {"imageCache": {"enabled": True}}}
+    assert compat.features_missing(spec_33, "v2.0.0-eksbuild.2") == []
+    assert len(compat.features_missing(spec_33, "v1.3.0-eksbuild.1")) == 2
+    assert compat.image_versions_ok("lmcache/vllm-openai:v0.4.3", "v2.0.0-eksbuild.2") is True
+    assert compat.image_versions_ok("lmcache/vllm-openai:v0.3.9post2", "v2.0.0-eksbuild.2") is False
+    # the pre-3.3 "cache disable ignored" defect no longer applies with operator 3.6
+    off = {"kvCacheSpec": {"enableL1Cache": False}}
+    assert compat.known_defects(off, "v2.0.0-eksbuild.2") == []
+    assert [d.id for d, _ in compat.known_defects(off, "v1.3.0-eksbuild.1")] == ["cache-disable-ignored"]
+
+
+def test_gateway_section_is_gated_by_the_row(run) -> None:
+    """prod's gateway is accepted on v2.0.0-eksbuild.2 and rejected, naming the key, one release earlier."""
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:operator"]["addonVersion"] = "v1.5.0-eksbuild.1"
+    result = run("prod", mapping)
+    assert result.config_error is not None and result.registrations == []
+    paths = {i.path for i in result.config_error.issues}
+    assert any(p.startswith("gateway") for p in paths), paths
+    assert any(p.endswith(".spec.inferenceGateway") for p in paths), paths

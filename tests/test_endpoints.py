@@ -201,7 +201,9 @@ def sample_variant(sample: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
     mapping = stack_mapping("dev")
     mapping["hyperpod-inference:operator"]["addonVersion"] = "v2.0.0-eksbuild.2"
     mapping["hyperpod-inference:cluster"]["instanceGroups"] += [
-        {"name": name, "instanceType": itype, "instanceCount": 1, "availabilityZoneId": "usw2-az1"}
+        # threadsPerCore 2: the AWS samples size CPU requests for all vCPUs; 2 nodes: the DPD sample's prefill and
+        # decode pods take 8 GPUs each (docs/capacity.md)
+        {"name": name, "instanceType": itype, "instanceCount": 2, "availabilityZoneId": "usw2-az1", "threadsPerCore": 2}
         for name, itype in (("g5-8x", "ml.g5.8xlarge"), ("g5-48x", "ml.g5.48xlarge"), ("p5-48x", "ml.p5.48xlarge"))
     ]
     mapping["hyperpod-inference:kvCache"] = {"l2Backend": "redis" if l2 else "tieredstorage"}

@@ -1,4 +1,5 @@
-"""Resource graph, critical path and independence of long creates (benchmark issue)."""
+"""Resource graph, critical path and independence of long creates (benchmark issue); since the rehearsal
+issue, views of the rehearsal's complete graph (pulumi-eks children expanded) and readiness durations."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from tools.graph import Graph, create_minutes, write_graph
 from tools.preview import preview
 
 HEAVY = ("eks:index:Cluster", "aws:eks/cluster:Cluster", "aws-native:sagemaker:Cluster")
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_critical_path_is_a_dependency_chain(stack_runs) -> None:
@@ -71,3 +73,36 @@ def test_dot_output(stack_runs, tmp_path: Path) -> None:
     (path,) = write_graph(stack_runs["dev"].registrations, tmp_path / "dev.dot")
     text = path.read_text()
     assert text.startswith("digraph") and "aws:ec2/vpc:Vpc" in text
+
+
+def test_critical_path_includes_the_eks_control_plane(stack_runs) -> None:
+    """Under mocks eks:index:Cluster has no children; the complete graph gives it its real ones."""
+    total, chain = Graph.build(stack_runs["prod"].registrations).critical_path()
+    types = [r.type for r in chain]
+    assert "aws:eks/cluster:Cluster" in types
+    assert types.index("aws:eks/cluster:Cluster") < types.index("aws-native:sagemaker:Cluster")
+    assert [r.name for r in chain if r.type == "aws:eks/cluster:Cluster"] == ["eks-cluster-eksCluster"]
+    assert total >= 15 + 25 + 20  # EKS, HyperPod, the inference add-on (policies/readiness.yaml)
+
+
+def test_durations_come_from_the_readiness_data(stack_runs) -> None:
+    run = stack_runs["prod"]
+    by_type = {r.type: r for r in Graph.build(run.registrations).nodes.values()}
+    assert create_minutes(by_type["aws:eks/cluster:Cluster"]) == 15
+    assert create_minutes(by_type["aws-native:sagemaker:Cluster"]) == 25
+    assert create_minutes(by_type["aws:ec2/vpc:Vpc"]) == 0  # unknown: counts 0, shown as unknown
+    assert create_minutes(by_type["eks:index:Cluster"]) == 0  # a component takes no time itself
+    assert not (ROOT / "tools" / "create_durations.yaml").exists(), "one copy of the durations only"
+
+
+def test_graph_picture_includes_eks_children(stack_runs, tmp_path: Path) -> None:
+    (path,) = write_graph(stack_runs["prod"].registrations, tmp_path / "prod.dot")
+    text = path.read_text()
+    for name in ("eks-cluster-eksCluster", "eks-cluster-nodeAccess", "eks-cluster-vpc-cni"):
+        assert name in text
+    assert "color=red" in text  # the critical path is highlighted
+
+
+def test_committed_graph_picture_is_current() -> None:
+    svg = (ROOT / "docs" / "prod-graph.svg").read_text(encoding="utf-8").replace("&#45;", "-")
+    assert "eks-cluster-eksCluster" in svg and "hyperpod-cluster" in svg

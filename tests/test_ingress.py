@@ -183,18 +183,24 @@ def test_one_target_group_and_binding_per_routed_endpoint(prod: StackRun) -> Non
         assert tg["loadBalancingAlgorithmType"] == "least_outstanding_requests"
         tgb = tgbs[f"front-door-tgb-{endpoint}"]
         assert tgb["apiVersion"] == "elbv2.k8s.aws/v1beta1" and tgb["kind"] == "TargetGroupBinding"
-        assert tgb["metadata"]["namespace"] == "inference"
-        assert tgb["spec"]["serviceRef"] == {"name": endpoint, "port": 8000}
+        # intelligent routing is on for both: the binding targets the operator's router Service, which
+        # lives in hyperpod-inference-system (components/config/ingress.py names the sources)
+        assert tgb["metadata"]["namespace"] == "hyperpod-inference-system"
+        assert tgb["spec"]["serviceRef"] == {"name": f"{endpoint}-inference-routing-service", "port": 8000}
         assert tgb["spec"]["targetType"] == "ip"
         arn = prod.named(TG, f"front-door-tg-{endpoint}").outputs["arn"]
         assert tgb["spec"]["targetGroupARN"] == arn
         sg = prod.named("aws:ec2/securityGroup:SecurityGroup", "front-door-sg").outputs["arn"].rsplit("/", 1)[1]
-        assert tgb["spec"]["networking"]["ingress"][0]["from"] == [{"securityGroup": {"groupID": sg}}]
+        # router pods' port is not documented: no port list (all TCP, from the ALB's SG only)
+        assert tgb["spec"]["networking"]["ingress"] == [{"from": [{"securityGroup": {"groupID": sg}}]}]
     # the bindings go through the EKS cluster's provider, not an ambient kubeconfig
     for reg in prod.of_type(TGB):
         assert reg.provider is not None and "eks" in reg.provider
         # ...and only after the add-on that installs the LB controller and the TargetGroupBinding CRD
         assert any(d.endswith("aws:eks/addon:Addon::inference-operator-addon") for d in reg.dependencies)
+        # ...and after the endpoint's custom resource (whose reconcile creates the Service; deleted after it)
+        endpoint = reg.name.removeprefix("front-door-tgb-")
+        assert any(d.endswith(f"::endpoints-inference-{endpoint}") for d in reg.dependencies), reg.dependencies
 
 
 def test_alias_records_point_at_the_alb(prod: StackRun) -> None:
@@ -389,3 +395,86 @@ def test_config_errors_name_the_key(mutate, expected: str, capsys) -> None:
     assert code == 2, out
     assert expected in out
     assert "Traceback" not in out
+
+
+# --- TargetGroupBinding target (issue 13, point 9) -----------------------------------------------------------
+
+
+def _prod_without_router(**route: Any) -> dict[str, Any]:
+    """prod with intelligent routing switched off on the kvaware endpoint (a worker-pod target)."""
+    mapping = stack_mapping("prod")
+    ep = next(e for e in mapping["hyperpod-inference:endpoints"] if e["name"] == "llama-70b-kvaware")
+    ep["spec"].pop("intelligentRoutingSpec")
+    ep["spec"]["kvCacheSpec"] = {"enableL1Cache": True}
+    mapping[ING]["routes"][0] = {"endpoint": "llama-70b-kvaware", **route}
+    return mapping
+
+
+def _tgb(result: StackRun, endpoint: str) -> dict[str, Any]:
+    return plain(registered(result).named(TGB, f"front-door-tgb-{endpoint}").inputs)
+
+
+def test_worker_target_with_configured_service_binds_in_the_endpoint_namespace(run) -> None:
+    result = run("prod", _prod_without_router(serviceName="llama-70b-kvaware-svc", servicePort=8080))
+    tgb = _tgb(result, "llama-70b-kvaware")
+    assert tgb["metadata"]["namespace"] == "inference"
+    assert tgb["spec"]["serviceRef"] == {"name": "llama-70b-kvaware-svc", "port": 8080}
+    sg = result.named("aws:ec2/securityGroup:SecurityGroup", "front-door-sg").outputs["arn"].rsplit("/", 1)[1]
+    assert tgb["spec"]["networking"]["ingress"] == [
+        {"from": [{"securityGroup": {"groupID": sg}}], "ports": [{"protocol": "TCP", "port": 8000}]}
+    ]
+    reg = result.named(TGB, "front-door-tgb-llama-70b-kvaware")
+    assert any(d.endswith("kubernetes:core/v1:Namespace::endpoints-ns-inference") for d in reg.dependencies)
+    assert any(d.endswith("::endpoints-inference-llama-70b-kvaware") for d in reg.dependencies)
+
+
+def test_service_namespace_override(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping[ING]["routes"][0]["serviceNamespace"] = "routers"
+    mapping[ING]["routes"][0]["serviceName"] = "kv-router"
+    tgb = _tgb(run("prod", mapping), "llama-70b-kvaware")
+    assert tgb["metadata"]["namespace"] == "routers"
+    assert tgb["spec"]["serviceRef"] == {"name": "kv-router", "port": 8000}
+
+
+@pytest.mark.parametrize(
+    ("route", "missing"),
+    [
+        ({}, {"serviceName", "servicePort"}),
+        ({"serviceName": "svc"}, {"servicePort"}),
+        ({"servicePort": 8000}, {"serviceName"}),
+    ],
+    ids=["neither", "name-only", "port-only"],
+)
+def test_prod_worker_target_requires_service_name_and_port(run, route: dict[str, Any], missing: set[str]) -> None:
+    result = run("prod", _prod_without_router(**route))
+    assert result.config_error is not None and result.registrations == []
+    keys = {i.path for i in result.config_error.issues}
+    assert {k.rsplit(".", 1)[1] for k in keys if k.startswith("ingress.routes[0].")} == missing
+    assert all(
+        "required in prod" in i.message for i in result.config_error.issues if i.path.startswith("ingress.routes[0]")
+    )
+
+
+def test_prod_router_target_requires_only_the_port(run) -> None:
+    mapping = stack_mapping("prod")
+    del mapping[ING]["routes"][1]["servicePort"]
+    result = run("prod", mapping)
+    assert result.config_error is not None
+    issues = {i.path: i.message for i in result.config_error.issues}
+    assert set(issues) == {"ingress.routes[1].servicePort"}
+    assert "llama-70b-dpd-inference-routing-service" in issues["ingress.routes[1].servicePort"]
+
+
+def test_outside_prod_defaults_apply_without_config(run) -> None:
+    """dev: the router target's port and a worker target's Service fall back to defaults (no config error)."""
+    tgb = _tgb(run("dev", _dev_with_ingress()), "llama-8b")
+    assert tgb["metadata"]["namespace"] == "hyperpod-inference-system"
+    assert tgb["spec"]["serviceRef"] == {"name": "llama-8b-inference-routing-service", "port": 8000}
+
+    mapping = _dev_with_ingress()
+    spec = mapping["hyperpod-inference:endpoints"][0]["spec"]
+    spec.pop("intelligentRoutingSpec")
+    tgb = _tgb(run("dev", mapping), "llama-8b")
+    assert tgb["metadata"]["namespace"] == "inference"
+    assert tgb["spec"]["serviceRef"] == {"name": "llama-8b", "port": 8000}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,20 @@ from components import iam_documents as docs
 from components.addon_values import AddonValues, build_addon_values
 from components.config.operator import PREREQUISITES
 from components.inference_operator import ADDON_NAME
-from components.operator_prerequisites import HYPERPOD_HEALTH_TAINT, HYPERPOD_TOLERATION
+from components.operator_prerequisites import HYPERPOD_HEALTH_TAINT
 from tests.conftest import STACKS, registered, stack_mapping
 from tests.iam_lint import assert_policy_clean, findings_above, policy_documents
 from tools.harness import StackRun
 from tools.mocks import ACCOUNT_ID
 
+# What AWS's chart gives its controllers and device plugins (aws/sagemaker-hyperpod-cli@011ca927
+# helm_chart/HyperPodHelmChart/values.yaml:206-209, helm_chart/readme.md:78-84): Equal, not Exists.
+UNSCHEDULABLE_TOLERATION = {
+    "key": "sagemaker.amazonaws.com/node-health-status",
+    "operator": "Equal",
+    "value": "Unschedulable",
+    "effect": "NoSchedule",
+}
 GOLDEN = Path(__file__).resolve().parent / "golden"
 ADDON = "aws:eks/addon:Addon"
 ROLE = "aws:iam/role:Role"
@@ -219,8 +228,9 @@ def test_every_operator_policy_document_passes_parliament(stack: str, stack_runs
     run = stack_runs[stack]
     mine = _operator_regs(run)
     found = list(policy_documents(type("Run", (), {"registrations": mine})()))
-    # trust policies of >= 6 roles, the LBC/KEDA/S3-CSI policies and the TLS bucket policy
-    assert len(found) >= 10
+    # trust policies of >= 5 roles (the FSx CSI driver has none), the LBC/KEDA/S3-CSI policies and the
+    # TLS bucket policy
+    assert len(found) >= 9
     for where, text in found:
         assert_policy_clean(text, where)
 
@@ -314,17 +324,28 @@ def test_prerequisite_addons_pinned_tolerate_hyperpod_and_use_irsa(stack: str, s
         values = json.loads(addon.inputs["configurationValues"])
         text = json.dumps(values)
         assert HYPERPOD_HEALTH_TAINT in text or values.get("node", {}).get("tolerateAllTaints") is True, pre.addon_name
-    assert json.loads(by_name["metrics-server"].inputs["configurationValues"])["tolerations"] == [HYPERPOD_TOLERATION]
+    assert json.loads(by_name["metrics-server"].inputs["configurationValues"])["tolerations"] == [
+        UNSCHEDULABLE_TOLERATION
+    ]
     cm = json.loads(by_name["cert-manager"].inputs["configurationValues"])
-    assert HYPERPOD_TOLERATION in cm["tolerations"] and HYPERPOD_TOLERATION in cm["webhook"]["tolerations"]
+    for part in (cm, cm["webhook"], cm["cainjector"]):
+        assert part["tolerations"] == [UNSCHEDULABLE_TOLERATION]
     fsx = json.loads(by_name["aws-fsx-csi-driver"].inputs["configurationValues"])
-    assert HYPERPOD_TOLERATION in fsx["controller"]["tolerations"]
+    assert fsx["controller"]["tolerations"] == [
+        {"key": "CriticalAddonsOnly", "operator": "Exists"},
+        {"effect": "NoExecute", "operator": "Exists", "tolerationSeconds": 300},
+        UNSCHEDULABLE_TOLERATION,
+    ]
     assert (
         by_name["aws-mountpoint-s3-csi-driver"]
         .inputs["serviceAccountRoleArn"]
         .endswith(f":role/hpi-{stack}-s3-csi-driver")
     )
-    assert by_name["aws-fsx-csi-driver"].inputs["serviceAccountRoleArn"].endswith(f":role/hpi-{stack}-fsx-csi-driver")
+    # No FSx file system is created by the stack: the FSx CSI driver gets no role (no AmazonFSxFullAccess).
+    assert by_name["aws-fsx-csi-driver"].inputs.get("serviceAccountRoleArn") is None
+    attached = {r.inputs["policyArn"] for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")}
+    assert "arn:aws:iam::aws:policy/AmazonFSxFullAccess" not in attached
+    assert not [r for r in run.of_type("aws:iam/role:Role") if "fsx" in r.name]
     s3_policy = json.loads(run.named("aws:iam/policy:Policy", "operator-prereqs-s3-csi-policy").inputs["policy"])
     assert s3_policy["Statement"][0]["Resource"] == [f"arn:aws:s3:::hpi-{stack}-models-{ACCOUNT_ID}"]
     assert {s["Action"] for s in s3_policy["Statement"]} == {"s3:ListBucket", "s3:GetObject"}
@@ -342,7 +363,7 @@ def test_helm_mode_installs_pinned_charts_and_disables_bundled_copies(run) -> No
     assert lbc.inputs["version"] == "1.13.2"
     assert lbc.inputs["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
     assert lbc.inputs["namespace"] == "kube-system"
-    assert lbc.inputs["values"]["tolerations"] == [HYPERPOD_TOLERATION]
+    assert lbc.inputs["values"]["tolerations"] == [UNSCHEDULABLE_TOLERATION]
     assert lbc.inputs["values"]["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"].endswith(
         ":role/hpi-dev-aws-load-balancer-controller"
     )
@@ -350,7 +371,7 @@ def test_helm_mode_installs_pinned_charts_and_disables_bundled_copies(run) -> No
     assert keda.inputs["version"] == "2.17.1"
     assert keda.inputs["repositoryOpts"]["repo"] == "https://kedacore.github.io/charts"
     assert keda.inputs["values"]["podIdentity"]["aws"]["irsa"]["roleArn"].endswith(":role/hpi-dev-keda-operator")
-    assert keda.inputs["values"]["tolerations"] == [HYPERPOD_TOLERATION]
+    assert keda.inputs["values"]["tolerations"] == [UNSCHEDULABLE_TOLERATION]
     assert lbc.provider is not None and keda.provider is not None
     values = _values(result)
     assert values["alb"] == {"enabled": False} and values["keda"] == {"enabled": False}
@@ -417,13 +438,108 @@ def test_helm_mode_needs_chart_version_and_others_forbid_it(run) -> None:
     assert "only allowed when mode is helm" in issues["operator.keda.chartVersion"]
 
 
-def test_lbc_policy_file_is_the_documented_statement_set() -> None:
+# The 80 actions of kubernetes-sigs/aws-load-balancer-controller@73980cf1 (tag v2.13.0)
+# :docs/install/iam_policy.json, copied from the tag (the same blob at v2.13.1-v2.13.4).
+LBC_V2_13_ACTIONS = {
+    "acm:DescribeCertificate",
+    "acm:ListCertificates",
+    "cognito-idp:DescribeUserPoolClient",
+    "ec2:AuthorizeSecurityGroupIngress",
+    "ec2:CreateSecurityGroup",
+    "ec2:CreateTags",
+    "ec2:DeleteSecurityGroup",
+    "ec2:DeleteTags",
+    "ec2:DescribeAccountAttributes",
+    "ec2:DescribeAddresses",
+    "ec2:DescribeAvailabilityZones",
+    "ec2:DescribeCoipPools",
+    "ec2:DescribeInstances",
+    "ec2:DescribeInternetGateways",
+    "ec2:DescribeIpamPools",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeRouteTables",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeTags",
+    "ec2:DescribeVpcPeeringConnections",
+    "ec2:DescribeVpcs",
+    "ec2:GetCoipPoolUsage",
+    "ec2:GetSecurityGroupsForVpc",
+    "ec2:RevokeSecurityGroupIngress",
+    "elasticloadbalancing:AddListenerCertificates",
+    "elasticloadbalancing:AddTags",
+    "elasticloadbalancing:CreateListener",
+    "elasticloadbalancing:CreateLoadBalancer",
+    "elasticloadbalancing:CreateRule",
+    "elasticloadbalancing:CreateTargetGroup",
+    "elasticloadbalancing:DeleteListener",
+    "elasticloadbalancing:DeleteLoadBalancer",
+    "elasticloadbalancing:DeleteRule",
+    "elasticloadbalancing:DeleteTargetGroup",
+    "elasticloadbalancing:DeregisterTargets",
+    "elasticloadbalancing:DescribeCapacityReservation",
+    "elasticloadbalancing:DescribeListenerAttributes",
+    "elasticloadbalancing:DescribeListenerCertificates",
+    "elasticloadbalancing:DescribeListeners",
+    "elasticloadbalancing:DescribeLoadBalancerAttributes",
+    "elasticloadbalancing:DescribeLoadBalancers",
+    "elasticloadbalancing:DescribeRules",
+    "elasticloadbalancing:DescribeSSLPolicies",
+    "elasticloadbalancing:DescribeTags",
+    "elasticloadbalancing:DescribeTargetGroupAttributes",
+    "elasticloadbalancing:DescribeTargetGroups",
+    "elasticloadbalancing:DescribeTargetHealth",
+    "elasticloadbalancing:DescribeTrustStores",
+    "elasticloadbalancing:ModifyCapacityReservation",
+    "elasticloadbalancing:ModifyIpPools",
+    "elasticloadbalancing:ModifyListener",
+    "elasticloadbalancing:ModifyListenerAttributes",
+    "elasticloadbalancing:ModifyLoadBalancerAttributes",
+    "elasticloadbalancing:ModifyRule",
+    "elasticloadbalancing:ModifyTargetGroup",
+    "elasticloadbalancing:ModifyTargetGroupAttributes",
+    "elasticloadbalancing:RegisterTargets",
+    "elasticloadbalancing:RemoveListenerCertificates",
+    "elasticloadbalancing:RemoveTags",
+    "elasticloadbalancing:SetIpAddressType",
+    "elasticloadbalancing:SetRulePriorities",
+    "elasticloadbalancing:SetSecurityGroups",
+    "elasticloadbalancing:SetSubnets",
+    "elasticloadbalancing:SetWebAcl",
+    "iam:CreateServiceLinkedRole",
+    "iam:GetServerCertificate",
+    "iam:ListServerCertificates",
+    "shield:CreateProtection",
+    "shield:DeleteProtection",
+    "shield:DescribeProtection",
+    "shield:GetSubscriptionState",
+    "waf-regional:AssociateWebACL",
+    "waf-regional:DisassociateWebACL",
+    "waf-regional:GetWebACL",
+    "waf-regional:GetWebACLForResource",
+    "wafv2:AssociateWebACL",
+    "wafv2:DisassociateWebACL",
+    "wafv2:GetWebACL",
+    "wafv2:GetWebACLForResource",
+}
+LBC_V2_13_BLOB = "761d0e733c41089c91ea009dd29faf71918085e5"
+
+
+def _git_blob_id(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def test_lbc_policy_file_is_the_published_v2_13_policy_verbatim() -> None:
+    data = docs.LBC_POLICY_FILE.read_bytes()
+    assert _git_blob_id(data) == LBC_V2_13_BLOB, "the file differs from the tag's iam_policy.json"
     doc = docs.load_lbc_policy()
     actions = {a for s in doc["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert {
-        "elasticloadbalancing:CreateLoadBalancer",
-        "ec2:GetSecurityGroupsForVpc",
-        "elasticloadbalancing:ModifyIpPools",
-    } <= actions
-    assert "elasticloadbalancing:SetRulePriorities" not in actions  # v2.14+
+    assert actions == LBC_V2_13_ACTIONS
+    assert "elasticloadbalancing:SetRulePriorities" in actions  # rule reordering (was missing)
     assert_policy_clean(doc, "components/iam/aws-load-balancer-controller-v2.13.0.json")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_registered_lbc_policy_is_the_file(stack: str, stack_runs) -> None:
+    policy = stack_runs[stack].named("aws:iam/policy:Policy", "operator-iam-lbc-policy")
+    assert json.loads(policy.inputs["policy"]) == json.loads(docs.LBC_POLICY_FILE.read_text(encoding="utf-8"))

@@ -26,6 +26,7 @@ from policies import rules
 from policies.baselines import RELAXED_OUTSIDE_PROD
 from policies.engine import PolicyResult, evaluate, policy_pack_config
 from policies.pack import PACK_NAME, POLICIES
+from policies.security_baselines import LEVELS as SECURITY_LEVELS
 from tests.conftest import stack_mapping
 from tools.harness import StackRun, run_stack
 from tools.mocks import Registration
@@ -43,6 +44,7 @@ TABLE_NAMES = [
     "endpoint-instance-type-in-cluster",
     "instance-selection-exclusive",
     "router-metrics-port-matches-worker",
+    "sglang-metrics-served",
     "feature-supported-by-addon-version",
     "image-compatible-with-operator",
     "l2-redis-wired",
@@ -57,7 +59,25 @@ TABLE_NAMES = [
     "eks-endpoint-private",
     "stateful-resources-protected",
     "eks-kubernetes-standard-support",
+    *SECURITY_LEVELS,  # issue 17's FSBP controls: levels in policies/security_baselines.py, tests in test_edge.py
+    # the global stack (policies/global_policies.py, tests/test_global_gateway.py)
+    "global-gateway-routing-weights",
+    "global-gateway-members-same-account",
+    "global-gateway-members-not-opt-in",
+    "global-gateway-members-gateway-enabled",
+    "global-gateway-members-require-jwt",
+    "global-gateway-min-members",
+    # scheduling feasibility (policies/capacity.py; their own cases are in tests/test_capacity.py)
+    "endpoint-resources-valid",
+    "endpoint-pod-fits-node",
+    "endpoint-tolerates-group-taints",
+    "endpoint-fits-group-capacity",
+    "endpoint-fits-group-capacity-at-max",
+    "controllers-have-a-node",
+    "endpoint-on-empty-group",
 ]
+CAPACITY_NAMES = frozenset(TABLE_NAMES[-7:])
+CAPACITY_ADVISORY = frozenset({"endpoint-fits-group-capacity-at-max", "endpoint-on-empty-group"})
 
 Mutation = Callable[[list[Registration]], None]
 
@@ -66,7 +86,11 @@ Mutation = Callable[[list[Registration]], None]
 
 
 def _added(stack_runs: dict[str, StackRun], stack: str, mutate: Mutation, env: str | None = None) -> list[PolicyResult]:
-    """Results the mutation adds to the reference stack's results (same environment config)."""
+    """Results the mutation adds to the reference stack's results (same environment config).
+
+    Capacity results are left out: an injected copy of a reference endpoint also asks for GPUs the reference
+    groups have already given away, which tests/test_capacity.py judges on its own.
+    """
     env = env or ENV[stack]
     regs = stack_runs[stack].registrations
     assert len(regs) > 0
@@ -74,7 +98,7 @@ def _added(stack_runs: dict[str, StackRun], stack: str, mutate: Mutation, env: s
     changed = copy.deepcopy(regs)
     mutate(changed)
     after = evaluate(POLICIES, changed, env)
-    return [r for r in after if r not in before]
+    return [r for r in after if r not in before and r.policy not in CAPACITY_NAMES]
 
 
 def _only(results: list[PolicyResult], policy: str, level: str) -> list[PolicyResult]:
@@ -167,8 +191,12 @@ def test_config_files_set_every_policy_and_match_the_table(env: str) -> None:
     assert set(config) == set(TABLE_NAMES)
     for policy in POLICIES:
         level = config[policy.name]["enforcementLevel"]
-        if env == "prod":
+        if policy.name in SECURITY_LEVELS:
+            assert level == SECURITY_LEVELS[policy.name][env], policy.name
+        elif env == "prod":
             assert level == policy.enforcement_level.value, policy.name
+        elif policy.name in CAPACITY_NAMES:  # the same in every environment
+            assert level == ("advisory" if policy.name in CAPACITY_ADVISORY else "mandatory"), policy.name
         elif policy.name in rules.RULES and policy.name != "image-compatible-with-operator":
             assert level == rules.RULES[policy.name].enforcement[env], policy.name
         elif policy.name in RELAXED_OUTSIDE_PROD or policy.name == "image-compatible-with-operator":
@@ -190,7 +218,11 @@ def test_prod_levels_in_code_match_the_table() -> None:
         "tieredstorage-on-non-p-instance",
         "eks-kubernetes-standard-support",
     }
+    advisory |= CAPACITY_ADVISORY
     for policy in POLICIES:
+        if policy.name in SECURITY_LEVELS:
+            assert policy.enforcement_level.value == SECURITY_LEVELS[policy.name]["prod"], policy.name
+            continue
         assert policy.enforcement_level.value == ("advisory" if policy.name in advisory else "mandatory"), policy.name
 
 
@@ -321,14 +353,27 @@ def _plain_endpoint() -> dict[str, Any]:
     return spec
 
 
+SGLANG_IMAGE = "lmsysorg/sglang:v0.5.2-cu126"
+SGLANG_ARGS = ["--model-path", "/opt/ml/model", "--port", "8000", "--enable-metrics"]  # sglang-metrics-served
 ENDPOINT_CASES["kv-cache-requires-vllm"] = (
     "prod",
     "mandatory",
-    lambda: _edit(prod_kvaware, lambda s: (_no_routing(s), s["worker"].update(image="lmsysorg/sglang:v0.5.2-cu126"))),
+    lambda: _edit(prod_kvaware, lambda s: (_no_routing(s), s["worker"].update(image=SGLANG_IMAGE, args=SGLANG_ARGS))),
     lambda: _edit(
         prod_kvaware,
-        lambda s: (_no_routing(s), s.pop("kvCacheSpec"), s["worker"].update(image="lmsysorg/sglang:v0.5.2-cu126")),
+        lambda s: (_no_routing(s), s.pop("kvCacheSpec"), s["worker"].update(image=SGLANG_IMAGE, args=SGLANG_ARGS)),
     ),
+    "sglang",
+)
+ENDPOINT_CASES["sglang-metrics-served"] = (
+    "prod",
+    "mandatory",
+    # the prod sglang endpoint as it was: metrics on, no port (CRD default 8080), no --enable-metrics
+    lambda: _edit(
+        lambda: _reference_spec("prod", 2),
+        lambda s: (s["metrics"].pop("modelMetrics"), s["worker"].update(args=s["worker"]["args"][:-1])),
+    ),
+    lambda: _reference_spec("prod", 2),
     "sglang",
 )
 ENDPOINT_CASES["request-limits-require-metrics"] = (
@@ -552,6 +597,50 @@ def test_alb_requires_authentication_on_the_https_listener(stack_runs: dict[str,
     assert _added(stack_runs, "prod", _listener_actions("front-door-https", False)) == []
 
 
+def _listener_reordered(name: str, orders: dict[str, int | None], reverse_list: bool = False) -> Mutation:
+    """Set each action's ``order`` by type (None removes it) and optionally reverse the list itself."""
+
+    def mutate(regs: list[Registration]) -> None:
+        _listener_actions(name, False)(regs)  # unwraps the secret wrapper; asserts authenticate-oidc is there
+        reg = _one(regs, "aws:lb/listener:Listener", name)
+        actions = [dict(a) for a in reg.inputs["defaultActions"]]
+        for action in actions:
+            if orders.get(action["type"], 0) is None:
+                action.pop("order", None)
+            elif action["type"] in orders:
+                action["order"] = orders[action["type"]]
+        reg.inputs["defaultActions"] = list(reversed(actions)) if reverse_list else actions
+
+    return mutate
+
+
+def test_alb_requires_authentication_follows_the_order_field_not_list_order(stack_runs: dict[str, StackRun]) -> None:
+    """ALB runs actions by ``order`` (lowest first), whatever the list order (ELB API reference, Action.Order)."""
+    # listed [authenticate-oidc order 2, forward order 1]: ALB forwards first, so this is unauthenticated
+    _only(
+        _added(stack_runs, "prod", _listener_reordered("front-door-https", {"authenticate-oidc": 2, "forward": 1})),
+        "alb-requires-authentication",
+        "mandatory",
+    )
+    # listed [forward order 2, authenticate-oidc order 1]: ALB authenticates first
+    assert (
+        _added(
+            stack_runs,
+            "prod",
+            _listener_reordered("front-door-https", {"authenticate-oidc": 1, "forward": 2}, reverse_list=True),
+        )
+        == []
+    )
+    # no order on either action: the list order decides (authenticate-oidc listed first passes, last fails)
+    no_order: dict[str, int | None] = {"authenticate-oidc": None, "forward": None}
+    assert _added(stack_runs, "prod", _listener_reordered("front-door-https", no_order)) == []
+    _only(
+        _added(stack_runs, "prod", _listener_reordered("front-door-https", no_order, reverse_list=True)),
+        "alb-requires-authentication",
+        "mandatory",
+    )
+
+
 def test_alb_requires_authentication_on_listener_rules(stack_runs: dict[str, StackRun]) -> None:
     results = _only(
         _added(stack_runs, "prod", _listener_actions("front-door-route-1", True)),
@@ -657,8 +746,7 @@ def test_redis_encryption(stack_runs: dict[str, StackRun]) -> None:
 def test_existing_replication_groups_are_encrypted(stack_runs: dict[str, StackRun]) -> None:
     typ = "aws:elasticache/replicationGroup:ReplicationGroup"
     groups = [r for r in stack_runs["prod"].registrations if r.type == typ]
-    if not groups:
-        pytest.skip("the KV-cache layer registers no ElastiCache replication group yet")
+    assert len(groups) == 1, "prod's KV-cache layer must register one ElastiCache replication group"
     _only(
         _added(stack_runs, "prod", _set_inputs(typ, groups[0].name, atRestEncryptionEnabled=False)),
         "redis-encryption",
@@ -843,8 +931,9 @@ def _change_stack_cr(typ: str, name: str, change: Callable[[dict[str, Any]], Non
 
 def test_registered_endpoints_are_judged(stack_runs: dict[str, StackRun]) -> None:
     kvaware = "endpoints-inference-llama-70b-kvaware"
-    if not any(r.name == kvaware for r in stack_runs["prod"].registrations):
-        pytest.skip("the endpoints layer does not register the prod kvaware endpoint")
+    assert [r.type for r in stack_runs["prod"].registrations if r.name == kvaware] == [IEC_TYPE], (
+        "prod must register the kvaware endpoint as an InferenceEndpointConfig"
+    )
     _only(
         _added(
             stack_runs,
@@ -871,8 +960,7 @@ def test_registered_endpoints_are_judged(stack_runs: dict[str, StackRun]) -> Non
 
 def test_registered_gateway_is_judged(stack_runs: dict[str, StackRun]) -> None:
     gateways = [r for r in stack_runs["prod"].registrations if r.type == IGC_TYPE]
-    if not gateways:
-        pytest.skip("the gateway layer does not register an InferenceGatewayConfig")
+    assert len(gateways) == 1, "prod must register one InferenceGatewayConfig"
     assert get_jwt(gateways[0]), "the reference gateway validates JWTs"
     _only(
         _added(stack_runs, "prod", _change_stack_cr(IGC_TYPE, gateways[0].name, lambda s: s.pop("auth"))),
@@ -1025,6 +1113,13 @@ def _everything_broken(regs: list[Registration]) -> None:
     _set_inputs("eks:index:Cluster", None, version="1.33")(regs)  # in EKS extended support since 2026-07-29
     pab = next(r for r in regs if r.type == "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")
     regs.remove(pab)
+    # capacity: every group tainted (no controller and no endpoint can run), a fractional GPU request
+    cluster = _one(regs, "aws-native:sagemaker:Cluster")
+    for group in cluster.inputs["instanceGroups"]:
+        group["kubernetesConfig"] = {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]}
+    half = _reference_spec("prod", 2)
+    half["worker"]["resources"] = {"requests": {"nvidia.com/gpu": "0.5"}, "limits": {"nvidia.com/gpu": "0.5"}}
+    regs.append(_cr("raw-half-gpu", half, engine="sglang"))
 
 
 @pytest.mark.parametrize("env", ["prod", "dev"])
@@ -1037,10 +1132,21 @@ def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun]
     # every policy of the pack fired at least once, at the level the env's config gives it
     config = policy_pack_config(env)
     fired = {policy for _, policy, _, _ in analyzer}
-    expected = set(TABLE_NAMES) - {
-        "feature-supported-by-addon-version",
-        "known-addon-defect",
-        "tieredstorage-on-non-p-instance",
+    expected = (
+        set(TABLE_NAMES)
+        - set(SECURITY_LEVELS)
+        - {  # test_edge.py breaks those on its own
+            "feature-supported-by-addon-version",
+            "known-addon-defect",
+            "tieredstorage-on-non-p-instance",
+        }
+    )
+    expected -= {n for n in TABLE_NAMES if n.startswith("global-gateway-")}  # tests/test_global_gateway.py
+    expected -= {  # capacity rules that need the groups untainted (tests/test_capacity.py covers them on the pack)
+        "endpoint-pod-fits-node",
+        "endpoint-fits-group-capacity",
+        "endpoint-fits-group-capacity-at-max",
+        "endpoint-on-empty-group",
     }
     if env != "prod":
         expected.discard("l2-redis-wired")  # the injected redis:// URL is allowed outside prod

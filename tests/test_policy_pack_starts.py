@@ -9,10 +9,14 @@ compatibility table) and builds a valid pack, so a broken import cannot hide unt
 
 from __future__ import annotations
 
+import runpy
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,11 +44,23 @@ def test_pack_announces_its_port_when_launched_like_the_cli() -> None:
     assert alive, f"the pack exited instead of serving; stderr:\n{stderr}"
 
 
-def test_pack_entry_point_holds_only_the_pack() -> None:
-    """``policies/__main__.py`` builds the PolicyPack from ``policies.pack`` and defines no policies itself."""
-    source = (ROOT / "policies" / "__main__.py").read_text(encoding="utf-8")
-    assert "PolicyPack(name=PACK_NAME, policies=POLICIES" in source
-    assert "ResourceValidationPolicy" not in source and "StackValidationPolicy" not in source
+def test_pack_entry_point_packs_exactly_the_importable_policies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``policies/__main__.py`` as the CLI does (``runpy.run_path`` of the folder), with the gRPC-serving
+    ``PolicyPack`` replaced by a recorder: it must pack exactly ``policies.pack.POLICIES`` (the list the tests
+    and the offline preview judge with) under the pack's name, and define no policy of its own."""
+    import pulumi_policy
+
+    from policies.pack import PACK_NAME, POLICIES
+
+    packed: list[dict[str, Any]] = []
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", lambda **kwargs: packed.append(kwargs))
+    namespace = runpy.run_path(str(ROOT / "policies"), run_name="__main__")
+    assert len(packed) == 1, "policies/__main__.py must build exactly one PolicyPack"
+    assert packed[0]["name"] == "hyperpod-inference" == PACK_NAME
+    assert packed[0]["policies"] is POLICIES
+    assert len({p.name for p in POLICIES}) == len(POLICIES) >= 20
+    own = [v for v in namespace.values() if isinstance(v, pulumi_policy.Policy)]
+    assert own == [], f"policies defined in __main__.py instead of an importable module: {own}"
 
 
 def _pins(path: Path) -> dict[str, str]:

@@ -958,16 +958,16 @@ def test_inference_addon_already_installed_says_how_to_import_it(aws: None) -> N
         stub.add_response("describe_cluster", eks_cluster(), {"name": ATTACH_EKS})
         stub.add_response("describe_addon", addon("amazon-sagemaker-hyperpod-inference", "v1.5.0-eksbuild.1"),
                           {"clusterName": ATTACH_EKS, "addonName": "amazon-sagemaker-hyperpod-inference"})  # fmt: skip
-        for name in ("aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"):
+        for name in ("amazon-sagemaker-hyperpod-observability", "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"):
             stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404,
                                   expected_params={"clusterName": ATTACH_EKS, "addonName": name})  # fmt: skip
         results = pc.check_addons_not_installed(clients, cfg)
-        assert len(results) == 3, results
+        assert len(results) == 4, results
         stub.assert_no_pending_responses()
     first = results[0]
     assert first.check == "add-on amazon-sagemaker-hyperpod-inference absent" and first.status == "FAIL", results
     assert first.action == f"adopt it into this stack: {EXPECTED_IMPORT}"
-    assert [r.status for r in results[1:]] == ["PASS", "PASS"]
+    assert [r.status for r in results[1:]] == ["PASS", "PASS", "PASS"]
 
 
 def test_addons_absent_or_owned_by_this_stack_pass(aws: None) -> None:
@@ -978,18 +978,19 @@ def test_addons_absent_or_owned_by_this_stack_pass(aws: None) -> None:
         stub.add_response("describe_addon", addon("amazon-sagemaker-hyperpod-inference", "v1.5.0-eksbuild.1",
                                                   tags={"hyperpod-inference:stack": "attach"}),
                           {"clusterName": ATTACH_EKS, "addonName": "amazon-sagemaker-hyperpod-inference"})  # fmt: skip
-        stub.add_client_error(
-            "describe_addon",
-            "ResourceNotFoundException",
-            http_status_code=404,
-            expected_params={"clusterName": ATTACH_EKS, "addonName": "aws-fsx-csi-driver"},
-        )
+        for absent in ("amazon-sagemaker-hyperpod-observability", "aws-fsx-csi-driver"):
+            stub.add_client_error(
+                "describe_addon",
+                "ResourceNotFoundException",
+                http_status_code=404,
+                expected_params={"clusterName": ATTACH_EKS, "addonName": absent},
+            )
         stub.add_response("describe_addon", addon("aws-mountpoint-s3-csi-driver", "v1.14.1-eksbuild.1"),
                           {"clusterName": ATTACH_EKS, "addonName": "aws-mountpoint-s3-csi-driver"})  # fmt: skip
         results = pc.check_addons_not_installed(clients, cfg)
-    assert [r.status for r in results] == ["PASS", "PASS", "FAIL"], results
+    assert [r.status for r in results] == ["PASS", "PASS", "PASS", "FAIL"], results
     assert results[0].detail == "installed by this stack (v1.5.0-eksbuild.1)"
-    assert results[2].action.endswith("; or list it in operator.existingPrerequisites")
+    assert results[3].action.endswith("; or list it in operator.existingPrerequisites")
     with Stubber(clients("eks")) as stub:
         stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
         [fresh] = pc.check_addons_not_installed(clients, config())

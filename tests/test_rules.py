@@ -61,7 +61,8 @@ def _set(path: str, value: Any) -> Mutation:
         parts = path.split(".")
         for p in parts[:-1]:
             node = node.setdefault(p, {})
-        node[parts[-1]] = value
+        # a copy: the same mutation object serves several cases, and later mutations edit nested dicts in place
+        node[parts[-1]] = copy.deepcopy(value)
 
     return apply
 
@@ -231,6 +232,36 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
         "3.3",
     ),
     (
+        "sglang-metrics-served",
+        DEV,
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000", "--enable-metrics"]),
+            _set("spec.metrics", {"enabled": True}),  # scrape port defaults to 8080, SGLang serves on 8000
+        ),
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000", "--enable-metrics"]),
+        ),
+        "metrics.modelMetrics.port",
+        "(8080) must equal",
+    ),
+    (
+        "sglang-metrics-served",
+        DEV,
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000"]),
+        ),
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "sglang"}),
+            _set("spec.worker.args", ["--port", "8000"]),
+            _set("spec.metrics", {"enabled": False}),
+        ),
+        "worker.args",
+        "--enable-metrics",
+    ),
+    (
         "tieredstorage-on-non-p-instance",
         DEV,
         _all(
@@ -333,3 +364,119 @@ def test_evaluate_reports_level_per_violation() -> None:
     cr["spec"]["invocationEndpoint"] = "v1/chat/completions"
     got = {(rule.name, level) for rule, level, _ in rules.evaluate(cr, PROD)}
     assert got == {("kvaware-requires-vllm-completions", "mandatory"), ("image-compatible-with-operator", "mandatory")}
+
+
+# --- every branch of the conditions, with literal expectations ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("engine_label", "image", "kv_cache", "expected"),
+    [
+        # engine other (neither vllm nor sglang) with a cache on: caught, like sglang
+        (
+            "other",
+            "ghcr.io/acme/tgi:2.0",
+            {"enableL1Cache": True},
+            ["kvCacheSpec needs a vLLM engine (LMCache); this endpoint runs other"],
+        ),
+        (
+            "sglang",
+            "lmsysorg/sglang:v0.5.2",
+            {"enableL2Cache": True},
+            ["kvCacheSpec needs a vLLM engine (LMCache); this endpoint runs sglang"],
+        ),
+        # engine inferred from the image when there is no label
+        (
+            None,
+            "ghcr.io/acme/tgi:2.0",
+            {"enableL1Cache": True},
+            ["kvCacheSpec needs a vLLM engine (LMCache); this endpoint runs other"],
+        ),
+        # a vLLM engine with a cache: fine
+        ("vllm", "ghcr.io/acme/tgi:2.0", {"enableL1Cache": True}, []),
+        (None, "lmcache/vllm-openai:v0.4.3", {"enableL1Cache": True}, []),
+        # no cache at all (no kvCacheSpec) or every tier off on operator >= 3.3: nothing to check
+        ("other", "ghcr.io/acme/tgi:2.0", None, []),
+        ("other", "ghcr.io/acme/tgi:2.0", {"enableL1Cache": False, "enableL2Cache": False}, []),
+        # enableL1Cache defaults to on when kvCacheSpec is present (CRD default true)
+        ("other", "ghcr.io/acme/tgi:2.0", {}, ["kvCacheSpec needs a vLLM engine (LMCache); this endpoint runs other"]),
+    ],
+)
+def test_kv_cache_requires_vllm_every_engine(
+    engine_label: str | None, image: str, kv_cache: dict[str, Any] | None, expected: list[str]
+) -> None:
+    cr = base_cr(**({rules.ENGINE_LABEL: engine_label} if engine_label else {}))
+    cr["spec"]["worker"]["image"] = image
+    if kv_cache is None:
+        del cr["spec"]["kvCacheSpec"]
+    else:
+        cr["spec"]["kvCacheSpec"] = kv_cache
+    found = RULES["kv-cache-requires-vllm"].check(cr, DEV)
+    assert [str(v) for v in found] == expected
+    assert [v.path for v in found] == ["kvCacheSpec"] * len(expected)
+
+
+ROUTER_PORT_MSG = (
+    "metrics.modelMetrics.port (9000) must equal worker.modelInvocationPort.containerPort (8000) "
+    "for router and cache metrics"
+)
+
+
+@pytest.mark.parametrize(
+    ("routing", "kv_cache", "metrics", "expected"),
+    [
+        # routing on alone, KV cache on alone, both: each needs the metrics port to match
+        (True, None, {"enabled": True, "modelMetrics": {"port": 9000}}, [ROUTER_PORT_MSG]),
+        (False, {"enableL1Cache": True}, {"enabled": True, "modelMetrics": {"port": 9000}}, [ROUTER_PORT_MSG]),
+        (True, {"enableL1Cache": True}, {"enabled": True, "modelMetrics": {"port": 9000}}, [ROUTER_PORT_MSG]),
+        # neither routing nor a cache: the port does not matter
+        (False, None, {"enabled": True, "modelMetrics": {"port": 9000}}, []),
+        (False, {"enableL1Cache": False, "enableL2Cache": False}, {"enabled": False}, []),
+        # metrics turned off while routing or a cache needs them
+        (True, None, {"enabled": False}, ["intelligent routing / KV cache metrics need metrics.enabled: true"]),
+        (
+            False,
+            {"enableL1Cache": True},
+            {"enabled": False},
+            ["intelligent routing / KV cache metrics need metrics.enabled: true"],
+        ),
+        # the CRD default port is 8080, which is not the worker's 8000
+        (True, None, {"enabled": True}, [ROUTER_PORT_MSG.replace("(9000)", "(8080)")]),
+        # matching port: fine
+        (True, {"enableL1Cache": True}, {"enabled": True, "modelMetrics": {"port": 8000}}, []),
+    ],
+)
+def test_router_metrics_port_every_branch(
+    routing: bool, kv_cache: dict[str, Any] | None, metrics: dict[str, Any], expected: list[str]
+) -> None:
+    cr = base_cr()
+    cr["spec"]["intelligentRoutingSpec"]["enabled"] = routing
+    if kv_cache is None:
+        del cr["spec"]["kvCacheSpec"]
+    else:
+        cr["spec"]["kvCacheSpec"] = kv_cache
+    cr["spec"]["metrics"] = metrics
+    assert [str(v) for v in RULES["router-metrics-port-matches-worker"].check(cr, DEV)] == expected
+
+
+def test_router_metrics_port_without_a_worker_port_is_not_judged() -> None:
+    cr = base_cr()
+    del cr["spec"]["worker"]["modelInvocationPort"]
+    cr["spec"]["metrics"] = {"enabled": True, "modelMetrics": {"port": 9000}}
+    assert RULES["router-metrics-port-matches-worker"].check(cr, DEV) == []
+
+
+def test_empty_instance_type_set_is_not_unknown() -> None:
+    """``None`` means the stack's groups are unknown (skip); an empty set means the stack has no group."""
+    cr = base_cr()
+    rule = RULES["endpoint-instance-type-in-cluster"]
+    assert rule.check(cr, RuleContext("dev", "v1.4.0-eksbuild.1", None)) == []
+    found = rule.check(cr, RuleContext("dev", "v1.4.0-eksbuild.1", frozenset()))
+    assert [str(v) for v in found] == [
+        "instance type ml.p5.48xlarge is not in any HyperPod instance group (groups have: none)"
+    ]
+    assert [v.path for v in found] == ["instanceType"]
+    found = rule.check(cr, RuleContext("dev", "v1.4.0-eksbuild.1", frozenset({"ml.g5.8xlarge"})))
+    assert [str(v) for v in found] == [
+        "instance type ml.p5.48xlarge is not in any HyperPod instance group (groups have: ml.g5.8xlarge)"
+    ]

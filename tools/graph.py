@@ -1,8 +1,10 @@
-"""The resource graph of a mock run: DOT / Mermaid rendering and the deploy critical path.
+"""Views of the rehearsal's graph model: the DOT / Mermaid picture and the deploy critical path.
 
-Edges come from what the engine would wait on: a resource's ``dependencies`` (explicit ``depends_on`` and
-the resources whose outputs feed its inputs). A dependency on a component means "on every resource under
-it", as in the real engine. Component resources themselves take no time.
+There is one graph model and one set of durations: the complete graph of :mod:`tools.rehearse.model`
+(registrations plus the children remote components really create, dependencies on components expanded
+to their resources, provider edges, component dependencies inherited by children) and the typical create
+times of ``policies/readiness.yaml`` (unknown times count 0 and are shown as unknown). The critical path is
+the rehearsal's: the same schedule and tie-breaking as ``python -m tools.rehearse``.
 """
 
 from __future__ import annotations
@@ -10,111 +12,53 @@ from __future__ import annotations
 import shutil
 import subprocess
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from typing import Any
 
-import yaml
-
+from policies.readiness import load_readiness
 from tools.mocks import Registration
-
-DURATIONS_FILE = Path(__file__).with_name("create_durations.yaml")
-
-
-@cache
-def _durations() -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(DURATIONS_FILE.read_text(encoding="utf-8"))
-    return data
+from tools.rehearse.create import critical_path as _critical_path
+from tools.rehearse.create import schedule
+from tools.rehearse.model import CompleteGraph
 
 
 def create_minutes(reg: Registration) -> float:
-    """Typical create duration of one registration (0 for components)."""
+    """Typical create duration of one registration from the readiness data (0 for components and unknown)."""
     if not reg.custom:
         return 0.0
-    table = _durations()
-    for key, entry in (table.get("overrides") or {}).items():
-        if reg.inputs.get("addonName") == key or reg.name == key:
-            return float(entry["minutes"])
-    entry = (table.get("durations") or {}).get(reg.type)
-    return float(entry["minutes"]) if entry else float(table.get("default", 0.2))
+    return load_readiness().entry_for(reg.type, reg.inputs).create_minutes or 0.0
 
 
-@dataclass(frozen=True)
+@dataclass
 class Graph:
-    nodes: dict[str, Registration]  # urn -> registration
-    edges: dict[str, set[str]]  # urn -> urns it waits on (custom resources only)
+    """The complete graph: ``nodes`` every registration (expanded), ``edges`` custom URN -> URNs it waits on."""
+
+    model: CompleteGraph
+
+    @property
+    def nodes(self) -> dict[str, Registration]:
+        return self.model.nodes
+
+    @property
+    def edges(self) -> dict[str, set[str]]:
+        return self.model.edges
 
     @classmethod
     def build(cls, registrations: list[Registration]) -> Graph:
-        nodes = {r.urn: r for r in registrations}
-        children: dict[str, list[str]] = {}
-        for r in registrations:
-            if r.parent:
-                children.setdefault(r.parent, []).append(r.urn)
-
-        def expand(urn: str, seen: frozenset[str] = frozenset()) -> set[str]:
-            reg = nodes.get(urn)
-            if reg is None or urn in seen:
-                return set()
-            if reg.custom:
-                return {urn}
-            out: set[str] = set()
-            for child in children.get(urn, []):
-                out |= expand(child, seen | {urn})
-            return out
-
-        edges: dict[str, set[str]] = {}
-        for r in registrations:
-            if not r.custom:
-                continue
-            deps: set[str] = set()
-            for d in r.dependencies:
-                deps |= expand(d)
-            deps.discard(r.urn)
-            edges[r.urn] = deps
-        return cls(nodes, edges)
+        return cls(CompleteGraph.build(registrations, load_readiness()))
 
     def ancestors(self, urn: str) -> set[str]:
         """Everything ``urn`` transitively waits on."""
-        out: set[str] = set()
-        stack = list(self.edges.get(urn, ()))
-        while stack:
-            u = stack.pop()
-            if u not in out:
-                out.add(u)
-                stack.extend(self.edges.get(u, ()))
-        return out
+        return self.model.ancestors(urn)
 
     def critical_path(self) -> tuple[float, list[Registration]]:
-        """The longest chain of create durations (minutes) and the resources on it, first to last."""
-        finish: dict[str, float] = {}
-        via: dict[str, str | None] = {}
-
-        def visit(urn: str, trail: frozenset[str] = frozenset()) -> float:
-            if urn in finish:
-                return finish[urn]
-            if urn in trail:  # a cycle cannot happen in a real graph; guard anyway
-                return 0.0
-            best, best_dep = 0.0, None
-            for dep in self.edges.get(urn, ()):
-                t = visit(dep, trail | {urn})
-                if t > best:
-                    best, best_dep = t, dep
-            finish[urn] = best + create_minutes(self.nodes[urn])
-            via[urn] = best_dep
-            return finish[urn]
-
-        for urn in self.edges:
-            visit(urn)
-        if not finish:
+        """The longest chain of typical create times (minutes) and the resources on it, first to last."""
+        readiness = load_readiness()
+        entries = {u: readiness.entry_for(self.nodes[u].type, self.nodes[u].inputs) for u in self.model.order}
+        start, finish = schedule(self.model, entries)[:2]
+        chain = _critical_path(self.model, entries, start, finish)
+        if not chain:
             return 0.0, []
-        end = max(finish, key=lambda u: finish[u])
-        chain: list[Registration] = []
-        cursor: str | None = end
-        while cursor is not None:
-            chain.append(self.nodes[cursor])
-            cursor = via.get(cursor)
-        return finish[end], list(reversed(chain))
+        return finish[chain[-1]], [self.nodes[u] for u in chain]
 
     # --- rendering -------------------------------------------------------------------------------
 
@@ -123,6 +67,7 @@ class Graph:
 
     def to_dot(self) -> str:
         ids = self._ids()
+        on_path = {r.urn for r in self.critical_path()[1]}
         lines = [
             "digraph hyperpod_inference {",
             "  rankdir=LR;",
@@ -130,12 +75,18 @@ class Graph:
         ]
         for urn, reg in self.nodes.items():
             style = "" if reg.custom else ", style=dashed"
-            lines.append(f'  {ids[urn]} [label="{reg.name}\\n{reg.type}"{style}];')
+            if urn in on_path:
+                style += ", color=red, penwidth=2"
+            minutes = create_minutes(reg)
+            extra = f"\\n~{minutes:g} min" if minutes else ""
+            lines.append(f'  {ids[urn]} [label="{reg.name}\\n{reg.type}{extra}"{style}];')
         for urn, reg in self.nodes.items():
             if reg.parent in self.nodes:
                 lines.append(f"  {ids[reg.parent]} -> {ids[urn]} [style=dotted, arrowhead=none];")
         for urn, deps in self.edges.items():
-            lines.extend(f"  {ids[d]} -> {ids[urn]};" for d in sorted(deps))
+            for d in sorted(deps):
+                hot = ", color=red" if urn in on_path and d in on_path else ""
+                lines.append(f"  {ids[d]} -> {ids[urn]}{' [' + hot[2:] + ']' if hot else ''};")
         lines.append("}")
         return "\n".join(lines) + "\n"
 

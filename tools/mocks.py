@@ -249,7 +249,12 @@ def _target_group(ctx: MockContext) -> dict[str, Any]:
 
 
 def _listener(ctx: MockContext) -> dict[str, Any]:
-    arn = ctx.arn("elasticloadbalancing", f"listener/app/{ctx.name}/{_hex(ctx.name, n=16)}/{_hex(ctx.name, 'l', n=16)}")
+    # Like AWS: listener/app/<lb-name>/<lb-id>/<listener-id>, the load balancer's part taken from its ARN.
+    lb_arn = str(ctx.inputs.get("loadBalancerArn") or "")
+    lb = (
+        lb_arn.split(":loadbalancer/", 1)[1] if ":loadbalancer/" in lb_arn else f"app/{ctx.name}/{_hex(ctx.name, n=16)}"
+    )
+    arn = ctx.arn("elasticloadbalancing", f"listener/{lb}/{_hex(ctx.name, 'l', n=16)}")
     return {"id": arn, "arn": arn}
 
 
@@ -346,8 +351,74 @@ def hyperpod_cluster_read(region: str, arn: str, eks_cluster_arn: str, **overrid
     return read
 
 
+def _member_export(stack: str, region: str) -> dict[str, Any]:
+    """``globalGatewayMember`` as a regional stack with a JWT-protected gateway exports it under these mocks."""
+    cluster_id = _hex(f"hpi-{stack}-hp", n=12)  # what _sagemaker_cluster gives that stack's HyperPod cluster
+    return {
+        "gatewayEnabled": True,
+        "name": "inference-gateway",
+        "namespace": "hyperpod-inference-system",
+        "region": region,
+        "jwtRequired": True,
+        "environment": "prod",
+        "clusterArn": f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:cluster/{cluster_id}",
+    }
+
+
+# Outputs of the stacks a StackReference may name (the members of stacks/Pulumi.global.yaml). Tests patch
+# this mapping to give a member other exports; an unknown stack has no outputs.
+STACK_OUTPUTS: dict[str, dict[str, Any]] = {
+    "acme/hyperpod-inference/prod": {"globalGatewayMember": _member_export("prod", "us-east-1")},
+    "acme/hyperpod-inference/prod-usw2": {"globalGatewayMember": _member_export("prod-usw2", "us-west-2")},
+}
+
+
+def _stack_reference(ctx: MockContext) -> dict[str, Any]:
+    name = str(ctx.inputs.get("name") or ctx.name)
+    return {"id": name, "outputs": json.loads(json.dumps(STACK_OUTPUTS.get(name, {}))), "secretOutputNames": []}
+
+
+def _dynamic(ctx: MockContext) -> dict[str, Any]:
+    """Python dynamic resources; the Global Inference Gateway gets the outputs its provider returns."""
+    if ctx.inputs.get("resourceKind") != "hyperpod:GlobalInferenceGateway":
+        return {"id": ctx.physical_name}
+    region = str(ctx.inputs.get("region") or ctx.region)
+    gid = _hex(ctx.typ, str(ctx.inputs.get("name")), n=12)
+    return {
+        "id": gid,
+        "gatewayId": gid,
+        "arn": f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:global-inference-gateway/{gid}",
+        "status": "ACTIVE",
+        # format of the model's EndpointUrl example (botocore sagemaker, GlobalInferenceGatewayEndpointUrl)
+        "endpointUrl": f"https://{gid}.001.sm-gateway.{region}.on.aws",
+        "vpcEndpointServiceName": f"com.amazonaws.vpce.{region}.vpce-svc-{_hex(gid, n=17)}",
+    }
+
+
 # type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
+def _amp_workspace(ctx: MockContext) -> dict[str, Any]:
+    """AMP: id ``ws-<uuid>``, endpoint ``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/``."""
+    h = _hex(ctx.name, n=32)
+    ws = f"ws-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+    return {
+        "id": ws,
+        "arn": f"arn:aws:aps:{ctx.region}:{ACCOUNT_ID}:workspace/{ws}",
+        "prometheusEndpoint": f"https://aps-workspaces.{ctx.region}.amazonaws.com/workspaces/{ws}/",
+    }
+
+
+def _log_group(ctx: MockContext) -> dict[str, Any]:
+    """CloudWatch Logs: ``arn:aws:logs:<region>:<account>:log-group:<name>`` (the provider drops ``:*``)."""
+    prefix = ctx.inputs.get("namePrefix")
+    name = ctx.inputs.get("name") or (f"{prefix}{_hex(ctx.name, n=8)}" if prefix else ctx.physical_name)
+    return {"id": name, "name": name, "arn": f"arn:aws:logs:{ctx.region}:{ACCOUNT_ID}:log-group:{name}"}
+
+
 OUTPUTS: dict[str, OutputFn] = {
+    "aws:cloudwatch/logGroup:LogGroup": _log_group,
+    "aws:amp/workspace:Workspace": _amp_workspace,
+    "pulumi:pulumi:StackReference": _stack_reference,
+    "pulumi-python:dynamic:Resource": _dynamic,
     "aws:ec2/vpc:Vpc": _vpc,
     "aws:ec2/subnet:Subnet": _subnet,
     "aws:ec2/securityGroup:SecurityGroup": _ec2("sg"),

@@ -118,7 +118,12 @@ def preflight(
 ) -> int:
     """Load the stack, run every check, print the table; returns the exit code."""
     console = console or Console(highlight=False, soft_wrap=True)
-    cfg = _load(stack, file or stack_path(stack), console)
+    path = file or stack_path(stack)
+    if path.exists() and load_stack_file(path).get(f"{PROJECT}:role") == "global":  # tools/preflight_global.py
+        from tools.preflight_global import preflight_global
+
+        return preflight_global(stack, file=path, profile=profile, console=console)
+    cfg = _load(stack, path, console)
     if cfg is None:
         return EXIT_CONFIG
     try:

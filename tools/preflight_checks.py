@@ -1080,7 +1080,7 @@ def check_addons_not_installed(clients: Clients, cfg: StackConfig) -> list[Check
             out.append(CheckResult(name, "PASS", f"installed by this stack ({found.get('addonVersion', '?')})"))
             continue
         action = f"adopt it into this stack: {import_command(cfg.stack, resource_name, cluster, addon, parent)}"
-        if addon != INFERENCE_ADDON:
+        if addon in {p.addon_name for p in operator_config.PREREQUISITES}:
             action += "; or list it in operator.existingPrerequisites"
         out.append(
             CheckResult(name, "FAIL", f"{addon} {found.get('addonVersion', '?')} is already installed on {cluster} "

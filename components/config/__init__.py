@@ -1,7 +1,17 @@
 """The stack-config contract of hyperpod-inference (pydantic 2, strict)."""
 
 from .base import PROJECT, ConfigIssue
-from .loader import ConfigError, load_stack_config, parse_stack_config
+from .global_gateway import GlobalStackConfig
+from .loader import ConfigError, load_program_config, load_stack_config, parse_stack_config
 from .stack import StackConfig
 
-__all__ = ["PROJECT", "ConfigError", "ConfigIssue", "StackConfig", "load_stack_config", "parse_stack_config"]
+__all__ = [
+    "PROJECT",
+    "ConfigError",
+    "ConfigIssue",
+    "GlobalStackConfig",
+    "StackConfig",
+    "load_program_config",
+    "load_stack_config",
+    "parse_stack_config",
+]

@@ -19,6 +19,7 @@ from policies.cluster_versions import HYPERPOD_SUPPORTED_VERSIONS, version_probl
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
+from .health_checks import supported_checks
 from .regions import az_id_in_region, az_id_prefix, hyperpod_instance_types, hyperpod_regions
 
 if TYPE_CHECKING:
@@ -91,7 +92,9 @@ class InstanceGroup(Model):
     )
     ebs_volume_size_gb: int = Field(default=500, ge=1, le=16384, description="Extra EBS volume per instance, GiB.")
     on_start_deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] | None = Field(
-        default=None, description="Deep health checks on start; default both for accelerated groups, none otherwise."
+        default=None,
+        description="Deep health checks on start; default: every check the group supports "
+        "(GPU/Trainium types only; InstanceConnectivity also needs EFA and >= 2 instances).",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Kubernetes labels on the group's nodes.")
     taints: list[Taint] = Field(default_factory=list, description="Kubernetes taints on the group's nodes.")
@@ -105,10 +108,10 @@ class InstanceGroup(Model):
 
     @property
     def deep_health_checks(self) -> list[str]:
-        """The checks to run on start: as configured, else both for accelerated groups and none otherwise."""
+        """The checks to run on start: as configured, else every check the group supports (health_checks.py)."""
         if self.on_start_deep_health_checks is not None:
             return list(self.on_start_deep_health_checks)
-        return ["InstanceStress", "InstanceConnectivity"] if self.accelerated else []
+        return supported_checks(self.instance_type, self.instance_count)
 
 
 class AddonVersions(Model):

@@ -142,6 +142,11 @@ def endpoint_health_check_path(endpoint: Any) -> str:
     return path if isinstance(path, str) and path.startswith("/") else DEFAULT_HEALTH_CHECK_PATH
 
 
+def intelligent_routing(endpoint: Any) -> bool:
+    """``spec.intelligentRoutingSpec.enabled`` is true (the operator then serves it through its router)."""
+    return _dig(endpoint_spec(endpoint), "intelligentRoutingSpec", "enabled") is True
+
+
 def endpoint_routing_algorithm(endpoint: Any) -> str:
     algo = _dig(endpoint_spec(endpoint), "loadBalancer", "routingAlgorithm")
     return algo if algo in ("least_outstanding_requests", "round_robin") else DEFAULT_ROUTING_ALGORITHM

@@ -15,12 +15,14 @@ from __future__ import annotations
 import ipaddress
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
+from .endpoints import EndpointConfig, endpoint_port, intelligent_routing
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -43,6 +45,24 @@ TLS12_PLUS_POLICIES: tuple[str, ...] = (
     "ELBSecurityPolicy-FS-1-2-Res-2020-10",
 )
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+
+# What the ALB targets per endpoint (TargetGroupBinding ``serviceRef``; the binding lives in the Service's
+# namespace because ``serviceRef`` has only name and port: kubernetes-sigs/aws-load-balancer-controller@ac0e1ffc
+# (v2.13.2) apis/elbv2/v1beta1/targetgroupbinding_types.go ``ServiceReference``).
+# * Intelligent routing on: traffic must go through the operator's router, not straight to worker pods.
+#   The operator's own Ingress for such an endpoint is ``alb-<name>-<namespace>`` in hyperpod-inference-system
+#   (AWS docs sagemaker-hyperpod-model-deployment-custom-certs; operator-facts §14), and its router Service is
+#   ``<name>-<namespace>-routing-service`` there: aws-samples/llm_model_hub@b55374d3
+#   backend/inference/hyperpod_deployment.py ("When intelligent routing is enabled, HyperPod operator creates:
+#   Service: {endpoint_name}-{namespace}-routing-service"; an AWS sample, not AWS documentation). No source
+#   names that Service's port, so prod must set ``servicePort``.
+# * Intelligent routing off: no public source names the Service the operator creates for the worker pods,
+#   so prod must set ``serviceName`` and ``servicePort`` (read them with ``kubectl get svc -n <namespace>``
+#   after the endpoint's first deploy); other environments fall back to ``<name>``:containerPort, a guess.
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+ROUTER_SERVICE_SOURCE = (
+    "aws-samples/llm_model_hub@b55374d3032e52e062bdcfe674d9546f45759e2a:backend/inference/hyperpod_deployment.py"
+)
 
 Hostname = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
 OnUnauthenticated = Literal["deny", "authenticate", "allow"]
@@ -101,15 +121,149 @@ class RouteConfig(Model):
         default=None,
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         max_length=63,
-        description="Kubernetes Service to bind; default: the endpoint's name (see README: ingress).",
+        description="Kubernetes Service to bind. Default: the operator's router Service "
+        "<name>-<namespace>-routing-service (intelligent routing on), else the endpoint's name (a guess; "
+        "required in prod). See docs/operator.md, front door.",
+    )
+    service_namespace: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+        description="Namespace of that Service (the binding is created there). Default: "
+        "hyperpod-inference-system with intelligent routing on, else the endpoint's namespace.",
     )
     service_port: int | None = Field(
-        default=None, ge=1, le=65535, description="Service port; default: worker.modelInvocationPort.containerPort."
+        default=None,
+        ge=1,
+        le=65535,
+        description="Service port. Default: worker.modelInvocationPort.containerPort (a guess; required in prod).",
     )
 
     @property
     def is_catch_all(self) -> bool:
         return self.host is None and self.path is None
+
+
+# --- waf ------------------------------------------------------------------------------------------------
+# AWS WAF facts the defaults rely on (AWS WAF developer guide):
+# - "Rate-based rule high-level settings": evaluation window 60, 120, 300 or 600 seconds (300 default);
+#   the lowest rate limit is 10. Max limit 2,000,000,000 (API_RateBasedStatement, Limit).
+# - "Rate-based rule aggregation options": with CUSTOM_KEYS, a request that lacks one of the keys (e.g. no
+#   Authorization header) is not counted and not rate-limited — hence the always-on per-IP rule.
+# - "Baseline rule groups" (aws-managed-rule-groups-baseline): AWSManagedRulesCommonRuleSet's
+#   SizeRestrictions_BODY matches request bodies over 8 KB (8,192 bytes); API_Body: for an ALB the body
+#   AWS WAF inspects is fixed at 8 KB. LLM prompts are routinely larger, so that rule is set to count.
+RATE_WINDOWS: tuple[int, ...] = (60, 120, 300, 600)
+WAF_LOG_PREFIX = "aws-waf-logs-"  # AWS WAF "Sending logs to CloudWatch Logs": the group name must start so
+# Header names a per-caller budget may key on: HTTP token syntax, lower-case (WAF matches header names
+# case-insensitively; lower-case keeps the rendered rule stable).
+HEADER_NAME = r"^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$"
+
+
+class RateLimitConfig(Model):
+    """One rate-based rule: ``limit`` requests per ``evaluationWindowSec`` per aggregation instance."""
+
+    limit: int = Field(ge=10, le=2_000_000_000, description="Requests per evaluation window (WAF minimum 10).")
+    evaluation_window_sec: int = Field(
+        default=300,
+        description="Seconds WAF looks back when counting: 60, 120, 300 (default) or 600.",
+        json_schema_extra={"enum": list(RATE_WINDOWS)},
+    )
+
+    @field_validator("evaluation_window_sec")
+    @classmethod
+    def _window(cls, value: int) -> int:
+        if value not in RATE_WINDOWS:
+            raise ValueError(f"{value} is not a WAFv2 evaluation window; allowed: 60, 120, 300, 600 (seconds)")
+        return value
+
+
+class CallerRateLimitConfig(RateLimitConfig):
+    """A per-caller budget: requests are counted per (client IP, value of ``header``)."""
+
+    header: str = Field(
+        pattern=HEADER_NAME,
+        description="Request header identifying the caller, lower-case (e.g. authorization, x-api-key).",
+    )
+
+
+class WafConfig(Model):
+    """The WebACL this stack creates for the ALB (``ingress.waf``).
+
+    Default: created for an internet-facing ALB, not for an internal one, and never together with
+    ``ingress.wafWebAclArn`` (an ALB is associated with at most one WebACL).
+    """
+
+    enabled: bool | None = Field(
+        default=None,
+        description="Create and associate a WebACL. Default: true for internet-facing (unless wafWebAclArn is "
+        "set), false for internal.",
+    )
+    rate_limit: RateLimitConfig = Field(
+        default_factory=lambda: RateLimitConfig(limit=1000, evaluation_window_sec=300),
+        description="Per client IP budget; always on (it also covers requests without the caller header).",
+    )
+    caller_rate_limit: CallerRateLimitConfig | None = Field(
+        default=None,
+        description="Optional per-caller budget keyed by client IP and a request header; its limit must not "
+        "exceed the per-IP limit over the same time.",
+    )
+    ip_reputation: bool = Field(
+        default=True, description="Add AWSManagedRulesAmazonIpReputationList (known malicious sources)."
+    )
+    log_retention_days: int = Field(
+        default=90,
+        description="CloudWatch Logs retention of the aws-waf-logs-* group (a CloudWatch Logs retention value).",
+    )
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        return _log_retention(value)
+
+
+# CloudWatch Logs accepts only these retention values (API_PutRetentionPolicy, retentionInDays).
+LOG_RETENTION_DAYS: tuple[int, ...] = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+
+
+def _log_retention(value: int) -> int:
+    if value not in LOG_RETENTION_DAYS:
+        raise ValueError(
+            f"{value} is not a CloudWatch Logs retention; allowed: {', '.join(map(str, LOG_RETENTION_DAYS))}"
+        )
+    return value
+
+
+def waf_enabled(ing: IngressConfig) -> bool:
+    """Whether the stack creates its own WebACL for the ALB (see :class:`WafConfig`)."""
+    if not ing.enabled:
+        return False
+    if ing.waf.enabled is not None:
+        return ing.waf.enabled
+    return ing.scheme == "internet-facing" and ing.waf_web_acl_arn is None
 
 
 class IngressConfig(Model):
@@ -145,8 +299,11 @@ class IngressConfig(Model):
     )
     deletion_protection: bool | None = Field(default=None, description="Default: true in prod, false elsewhere.")
     waf_web_acl_arn: str | None = Field(
-        default=None, pattern=r"^arn:aws[a-z-]*:wafv2:[a-z0-9-]+:[0-9]{12}:regional/webacl/.+$"
+        default=None,
+        pattern=r"^arn:aws[a-z-]*:wafv2:[a-z0-9-]+:[0-9]{12}:regional/webacl/.+$",
+        description="An existing regional WebACL to associate instead of the one `waf` creates.",
     )
+    waf: WafConfig = Field(default_factory=WafConfig, description="The WebACL this stack creates (see waf.enabled).")
     access_log_retention_days: int = Field(default=90, ge=1, le=3650)
     authentication: Literal["oidc", "cognito", "none"] = "oidc"
     oidc: OidcConfig | None = None
@@ -170,6 +327,37 @@ class IngressConfig(Model):
             if route.host and route.host != self.domain_name and route.host not in seen:
                 seen.append(route.host)
         return seen
+
+
+@dataclass(frozen=True)
+class ServiceTarget:
+    """The Kubernetes Service a route's target group is bound to, and whether each part is configured."""
+
+    namespace: str
+    name: str
+    port: int
+    router: bool
+    name_configured: bool
+    port_configured: bool
+
+
+def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarget:
+    """Where the binding for ``route`` points (see ``OPERATOR_NAMESPACE`` above for the sources)."""
+    router = intelligent_routing(endpoint)
+    if router:
+        namespace = route.service_namespace or OPERATOR_NAMESPACE
+        default_name = f"{endpoint.name}-{endpoint.namespace}-routing-service"
+    else:
+        namespace = route.service_namespace or endpoint.namespace
+        default_name = endpoint.name
+    return ServiceTarget(
+        namespace=namespace,
+        name=route.service_name or default_name,
+        port=route.service_port or endpoint_port(endpoint),
+        router=router,
+        name_configured=route.service_name is not None,
+        port_configured=route.service_port is not None,
+    )
 
 
 def _in_zone(name: str, zone: str) -> bool:
@@ -227,7 +415,27 @@ def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     if len(cfg.network.az_ids) < 2:
         yield ConfigIssue("network.availabilityZoneIds", "an ALB needs subnets in at least two availability zones")
 
+    yield from _waf_checks(cfg)
     yield from _route_checks(cfg)
+
+
+def _waf_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    ing = cfg.ingress
+    if ing.waf.enabled and ing.waf_web_acl_arn is not None:
+        yield ConfigIssue(
+            "ingress.waf.enabled",
+            "true together with ingress.wafWebAclArn; an ALB takes one WebACL: remove one of them",
+        )
+    caller = ing.waf.caller_rate_limit
+    if caller is not None:
+        per_ip = ing.waf.rate_limit
+        # Compare budgets per second: the caller budget is a subset of the client IP's traffic.
+        if caller.limit / caller.evaluation_window_sec > per_ip.limit / per_ip.evaluation_window_sec:
+            yield ConfigIssue(
+                "ingress.waf.callerRateLimit.limit",
+                f"{caller.limit} per {caller.evaluation_window_sec}s exceeds the per-IP budget "
+                f"({per_ip.limit} per {per_ip.evaluation_window_sec}s) and would never apply; lower it",
+            )
 
 
 def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
@@ -257,14 +465,36 @@ def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
         if not route.is_catch_all and conditions[(route.host, route.path)] > 1:
             yield ConfigIssue(f"ingress.routes[{i}]", "the same host/path is routed twice")
+    # Prod never guesses the Service a binding targets (see OPERATOR_NAMESPACE above).
+    by_name = {e.name: e for e in cfg.endpoints}
+    if cfg.is_prod:
+        for i, route in enumerate(ing.routes):
+            endpoint = by_name.get(route.endpoint)
+            if endpoint is None:
+                continue
+            target = service_target(route, endpoint)
+            if not target.router and not target.name_configured:
+                yield ConfigIssue(
+                    f"ingress.routes[{i}].serviceName",
+                    f"required in prod: no source names the Service the operator creates for endpoint "
+                    f"{endpoint.name!r} (intelligent routing off); set it from `kubectl get svc -n {endpoint.namespace}`",
+                )
+            if not target.port_configured:
+                what = f"the router Service {target.name}" if target.router else "that Service"
+                yield ConfigIssue(
+                    f"ingress.routes[{i}].servicePort",
+                    f"required in prod: no source names the port of {what}; "
+                    f"set it from `kubectl get svc -n {target.namespace}`",
+                )
     # One endpoint is one target group: its Service binding must not differ between routes.
-    bindings: dict[str, tuple[str | None, int | None]] = {}
+    bindings: dict[str, tuple[str | None, int | None, str | None]] = {}
     for i, route in enumerate(ing.routes):
-        binding = (route.service_name, route.service_port)
+        binding = (route.service_name, route.service_port, route.service_namespace)
         if bindings.setdefault(route.endpoint, binding) != binding:
             yield ConfigIssue(
                 f"ingress.routes[{i}]",
-                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort than an earlier route",
+                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort/serviceNamespace "
+                "than an earlier route",
             )
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Tag, ValidationError
 
 from .base import PROJECT, ConfigIssue, join_path
 from .checks import run_checks
+from .global_gateway import GlobalStackConfig, parse_global_config
 from .stack import CONFIG_KEYS, StackConfig
 
 # Keys whose values must arrive as Pulumi secrets, with the top-level key that carries them.
@@ -65,11 +66,22 @@ def load_stack_config() -> StackConfig:
     return parse_stack_config(values, stack=pulumi.get_stack(), region=region, secret_keys=secret)
 
 
+def load_program_config() -> StackConfig | GlobalStackConfig:
+    """The running stack's config, by its role: ``hyperpod-inference:role: global`` is a global stack."""
+    everything = _all_runtime_config()
+    if _decode(everything.get(f"{PROJECT}:role")) == "global":
+        values = {k[len(PROJECT) + 1 :]: _decode(v) for k, v in everything.items() if k.startswith(f"{PROJECT}:")}
+        return parse_global_config(values, stack=pulumi.get_stack(), region=everything.get("aws:region"))
+    return load_stack_config()
+
+
 def parse_stack_config(
     values: dict[str, Any], *, stack: str, region: str | None, secret_keys: set[str] | frozenset[str] = frozenset()
 ) -> StackConfig:
     """Validate decoded config values (keys without the project prefix)."""
     issues: list[ConfigIssue] = []
+    if values.get("role") == "regional":  # the default role, written out
+        values = {k: v for k, v in values.items() if k != "role"}
     for key in values:
         if key not in CONFIG_KEYS:
             issues.append(ConfigIssue(key, f"unknown key; allowed keys are: {', '.join(CONFIG_KEYS)}"))

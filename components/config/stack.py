@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from . import capacity as _capacity  # noqa: F401 - registers the scheduling-feasibility cross-check
 from .base import Model
 from .cluster import ClusterConfig
 from .endpoints import EndpointConfig
@@ -13,6 +14,7 @@ from .gateway import GatewayConfig
 from .ingress import IngressConfig
 from .kvcache import KvCacheConfig
 from .network import NetworkConfig
+from .observability import ObservabilityConfig
 from .operator import OperatorConfig
 
 Environment = Literal["dev", "staging", "prod"]
@@ -37,6 +39,7 @@ class StackConfig(Model):
     ingress: IngressConfig = Field(default_factory=IngressConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     endpoints: list[EndpointConfig] = Field(default_factory=list)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every AWS resource that takes tags.")
 
     @property

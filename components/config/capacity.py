@@ -1,0 +1,75 @@
+"""Scheduling feasibility of the stack config: every endpoint's pods fit the HyperPod instance groups.
+
+The rules are the pure functions of ``policies/capacity_rules.py`` (the policy pack runs the same ones on the
+registered resources). This module only turns the validated config into their inputs — the instance groups
+(:func:`groups_of`), the endpoints' custom resources (:func:`workloads_of`) and the system pods of
+``policies/readiness.yaml`` — and registers one cross-check that reports the mandatory findings as config
+errors (exit 2) at ``endpoints[i].spec.<path>`` or ``cluster.instanceGroups``.
+
+:func:`allocatable_per_node` gives each group's per-node allocatable with its breakdown (what the capacity
+table of ``tools/capacity_report.py`` prints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from policies import capacity_rules as cap
+
+from .base import ConfigIssue, join_path
+from .checks import cross_check
+from .endpoints import custom_resource
+
+if TYPE_CHECKING:
+    from .stack import StackConfig
+
+
+def groups_of(cfg: StackConfig) -> list[cap.Group]:
+    """The instance groups as the capacity rules see them (labels, taints, threads per core, tiered storage)."""
+    tiered = cfg.cluster.tiered_storage_memory_percentage if cfg.kv_cache.l2_backend == "tieredstorage" else None
+    return [
+        cap.Group(
+            name=g.name,
+            instance_type=g.instance_type,
+            count=g.instance_count,
+            threads_per_core=g.threads_per_core,
+            labels=dict(g.labels),
+            taints=tuple(cap.Taint(t.key, t.value, t.effect) for t in g.taints),
+            training_plan_arn=g.training_plan_arn,
+            tiered_storage_percent=tiered,
+            path=f"cluster.instanceGroups[{i}]",
+        )
+        for i, g in enumerate(cfg.cluster.instance_groups)
+    ]
+
+
+def workloads_of(cfg: StackConfig) -> list[cap.Workload]:
+    """Each endpoint's pods, from the custom resource it renders to; key = its index in ``endpoints``."""
+    return [
+        cap.workload_from_cr(custom_resource(ep, cfg), str(i), f"endpoints[{i}] {ep.name}")
+        for i, ep in enumerate(cfg.endpoints)
+    ]
+
+
+def capacity_plan(cfg: StackConfig) -> cap.Plan:
+    return cap.plan(groups_of(cfg), workloads_of(cfg), cap.load_system_pods()[0])
+
+
+def allocatable_per_node(cfg: StackConfig) -> dict[str, cap.NodeAllocatable | None]:
+    """``{group name: what one node offers pods}`` (``None`` for an instance type missing from the data)."""
+    return capacity_plan(cfg).allocatable
+
+
+@cross_check
+def _capacity(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """The mandatory capacity findings, each at the stack key it is about."""
+    for f in capacity_plan(cfg).findings:
+        if f.level != "mandatory":
+            continue
+        if f.key.isdigit():
+            base = join_path("endpoints", int(f.key), "spec")
+            where = f"{base}.{f.path}" if f.path else join_path("endpoints", int(f.key))
+        else:
+            where = "cluster.instanceGroups"  # controllers: the groups as a whole
+        yield ConfigIssue(where, f"{f.message} [{f.rule}]")

@@ -1,0 +1,1 @@
+"""Generated data files of the config contract (each with its generator beside it)."""

@@ -1,0 +1,1340 @@
+"""Scheduling feasibility: do the endpoints' pods fit the HyperPod instance groups? Pure functions, one place.
+
+Two callers use exactly these functions, as with ``policies/rules.py``: the stack-config cross-checks
+(``components/config/capacity.py``, exit 2 before anything is registered) and the policy pack
+(``policies/capacity.py``, over the registered ``aws-native:sagemaker:Cluster`` and the operator's custom
+resources). ``tools/capacity_report.py`` renders the same :class:`Plan` as a table.
+
+How a node's allocatable is computed (every number cited; see docs/capacity.md for where it can be wrong):
+
+* capacity: the instance type's vCPUs, memory, GPUs / Neuron devices, EFA interfaces (``instance_types.json``,
+  generated from EC2's DescribeInstanceTypes records as moto ships them). ``threadsPerCore: 1`` shows one CPU
+  per physical core, i.e. half the vCPUs of a 2-thread type (HyperPod ``ThreadsPerCore``: "1 for disabling
+  multithreading"; EC2 CpuOptionsRequest; deploy-readiness.md trap 9). One Kubernetes CPU is one vCPU.
+* kube-reserved, the EKS AMI formula (awslabs/amazon-eks-ami@e48b98ad ``nodeadm/internal/kubelet/config.go``
+  ``getCPUMillicoresToReserve``: 6 % of the first core, 1 % of the second, 0.5 % of the third and fourth,
+  0.25 % of every further core; ``getMemoryMebibytesToReserve``: ``11 x maxPods + 255`` MiB), with
+  ``maxPods`` from the AMI's ``eni-max-pods.txt`` formula (``instance_types.json``); eviction threshold
+  ``memory.available=100Mi`` (same file, ``defaultKubeletSubConfig``). Whether HyperPod's AMI applies
+  nodeadm's defaults is UNCONFIRMED (deploy-readiness.md trap 8).
+* HyperPod tiered storage: with ``TieredStorageConfig`` on, ``InstanceMemoryAllocationPercentage`` of the
+  instance memory goes to the tiered-storage daemon; whether that comes out of pod-allocatable memory is
+  UNCONFIRMED, so it is reported (``NodeAllocatable.tiered_storage``) but not subtracted.
+* the requests of the DaemonSets the stack puts on the node (system-pod data of ``policies/readiness.yaml``);
+  a DaemonSet counts on a group when its node selector matches the group's labels and it tolerates the
+  group's taints. DaemonSets whose requests are unknown are listed, never guessed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+Level = Literal["mandatory", "advisory"]
+
+INSTANCE_DATA = Path(__file__).resolve().parents[1] / "components" / "config" / "data" / "instance_types.json"
+
+CPU, MEMORY, PODS = "cpu", "memory", "pods"
+GPU = "nvidia.com/gpu"  # NVIDIA device plugin resource
+NEURON = "aws.amazon.com/neuron"  # Neuron device plugin: devices
+NEURONCORE = "aws.amazon.com/neuroncore"  # Neuron device plugin: cores
+EFA = "vpc.amazonaws.com/efa"  # EFA device plugin
+EXTENDED = (GPU, NEURON, NEURONCORE, EFA)
+"""Extended resources a node advertises through the device plugins the HyperPod dependencies chart installs."""
+
+# Well-known node labels the scheduler can match. node.kubernetes.io/instance-type carries the ml.* type on
+# HyperPod nodes (the operator selects nodes by it; HyperPod Karpenter NodePool docs use it);
+# sagemaker.amazonaws.com/instance-group-name and compute-type=hyperpod are set by HyperPod (public manifests
+# select on them; not in an AWS reference page: UNCONFIRMED); node-health-status is Schedulable on a healthy
+# node (docs: sagemaker-hyperpod-eks-resiliency-node-labels).
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
+COMPUTE_TYPE_LABEL = "sagemaker.amazonaws.com/compute-type"
+HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+ARCH_LABEL = "kubernetes.io/arch"
+OS_LABEL = "kubernetes.io/os"
+_ARCH = {"x86_64": "amd64", "arm64": "arm64"}
+
+EVICTION_MEMORY_MIB = 100  # evictionHard memory.available=100Mi (nodeadm defaultKubeletSubConfig)
+BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})  # PreferNoSchedule only steers
+
+
+# --- instance data ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One instance type's hardware (a row of ``instance_types.json``)."""
+
+    name: str
+    vcpus: int
+    cores: int
+    default_threads_per_core: int
+    memory_mib: int
+    architectures: tuple[str, ...]
+    gpus: int
+    gpu_model: str | None
+    gpu_memory_mib: int | None
+    neuron_devices: int
+    neuron_cores: int
+    efa_supported: bool
+    max_efa_interfaces: int
+    max_network_interfaces: int
+    max_pods: int
+
+    def cpus(self, threads_per_core: int) -> int:
+        """CPUs the node shows: cores x threads (1 thread per core halves a 2-thread type's vCPUs)."""
+        return self.cores * max(1, min(threads_per_core, self.default_threads_per_core))
+
+
+@cache
+def catalogue() -> dict[str, InstanceSpec]:
+    doc = json.loads(INSTANCE_DATA.read_text(encoding="utf-8"))
+    out = {}
+    for name, e in doc["instanceTypes"].items():
+        out[name] = InstanceSpec(
+            name=name,
+            vcpus=e["vcpus"],
+            cores=e["cores"],
+            default_threads_per_core=e["defaultThreadsPerCore"],
+            memory_mib=e["memoryMiB"],
+            architectures=tuple(e["architectures"]),
+            gpus=e["gpus"],
+            gpu_model=e["gpuModel"],
+            gpu_memory_mib=e["gpuMemoryMiB"],
+            neuron_devices=e["neuronDevices"],
+            neuron_cores=e["neuronCores"],
+            efa_supported=e["efaSupported"],
+            max_efa_interfaces=e["maxEfaInterfaces"],
+            max_network_interfaces=e["maxNetworkInterfaces"],
+            max_pods=e["maxPods"],
+        )
+    return out
+
+
+def instance_spec(instance_type: str) -> InstanceSpec | None:
+    return catalogue().get(instance_type)
+
+
+# --- quantities ------------------------------------------------------------------------------------------
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+
+
+@cache
+def _parse_text(text: str) -> Fraction:
+    for suffix, mult in _BINARY.items():
+        if text.endswith(suffix):
+            return _number(text[: -len(suffix)], text) * mult
+    lower = text.lower()
+    if "e" in lower and not lower.endswith("e"):
+        mantissa, _, exponent = lower.partition("e")
+        if exponent.lstrip("+-").isdigit():
+            return _number(mantissa, text) * Fraction(10) ** int(exponent)
+    suffix = text[-1] if text and text[-1] in "numkMGTPE" else ""
+    return _number(text[: len(text) - len(suffix)], text) * _DECIMAL[suffix]
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """A Kubernetes resource quantity (``"96"``, ``"500m"``, ``"1024Gi"``, ``"1e9"``, ``8``) as an exact number.
+
+    Suffixes as in k8s.io/apimachinery ``resource.Quantity``; raises ``ValueError`` for anything else.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"not a quantity: {value!r}")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        return Fraction(str(value))
+    return _parse_text(str(value).strip())
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+
+
+def _number(text: str, original: Any) -> Fraction:
+    if not _NUMBER.match(text):
+        raise ValueError(f"not a quantity: {original!r}")
+    return Fraction(text)
+
+
+def amount(resource: str, value: Any) -> int:
+    """A quantity in the unit the checks count in: CPU in millicores, memory in bytes, others as counts."""
+    q = parse_quantity(value)
+    if resource == CPU:
+        return math.ceil(q * 1000)
+    return math.ceil(q)
+
+
+def show(resource: str, value: int) -> str:
+    """``96`` / ``0.31`` CPU, ``1024Gi`` / ``2046.6Gi`` memory, ``8`` GPUs."""
+    if resource == CPU:
+        return f"{value / 1000:.3f}".rstrip("0").rstrip(".")
+    if resource == MEMORY:
+        if value == 0:
+            return "0"
+        gib = value / 2**30
+        return f"{gib:.0f}Gi" if gib == int(gib) else (f"{gib:.1f}Gi" if gib >= 10 else f"{value / 2**20:.0f}Mi")
+    return str(value)
+
+
+NOUN = {
+    CPU: "CPU",
+    MEMORY: "memory",
+    GPU: "GPUs",
+    NEURON: "Neuron devices",
+    NEURONCORE: "NeuronCores",
+    EFA: "EFA interfaces",
+    PODS: "pods",
+}
+
+
+def describe(amounts: Mapping[str, int], order: Sequence[str] = (GPU, NEURON, NEURONCORE, EFA, CPU, MEMORY)) -> str:
+    return ", ".join(f"{show(r, amounts[r])} {NOUN[r]}" for r in order if amounts.get(r))
+
+
+# --- the cluster: groups, nodes, allocatable -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str | None
+    effect: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Group:
+    """One HyperPod instance group as the scheduler sees it. ``path`` locates it in the stack config."""
+
+    name: str
+    instance_type: str
+    count: int
+    threads_per_core: int = 1
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    training_plan_arn: str | None = None
+    tiered_storage_percent: int | None = None
+    path: str = ""
+
+    @property
+    def spec(self) -> InstanceSpec | None:
+        return instance_spec(self.instance_type)
+
+    def node_labels(self) -> dict[str, str]:
+        spec = self.spec
+        arch = _ARCH.get(spec.architectures[0], spec.architectures[0]) if spec and spec.architectures else "amd64"
+        return {
+            INSTANCE_TYPE_LABEL: self.instance_type,
+            GROUP_LABEL: self.name,
+            COMPUTE_TYPE_LABEL: "hyperpod",
+            HEALTH_LABEL: "Schedulable",
+            ARCH_LABEL: arch,
+            OS_LABEL: "linux",
+            **self.labels,
+        }
+
+    def describe(self) -> str:
+        return f"group {self.name} ({self.instance_type}, threadsPerCore {self.threads_per_core})"
+
+
+@dataclass(frozen=True)
+class SystemPod:
+    """A pod the stack's add-ons and charts run (``policies/readiness.yaml`` system pods).
+
+    ``requests`` is ``None`` when no source gives them (counted as unknown, never guessed).
+    """
+
+    name: str
+    kind: Literal["Deployment", "DaemonSet"]
+    replicas: int = 1
+    requests: Mapping[str, int] | None = None
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    tolerations_known: bool = True
+    node_selector: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
+    installed_by: str = ""
+    source: str = ""
+
+
+def kube_reserved_cpu_m(cpus: int) -> int:
+    """EKS AMI kube-reserved CPU (nodeadm ``getCPUMillicoresToReserve``), in millicores, integer arithmetic."""
+    total = cpus * 1000
+    reserved = 0
+    for start, end, basis_points in ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, total, 25)):
+        if total > start:
+            reserved += (min(total, end) - start) * basis_points // 10000
+    return reserved
+
+
+def kube_reserved_memory_mib(max_pods: int) -> int:
+    """EKS AMI kube-reserved memory (nodeadm ``getMemoryMebibytesToReserve``): 11 MiB per pod + 255 MiB."""
+    return 11 * max_pods + 255
+
+
+def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
+    """Kubernetes toleration matching (core/v1 ``Toleration.ToleratesTaint``)."""
+    for t in tolerations:
+        effect = t.get("effect") or ""
+        if effect and effect != taint.effect:
+            continue
+        operator = t.get("operator") or "Equal"
+        key = t.get("key") or ""
+        if operator == "Exists":
+            if not key or key == taint.key:
+                return True
+        elif key == taint.key and (t.get("value") or "") == (taint.value or ""):
+            return True
+    return False
+
+
+def extended_resource_tolerations(requests: Mapping[str, int]) -> list[dict[str, str]]:
+    """What EKS's ExtendedResourceToleration admission controller adds to a pod requesting an extended resource:
+    ``{key: <resource>, operator: Exists, effect: NoSchedule}`` (enabled on every EKS platform version since 1.19:
+    docs.aws.amazon.com/eks/latest/userguide/platform-versions.html; aws/containers-roadmap#739), so a GPU pod
+    tolerates the usual ``nvidia.com/gpu:NoSchedule`` taint of GPU nodes."""
+    return [
+        {"key": r, "operator": "Exists", "effect": "NoSchedule"}
+        for r, v in requests.items()
+        if v and (r in EXTENDED or "/" in r)
+    ]
+
+
+def blocking_taints(tolerations: Iterable[Mapping[str, Any]], group: Group) -> list[Taint]:
+    tols = list(tolerations)
+    return [t for t in group.taints if t.effect in BLOCKING_EFFECTS and not tolerates(tols, t)]
+
+
+def _expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = expr.get("key", ""), expr.get("operator", ""), [str(v) for v in expr.get("values") or []]
+    have = labels.get(key)
+    if op in ("Gt", "Lt"):
+        try:
+            number, bound = int(have or ""), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return number > bound if op == "Gt" else number < bound
+    checks = {
+        "In": have is not None and have in values,
+        "NotIn": have is None or have not in values,
+        "Exists": have is not None,
+        "DoesNotExist": have is None,
+    }
+    return checks.get(op, False)
+
+
+def affinity_matches(node_affinity: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """``requiredDuringSchedulingIgnoredDuringExecution`` against node labels (terms ORed, expressions ANDed).
+
+    ``matchFields`` (node name) cannot be known before the nodes exist; a term using it counts as matching.
+    """
+    if not node_affinity:
+        return True
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True
+    terms = required.get("nodeSelectorTerms") or []
+    for term in terms:
+        exprs = term.get("matchExpressions") or []
+        if all(_expression_matches(e, labels) for e in exprs):
+            return True
+    return False
+
+
+def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """nodeSelector (``label: value``) or the readiness data's ``label: [allowed values]``."""
+    return all(
+        labels.get(k) == v if isinstance(v, str) else labels.get(k) in tuple(str(x) for x in v)
+        for k, v in selector.items()
+    )
+
+
+@dataclass(frozen=True)
+class NodeAllocatable:
+    """What one node of a group offers pods, and how that was computed."""
+
+    group: Group
+    capacity: Mapping[str, int]
+    kube_reserved: Mapping[str, int]
+    eviction: Mapping[str, int]
+    tiered_storage: Mapping[str, int]
+    daemonsets: Mapping[str, int]
+    daemonset_names: tuple[str, ...]
+    unknown_daemonsets: tuple[str, ...]
+    allocatable: Mapping[str, int]
+
+    def breakdown(self, resource: str) -> str:
+        """``96 vCPUs (threadsPerCore 1) - 310m kube-reserved - 0.2 DaemonSets`` for one resource."""
+        parts = [f"{show(resource, self.capacity.get(resource, 0))} {NOUN[resource]}"]
+        if resource == CPU:
+            parts[0] += f" (threadsPerCore {self.group.threads_per_core})"
+        for label, amounts in (
+            ("kube-reserved", self.kube_reserved),
+            ("eviction threshold", self.eviction),
+            (f"requests of {len(self.daemonset_names)} DaemonSets", self.daemonsets),
+        ):
+            if amounts.get(resource):
+                parts.append(f"{show(resource, amounts[resource])} {label}")
+        text = " - ".join(parts)
+        if self.unknown_daemonsets and resource in (CPU, MEMORY):
+            text += f" (DaemonSets with unknown requests not subtracted: {', '.join(self.unknown_daemonsets)})"
+        return text
+
+
+def daemonsets_on(group: Group, system_pods: Iterable[SystemPod]) -> list[SystemPod]:
+    labels = group.node_labels()
+    return [
+        p
+        for p in system_pods
+        if p.kind == "DaemonSet"
+        and selector_matches(p.node_selector, labels)
+        and not blocking_taints(p.tolerations, group)
+    ]
+
+
+def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> NodeAllocatable | None:
+    """Allocatable of one node of ``group``; ``None`` when the instance type is not in the data."""
+    spec = group.spec
+    if spec is None:
+        return None
+    cpus = spec.cpus(group.threads_per_core)
+    capacity = {
+        CPU: cpus * 1000,
+        MEMORY: spec.memory_mib * 2**20,
+        PODS: spec.max_pods,
+        GPU: spec.gpus,
+        NEURON: spec.neuron_devices,
+        NEURONCORE: spec.neuron_cores,
+        EFA: spec.max_efa_interfaces if spec.efa_supported else 0,
+    }
+    reserved = {CPU: kube_reserved_cpu_m(cpus), MEMORY: kube_reserved_memory_mib(spec.max_pods) * 2**20}
+    eviction = {MEMORY: EVICTION_MEMORY_MIB * 2**20}
+    tiered = (
+        {MEMORY: spec.memory_mib * 2**20 * group.tiered_storage_percent // 100} if group.tiered_storage_percent else {}
+    )
+    ds = daemonsets_on(group, system_pods)
+    ds_total: dict[str, int] = {PODS: len(ds)}
+    for pod in ds:
+        for r, v in (pod.requests or {}).items():
+            ds_total[r] = ds_total.get(r, 0) + v
+    # Tiered storage is shown, not subtracted: whether HyperPod takes it from pod-allocatable memory is UNCONFIRMED,
+    # and a mandatory error must not rest on a guess (docs/capacity.md).
+    alloc = {r: max(0, capacity[r] - reserved.get(r, 0) - eviction.get(r, 0) - ds_total.get(r, 0)) for r in capacity}
+    return NodeAllocatable(
+        group=group,
+        capacity=capacity,
+        kube_reserved=reserved,
+        eviction=eviction,
+        tiered_storage=tiered,
+        daemonsets=ds_total,
+        daemonset_names=tuple(p.name for p in ds),
+        unknown_daemonsets=tuple(p.name for p in ds if p.requests is None),
+        allocatable=alloc,
+    )
+
+
+def _requests_of(raw: Any) -> dict[str, int] | None:
+    """Readiness ``requests``: ``None`` unknown; a field written as null unknown; a field left out is not set
+    by the chart (zero); ``{}`` = the chart sets none (policies/readiness.py conventions)."""
+    if raw is None:
+        return None
+    if isinstance(raw, Mapping):
+        given = dict(raw)
+    else:
+        given = {k: getattr(raw, k) for k in getattr(raw, "model_fields_set", set())}
+    if any(v is None for v in given.values()):
+        return None
+    return {str(k): amount(str(k), v) for k, v in given.items()}
+
+
+def _tolerations_of(raw: Any) -> tuple[Mapping[str, Any], ...] | None:
+    if raw is None:
+        return None
+    out = []
+    for t in raw:
+        if isinstance(t, Mapping):
+            out.append(dict(t))
+        else:
+            out.append({k: v for k, v in t.model_dump().items() if v is not None})
+    return tuple(out)
+
+
+def _installed_by_text(selectors: Any) -> str:
+    if isinstance(selectors, str):
+        return selectors
+    parts = []
+    for sel in selectors or []:
+        typ = getattr(sel, "type", None) or (sel.get("type") if isinstance(sel, Mapping) else "")
+        when = getattr(sel, "when", None) or (sel.get("when") if isinstance(sel, Mapping) else []) or []
+        raw = [getattr(c, "value", None) if not isinstance(c, Mapping) else c.get("value") for c in when]
+        parts.append(" ".join([str(typ), *[str(v) for v in raw if isinstance(v, str) and v]]))
+    return " or ".join(parts)
+
+
+def system_pod(entry: Any, inputs: Mapping[str, Any] | None = None) -> SystemPod:
+    """A readiness system pod (``policies.readiness.SystemPod`` or a mapping of the same fields) as a
+    :class:`SystemPod`; ``inputs`` (of the resource installing it) apply its configured tolerations/replicas."""
+
+    def field_(name: str, default: Any = None) -> Any:
+        return entry.get(name, default) if isinstance(entry, Mapping) else getattr(entry, name, default)
+
+    kind: Literal["Deployment", "DaemonSet"] = "DaemonSet" if field_("kind") == "DaemonSet" else "Deployment"
+    tolerations = field_("tolerations")
+    replicas = field_("replicas")
+    if inputs is not None and hasattr(entry, "effective_tolerations"):
+        tolerations = entry.effective_tolerations(dict(inputs))
+        replicas = entry.effective_replicas(dict(inputs))
+    tols = _tolerations_of(tolerations)
+    selector = field_("node_selector") or {}
+    return SystemPod(
+        name=str(field_("name", "?")),
+        kind=kind,
+        replicas=0 if kind == "DaemonSet" else int(replicas if replicas is not None else 1),
+        requests=_requests_of(field_("requests")),
+        tolerations=tols or (),
+        tolerations_known=tols is not None,
+        node_selector={str(k): v if isinstance(v, str) else tuple(str(x) for x in v) for k, v in selector.items()},
+        installed_by=_installed_by_text(field_("installed_by")),
+        source=str(field_("source", "") or ""),
+    )
+
+
+def _remote_children(readiness: Any, regs: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The children a remote component (``eks:index:Cluster``) creates but the mocks never register, as
+    ``(type, inputs)`` (readiness ``remote_components``: the add-ons pulumi-eks creates itself)."""
+    from policies.readiness import input_value
+
+    out = []
+    for typ, inputs in regs:
+        component = readiness.remote(typ)
+        if component is None:
+            continue
+        for child in component.children:
+            if child.created(dict(inputs)):
+                child_inputs = dict(child.inputs)
+                for key, path in child.inputs_from.items():
+                    value = input_value(inputs, path)
+                    if value is not None:
+                        child_inputs[key] = value
+                out.append((child.type, child_inputs))
+    return out
+
+
+def load_system_pods(
+    registrations: Iterable[tuple[str, Mapping[str, Any]]] | None = None,
+) -> tuple[list[SystemPod], str | None]:
+    """The system pods of ``policies/readiness.yaml`` (``policies.readiness.load_readiness``) and a note when the
+    data is unavailable (then no DaemonSet is subtracted and no controller is checked).
+
+    With ``registrations`` (``(type, inputs)`` of a registered graph) only the pods some resource installs are
+    kept, with that resource's configured tolerations and replicas; without (config time, before anything is
+    registered) every pod the data knows counts, with its chart defaults.
+    """
+    try:
+        from policies.readiness import load_readiness
+    except ImportError:  # pragma: no cover - the readiness data ships with the pack
+        return (
+            [],
+            "system-pod data unavailable (policies/readiness.yaml): DaemonSets not subtracted, controllers not checked",
+        )
+    readiness = load_readiness()
+    entries = readiness.system_pods
+    if registrations is None:
+        return [system_pod(e) for e in entries], None
+    regs = list(registrations)
+    regs.extend(_remote_children(readiness, regs))
+    out = []
+    for e in entries:
+        types = [s.type for s in e.installed_by]
+        installer = next(
+            (
+                inputs
+                for typ, inputs in regs
+                if any(fnmatch.fnmatchcase(typ, t) for t in types) and e.installed_by_matches(typ, dict(inputs))
+            ),
+            None,
+        )
+        if installer is not None:
+            out.append(system_pod(e, installer))
+    return out, None
+
+
+# --- the workloads: endpoints' pods ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """One kind of pod an endpoint runs: ``worker``, or ``prefill`` / ``decode`` under pdSpec (D3: worker.resources
+    is ignored for DPD pods), or a JumpStartModel ``server`` (requests chosen by the operator: unknown)."""
+
+    role: str
+    resources_path: str
+    resources: Mapping[str, Any] | None
+    replicas_min: int
+    replicas_max: int
+    replicas_path: str
+    instance_types: tuple[str, ...] | None = None
+    node_affinity: Mapping[str, Any] | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An endpoint: ``key`` identifies it to the caller (config index or URN); ``label`` starts its messages."""
+
+    key: str
+    label: str
+    pods: tuple[PodTemplate, ...]
+
+
+def _get(data: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(data, Mapping):
+            return None
+        data = data.get(p)
+    return data
+
+
+def _replicas(base: int, scaling: Any, base_path: str, scaling_path: str) -> tuple[int, int, str]:
+    """(mandatory count, advisory count, spec path): autoscaling's minReplicaCount/maxReplicaCount (CRD defaults
+    1 and 5, operator-facts §4.5) when autoscaling is configured, else the fixed replica count."""
+    if isinstance(scaling, Mapping):
+        lo = int(scaling.get("minReplicaCount", 1) or 0)
+        hi = int(scaling.get("maxReplicaCount", 5) or 0)
+        return lo, max(lo, hi), f"{scaling_path}.minReplicaCount"
+    return base, base, base_path
+
+
+def workload_from_cr(cr: Mapping[str, Any], key: str, label: str) -> Workload:
+    """The pods an operator custom resource asks for (InferenceEndpointConfig or JumpStartModel)."""
+    spec = cr.get("spec") if isinstance(cr.get("spec"), Mapping) else {}
+    assert isinstance(spec, Mapping)
+    tolerations = tuple(t for t in spec.get("tolerations") or [] if isinstance(t, Mapping))  # operator 3.7 (§14)
+    if cr.get("kind") == "JumpStartModel":
+        itype = _get(spec, "server", "instanceType")
+        lo, hi, path = _replicas(
+            int(spec.get("replicas", 1) or 0), spec.get("autoScalingSpec"), "replicas", "autoScalingSpec"
+        )
+        return Workload(
+            key,
+            label,
+            (
+                PodTemplate(
+                    "server", "server", None, lo, hi, path, (str(itype),) if itype else None, None, {}, tolerations
+                ),
+            ),
+        )
+    types: tuple[str, ...] | None = None
+    if isinstance(spec.get("instanceType"), str):
+        types = (spec["instanceType"],)
+    elif spec.get("instanceTypes"):
+        types = tuple(str(t) for t in spec["instanceTypes"])
+    affinity = spec.get("nodeAffinity") if isinstance(spec.get("nodeAffinity"), Mapping) else None
+    pd = spec.get("pdSpec")
+    if isinstance(pd, Mapping):
+        pods = []
+        for role, key_ in (("prefill", "prefillSpec"), ("decode", "decodingSpec")):
+            role_spec = pd.get(key_) if isinstance(pd.get(key_), Mapping) else {}
+            assert isinstance(role_spec, Mapping)
+            scaling_key = "prefillAutoScaling" if role == "prefill" else "decodingAutoScaling"
+            lo, hi, path = _replicas(
+                int(role_spec.get("replicas", 1) or 0),
+                _get(pd, "autoScalingSpec", scaling_key),
+                f"pdSpec.{key_}.replicas",
+                f"pdSpec.autoScalingSpec.{scaling_key}",
+            )
+            selector = role_spec.get("nodeSelector") if isinstance(role_spec.get("nodeSelector"), Mapping) else {}
+            pods.append(
+                PodTemplate(
+                    role,
+                    f"pdSpec.{key_}.resources",
+                    role_spec.get("resources") if isinstance(role_spec.get("resources"), Mapping) else {},
+                    lo,
+                    hi,
+                    path,
+                    types,
+                    affinity,
+                    dict(selector or {}),
+                    tolerations,
+                )
+            )
+        return Workload(key, label, tuple(pods))
+    scaling = spec.get("autoScalingSpec") or _get(spec, "intelligentRoutingSpec", "autoScalingSpec")
+    scaling_path = "autoScalingSpec" if spec.get("autoScalingSpec") else "intelligentRoutingSpec.autoScalingSpec"
+    lo, hi, path = _replicas(int(spec.get("replicas", 1) or 0), scaling, "replicas", scaling_path)
+    resources = _get(spec, "worker", "resources")
+    return Workload(
+        key,
+        label,
+        (
+            PodTemplate(
+                "worker",
+                "worker.resources",
+                resources if isinstance(resources, Mapping) else {},
+                lo,
+                hi,
+                path,
+                types,
+                affinity,
+                {},
+                tolerations,
+            ),
+        ),
+    )
+
+
+# --- findings --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One capacity problem: ``key`` is the workload's key ("" for the cluster), ``path`` the spec path."""
+
+    rule: str
+    level: Level
+    key: str
+    path: str
+    message: str
+
+
+def effective_requests(resources: Mapping[str, Any] | None) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Requests as the scheduler counts them (a missing request defaults to its limit) and the problems found.
+
+    Problems (spec path, message) follow Kubernetes' ResourceRequirements validation: a limit below its
+    request; extended resources (GPUs, Neuron, EFA) whole numbers, with a limit equal to the request
+    ("Limit must be set for non overcommitable resources"; kubernetes.io docs: extended resources).
+    """
+    problems: list[tuple[str, str]] = []
+    if not resources:
+        return {}, problems
+    parsed: dict[str, dict[str, Fraction]] = {"requests": {}, "limits": {}}
+    for part in ("requests", "limits"):
+        block = resources.get(part) or {}
+        if not isinstance(block, Mapping):
+            continue
+        for name, value in block.items():
+            try:
+                parsed[part][str(name)] = parse_quantity(value)
+            except ValueError:
+                problems.append((f"{part}.{name}", f"{part}.{name} {value!r} is not a Kubernetes quantity"))
+    req, lim = parsed["requests"], parsed["limits"]
+    for name in sorted(set(req) | set(lim)):
+        r, lm = req.get(name), lim.get(name)
+        if name in EXTENDED or "/" in name:
+            for part, q in (("requests", r), ("limits", lm)):
+                if q is not None and q.denominator != 1:
+                    problems.append(
+                        (f"{part}.{name}", f"{part}.{name} is {float(q):g}; {name} is counted in whole devices")
+                    )
+            if r is not None and lm is None:
+                problems.append(
+                    (
+                        f"limits.{name}",
+                        f"requests.{name} needs an equal limits.{name} (extended resources are not overcommitted)",
+                    )
+                )
+            elif r is not None and lm is not None and r != lm:
+                problems.append(
+                    (
+                        f"limits.{name}",
+                        f"limits.{name} ({float(lm):g}) must equal requests.{name} ({float(r):g}) for an extended resource",
+                    )
+                )
+        elif r is not None and lm is not None and lm < r:
+            problems.append(
+                (
+                    f"limits.{name}",
+                    f"limits.{name} ({show_raw(name, lm)}) is below requests.{name} ({show_raw(name, r)})",
+                )
+            )
+    out: dict[str, int] = {}
+    for name in set(req) | set(lim):
+        q = req.get(name, lim.get(name))
+        assert q is not None
+        out[name] = math.ceil(q * 1000) if name == CPU else math.ceil(q)
+    out[PODS] = 1
+    return out, problems
+
+
+def show_raw(name: str, q: Fraction) -> str:
+    return show(name, math.ceil(q * 1000) if name == CPU else math.ceil(q))
+
+
+def resource_findings(workloads: Iterable[Workload]) -> list[Finding]:
+    """``endpoint-resources-valid``: requests/limits that the API server or the scheduler rejects."""
+    out = []
+    for w in workloads:
+        for pod in w.pods:
+            for path, message in effective_requests(pod.resources)[1]:
+                out.append(
+                    Finding(
+                        "endpoint-resources-valid",
+                        "mandatory",
+                        w.key,
+                        f"{pod.resources_path}.{path}",
+                        f"{w.label}: {pod.role} {message}",
+                    )
+                )
+    return out
+
+
+@dataclass
+class _Node:
+    group: Group
+    index: int
+    free: dict[str, int]
+    taken: dict[str, dict[str, int]] = field(default_factory=dict)  # workload key -> amounts
+
+
+@dataclass
+class PodPlacement:
+    """Where one pod template can go: the groups its selection allows, those whose taints it tolerates, ..."""
+
+    workload: Workload
+    pod: PodTemplate
+    requests: dict[str, int] | None  # None: unknown (JumpStartModel)
+    selected: list[Group]
+    tolerated: list[Group]
+    fitting: list[Group]  # tolerated groups one of whose nodes can hold the pod
+    tolerations: list[Mapping[str, Any]] = field(default_factory=list)  # the pod's, plus the admission-added ones
+
+
+@dataclass
+class Plan:
+    """Everything the capacity rules and the report read, computed once per stack."""
+
+    groups: list[Group]
+    allocatable: dict[str, NodeAllocatable | None]
+    placements: list[PodPlacement]
+    system_pods: list[SystemPod]
+    findings: list[Finding]
+    usage: dict[str, dict[str, dict[str, int]]]  # group -> workload label -> amounts (at min replicas)
+    usage_max: dict[str, dict[str, dict[str, int]]]
+    unplaced: dict[str, int]  # workload key -> pods not placed at min replicas
+
+    def by_rule(self, rule: str) -> list[Finding]:
+        return [f for f in self.findings if f.rule == rule]
+
+
+def _candidate_groups(pod: PodTemplate, groups: Sequence[Group]) -> list[Group]:
+    out = []
+    for g in groups:
+        if pod.instance_types is not None and g.instance_type not in pod.instance_types:
+            continue
+        labels = g.node_labels()
+        if selector_matches(pod.node_selector, labels) and affinity_matches(pod.node_affinity, labels):
+            out.append(g)
+    return out
+
+
+def _fits(requests: Mapping[str, int], free: Mapping[str, int]) -> bool:
+    for r, v in requests.items():
+        if v and v > free.get(r, 0):
+            return False
+    return True
+
+
+def _short(requests: Mapping[str, int], free: Mapping[str, int]) -> list[str]:
+    return [r for r in (GPU, NEURON, NEURONCORE, EFA, CPU, MEMORY, PODS) if requests.get(r, 0) > free.get(r, 0)]
+
+
+def _taints_text(group: Group, taints: list[Taint]) -> str:
+    return f"group {group.name} ({group.instance_type}), tainted {', '.join(str(t) for t in taints)}"
+
+
+def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | None]) -> list[Finding]:
+    w, pod, out = pl.workload, pl.pod, []
+    if not pl.selected:
+        if pod.node_affinity or pod.node_selector:
+            out.append(
+                Finding(
+                    "endpoint-pod-fits-node",
+                    "mandatory",
+                    w.key,
+                    "nodeAffinity" if pod.node_affinity else pod.resources_path.rsplit(".", 1)[0] + ".nodeSelector",
+                    f"{w.label}: no instance group matches the {pod.role} pods' node selection "
+                    f"(instance types {', '.join(pod.instance_types) if pod.instance_types else 'any'}"
+                    f"{', nodeAffinity' if pod.node_affinity else ''}{', nodeSelector ' + str(dict(pod.node_selector)) if pod.node_selector else ''})",
+                )
+            )
+        return out  # an instance type outside the cluster is endpoint-instance-type-in-cluster's finding
+    if not pl.tolerated:
+        tol = (
+            "tolerates " + ", ".join(str(dict(t)) for t in pod.tolerations) if pod.tolerations else "tolerates no taint"
+        )
+        out.append(
+            Finding(
+                "endpoint-tolerates-group-taints",
+                "mandatory",
+                w.key,
+                "tolerations" if pod.tolerations else "",
+                f"{w.label}: its {pod.role} pods may only run on "
+                + "; ".join(_taints_text(g, blocking_taints(pl.tolerations, g)) for g in pl.selected)
+                + f"; the endpoint {tol} (InferenceEndpointConfig/JumpStartModel have no tolerations field before "
+                "operator 3.7): remove the taint, make it PreferNoSchedule, or add an untainted group",
+            )
+        )
+        return out
+    if pl.requests is None:
+        return out
+    non_empty = [g for g in pl.tolerated if g.count > 0]
+    if not non_empty or all(g.training_plan_arn for g in non_empty):
+        why = "; ".join(
+            f"group {g.name} has instanceCount 0"
+            if g.count == 0
+            else f"group {g.name} takes its instances from training plan {g.training_plan_arn}"
+            for g in pl.tolerated
+        )
+        out.append(
+            Finding(
+                "endpoint-on-empty-group",
+                "advisory",
+                w.key,
+                "",
+                f"{w.label}: {why}; its {pod.role} pods stay Pending until instances are running"
+                + (
+                    " (the plan must be Active: python -m tools.preflight checks it)"
+                    if any(g.training_plan_arn for g in non_empty)
+                    else ""
+                ),
+            )
+        )
+    if not pl.fitting:
+        parts = []
+        path = ""
+        for g in pl.tolerated:
+            a = alloc.get(g.name)
+            if a is None:
+                continue
+            short = _short(pl.requests, a.allocatable)
+            path = path or (
+                f"{pod.resources_path}.requests.{short[0]}" if short and short[0] != PODS else pod.resources_path
+            )
+            shown = {r: v for r, v in a.allocatable.items() if r in (GPU, CPU, MEMORY) or pl.requests.get(r)}
+            parts.append(
+                f"one node of {g.describe()} allocates {describe(shown)}; "
+                + "; ".join(f"{NOUN[r]}: {show(r, a.allocatable.get(r, 0))} = {a.breakdown(r)}" for r in short)
+            )
+        if parts:
+            out.append(
+                Finding(
+                    "endpoint-pod-fits-node",
+                    "mandatory",
+                    w.key,
+                    path,
+                    f"{w.label}: a {pod.role} pod requests {describe(pl.requests)}, more than any node it may run on: "
+                    + " | ".join(parts),
+                )
+            )
+    return out
+
+
+def _pack(
+    nodes: list[_Node], items: list[tuple[PodPlacement, int]], strategy: int
+) -> tuple[list[tuple[PodPlacement, int]], list[_Node]]:
+    """First-fit of pods onto candidate nodes; returns the pods not placed. ``items`` = (placement, replica no.)."""
+
+    def size(item: tuple[PodPlacement, int]) -> tuple[int, ...]:
+        req = item[0].requests or {}
+        big = (-req.get(GPU, 0), -req.get(NEURON, 0), -req.get(NEURONCORE, 0), -req.get(MEMORY, 0), -req.get(CPU, 0))
+        return ((len(item[0].fitting),) if strategy else ()) + big
+
+    failed = []
+    ordered = sorted(items, key=size)
+    # Free amounts only shrink, so a node that could not take a pod cannot take an identical one later:
+    # identical pods resume the scan where the previous one stopped (linear instead of pods x nodes).
+    resume: dict[tuple[Any, ...], int] = {}
+    for pl, replica in ordered:
+        assert pl.requests is not None
+        names = frozenset(g.name for g in pl.fitting)
+        key = (names, tuple(sorted(pl.requests.items())))
+        start = resume.get(key, 0)
+        for i in range(start, len(nodes)):
+            node = nodes[i]
+            if node.group.name in names and _fits(pl.requests, node.free):
+                for r, v in pl.requests.items():
+                    node.free[r] = node.free.get(r, 0) - v
+                bucket = node.taken.setdefault(pl.workload.key, {})
+                for r, v in pl.requests.items():
+                    bucket[r] = bucket.get(r, 0) + v
+                resume[key] = i
+                break
+        else:
+            resume[key] = len(nodes)
+            failed.append((pl, replica))
+    return failed, nodes
+
+
+def _fresh_nodes(groups: Sequence[Group], alloc: Mapping[str, NodeAllocatable | None]) -> list[_Node]:
+    out: list[_Node] = []
+    for g in groups:
+        a = alloc.get(g.name)
+        if a is not None:
+            out.extend(_Node(g, i, dict(a.allocatable)) for i in range(g.count))
+    return out
+
+
+def _pack_best(
+    groups: Sequence[Group], alloc: Mapping[str, NodeAllocatable | None], items: list[tuple[PodPlacement, int]]
+) -> tuple[list[tuple[PodPlacement, int]], list[_Node]]:
+    """Largest-first, then most-constrained-first: a placement either finds counts as feasible."""
+    best: tuple[list[tuple[PodPlacement, int]], list[_Node]] | None = None
+    for strategy in (0, 1):
+        failed, nodes = _pack(_fresh_nodes(groups, alloc), items, strategy)
+        if not failed:
+            return failed, nodes
+        if best is None:
+            best = (failed, nodes)
+    assert best is not None
+    return best
+
+
+def _usage(nodes: Iterable[_Node], labels: Mapping[str, str]) -> dict[str, dict[str, dict[str, int]]]:
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for node in nodes:
+        for key, amounts in node.taken.items():
+            bucket = out.setdefault(node.group.name, {}).setdefault(labels.get(key, key), {})
+            for r, v in amounts.items():
+                bucket[r] = bucket.get(r, 0) + v
+    return out
+
+
+def _dimension(req: Mapping[str, int]) -> str:
+    return next((r for r in (GPU, NEURON, NEURONCORE) if req.get(r)), CPU)
+
+
+def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same shape
+    failed: list[tuple[PodPlacement, int]],
+    nodes: list[_Node],
+    counts: Mapping[tuple[str, str], int],
+    alloc: Mapping[str, NodeAllocatable | None],
+    labels: Mapping[str, str],
+    rule: str,
+    level: Level,
+    at: str,
+) -> list[Finding]:
+    out = []
+    seen: dict[tuple[str, str], int] = {}
+    for pl, _ in failed:
+        k = (pl.workload.key, pl.pod.role)
+        seen[k] = seen.get(k, 0) + 1
+    done = set()
+    for pl, _ in failed:
+        k = (pl.workload.key, pl.pod.role)
+        if k in done:
+            continue
+        done.add(k)
+        assert pl.requests is not None
+        dim = _dimension(pl.requests)
+        n = counts[k]
+        types = sorted({g.instance_type for g in pl.fitting})
+        per_group = []
+        for g in pl.fitting:
+            a = alloc.get(g.name)
+            if a is None:
+                continue
+            g_nodes = [x for x in nodes if x.group.name == g.name]
+            per = a.allocatable.get(dim, 0)
+            others: dict[str, int] = {}
+            own = 0
+            for x in g_nodes:
+                for key, amounts in x.taken.items():
+                    if key == pl.workload.key:
+                        own += amounts.get(dim, 0)
+                    else:
+                        others[labels.get(key, key)] = others.get(labels.get(key, key), 0) + amounts.get(dim, 0)
+            taken = ", ".join(f"{lbl} already takes {show(dim, v)}" for lbl, v in others.items() if v)
+            free = [x.free.get(dim, 0) for x in g_nodes]
+            text = f"group {g.name} has {g.count} x {show(dim, per)} = {show(dim, g.count * per)} {NOUN[dim]}"
+            if taken:
+                text += f", {taken}"
+            if own:
+                text += f", its other pods take {show(dim, own)}"
+            text += f"; free per node: {', '.join(show(dim, f) for f in free) or 'none'}"
+            per_group.append(text)
+        extra = {r: v for r, v in pl.requests.items() if r not in (dim, PODS)}
+        out.append(
+            Finding(
+                rule,
+                level,
+                pl.workload.key,
+                pl.pod.replicas_path.replace("minReplicaCount", "maxReplicaCount") if at else pl.pod.replicas_path,
+                f"{pl.workload.label} needs {n} {pl.pod.role} pod{'s' if n != 1 else ''} x "
+                f"{show(dim, pl.requests.get(dim, 0))} {NOUN[dim]}"
+                + (f" ({describe(extra)} each)" if extra else "")
+                + f" on {', '.join(types)}{at}; {seen[k]} of them fit nowhere: "
+                + " | ".join(per_group),
+            )
+        )
+    return out
+
+
+def _controller_findings(
+    system_pods: Sequence[SystemPod], groups: Sequence[Group], alloc: Mapping[str, NodeAllocatable | None]
+) -> tuple[list[Finding], list[tuple[SystemPod, list[Group]]]]:
+    out, placeable = [], []
+    stranded: dict[str, list[SystemPod]] = {}
+    for pod in system_pods:
+        if pod.kind == "DaemonSet" or pod.replicas <= 0:
+            continue
+        why = []
+        ok = []
+        for g in groups:
+            labels = g.node_labels()
+            taints = blocking_taints(pod.tolerations, g)
+            if g.count == 0:
+                why.append(f"{g.name} has instanceCount 0")
+            elif not selector_matches(pod.node_selector, labels):
+                why.append(f"{g.name} does not match its nodeSelector {dict(pod.node_selector)}")
+            elif taints:
+                why.append(_taints_text(g, taints) + " (not tolerated)")
+            else:
+                a = alloc.get(g.name)
+                if pod.requests is not None and a is not None and not _fits({**pod.requests, PODS: 1}, a.allocatable):
+                    why.append(
+                        f"one node of {g.name} allocates {describe(a.allocatable)}, less than its {describe(pod.requests)}"
+                    )
+                else:
+                    ok.append(g)
+        if not ok:
+            reason = "; ".join(why) or "the cluster has no instance group"
+            stranded.setdefault(reason, []).append(pod)
+        elif pod.requests is not None:
+            placeable.append((pod, ok))
+    for reason, pods in stranded.items():
+        names = ", ".join(
+            f"{p.name} ({p.replicas}{'' if p.tolerations_known else ', tolerations unknown'})" for p in pods
+        )
+        out.append(
+            Finding(
+                "controllers-have-a-node",
+                "mandatory",
+                "",
+                "",
+                f"{len(pods)} controller Deployment(s) the stack installs can run on no instance group: {names} "
+                f"(replicas in brackets): {reason}; leave one group untainted (the system group) or tolerate its taint",
+            )
+        )
+    return out, placeable
+
+
+def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Sequence[SystemPod] = ()) -> Plan:
+    """Run every capacity rule once: the findings and the per-group usage the report shows."""
+    groups = list(groups)
+    alloc = {g.name: node_allocatable(g, system_pods) for g in groups}
+    findings = resource_findings(workloads)
+    labels = {w.key: w.label for w in workloads}
+    placements = []
+    for w in workloads:
+        for pod in w.pods:
+            requests = None if pod.resources is None else effective_requests(pod.resources)[0]
+            if requests is not None:
+                requests.setdefault(PODS, 1)
+            selected = _candidate_groups(pod, groups)
+            tolerations = [*pod.tolerations, *extended_resource_tolerations(requests or {})]
+            tolerated = [g for g in selected if not blocking_taints(tolerations, g)]
+            fitting = []
+            if requests is not None:
+                fitting = [
+                    g for g in tolerated if (a := alloc.get(g.name)) is not None and _fits(requests, a.allocatable)
+                ]
+            pl = PodPlacement(w, pod, requests, selected, tolerated, fitting, tolerations)
+            placements.append(pl)
+            findings.extend(_placement_findings(pl, alloc))
+
+    controller_findings, controllers = _controller_findings(system_pods, groups, alloc)
+    findings.extend(controller_findings)
+    sys_workloads = {
+        pod.name: PodPlacement(
+            Workload(f"system:{pod.name}", pod.name, ()),
+            PodTemplate(pod.name, "", None, pod.replicas, pod.replicas, ""),
+            {**(pod.requests or {}), PODS: 1},
+            ok,
+            ok,
+            [g for g in ok if g.count > 0],
+        )
+        for pod, ok in controllers
+    }
+    for spl in sys_workloads.values():
+        labels[spl.workload.key] = spl.workload.label
+
+    def items(at_max: bool) -> tuple[list[tuple[PodPlacement, int]], dict[tuple[str, str], int]]:
+        out: list[tuple[PodPlacement, int]] = []
+        counts: dict[tuple[str, str], int] = {}
+        for pl in placements:
+            if pl.requests is None or not any(g.count > 0 for g in pl.fitting):
+                continue
+            n = pl.pod.replicas_max if at_max else pl.pod.replicas_min
+            counts[(pl.workload.key, pl.pod.role)] = n
+            out.extend((pl, i) for i in range(n))
+        for spl in sys_workloads.values():
+            out.extend((spl, i) for i in range(spl.pod.replicas_min))
+        return out, counts
+
+    min_items, min_counts = items(False)
+    failed, nodes = _pack_best(groups, alloc, min_items)
+    endpoint_failed = [f for f in failed if not f[0].workload.key.startswith("system:")]
+    system_failed = [f for f in failed if f[0].workload.key.startswith("system:")]
+    findings.extend(
+        _capacity_findings(
+            endpoint_failed, nodes, min_counts, alloc, labels, "endpoint-fits-group-capacity", "mandatory", ""
+        )
+    )
+    for spl, _ in system_failed:
+        findings.append(
+            Finding(
+                "controllers-have-a-node",
+                "mandatory",
+                "",
+                "",
+                f"{spl.workload.label}: {spl.pod.replicas_min} replica(s) of {describe(spl.requests or {})} do not fit "
+                f"next to the endpoints on {', '.join(g.name for g in spl.fitting)}",
+            )
+        )
+    unplaced: dict[str, int] = {}
+    for pl, _ in endpoint_failed:
+        unplaced[pl.workload.key] = unplaced.get(pl.workload.key, 0) + 1
+    usage = _usage(nodes, labels)
+
+    max_items, max_counts = items(True)
+    usage_max = usage
+    if max_counts != min_counts:
+        failed_max, nodes_max = _pack_best(groups, alloc, max_items)
+        usage_max = _usage(nodes_max, labels)
+        newly = [
+            f for f in failed_max if not f[0].workload.key.startswith("system:") and f[0].workload.key not in unplaced
+        ]
+        findings.extend(
+            _capacity_findings(
+                newly,
+                nodes_max,
+                max_counts,
+                alloc,
+                labels,
+                "endpoint-fits-group-capacity-at-max",
+                "advisory",
+                " at autoscaling maxReplicaCount",
+            )
+        )
+    return Plan(groups, alloc, placements, list(system_pods), findings, usage, usage_max, unplaced)
+
+
+# --- the catalogue of rules (names, levels, descriptions for the pack) -----------------------------------
+
+
+@dataclass(frozen=True)
+class CapacityRule:
+    name: str
+    level: Level
+    description: str
+
+
+CAPACITY_RULES: tuple[CapacityRule, ...] = (
+    CapacityRule(
+        "endpoint-resources-valid",
+        "mandatory",
+        "An endpoint's pod resources must be valid Kubernetes ResourceRequirements: limits not below requests, "
+        "GPU/Neuron/EFA requests whole numbers equal to their limits (Kubernetes docs: extended resources; CRD "
+        "worker.resources and pdSpec roles' resources are core ResourceRequirements).",
+    ),
+    CapacityRule(
+        "endpoint-pod-fits-node",
+        "mandatory",
+        "Each worker (and DPD prefill/decode) pod's requests must fit one node of an instance group it may land on: "
+        "allocatable = vCPUs after threadsPerCore, memory and GPUs minus EKS AMI kube-reserved, eviction threshold "
+        "and the stack's DaemonSets (deploy-readiness.md traps 8-9; AWS docs: HyperPod ThreadsPerCore; CRD).",
+    ),
+    CapacityRule(
+        "endpoint-tolerates-group-taints",
+        "mandatory",
+        "An endpoint's pods run only on groups whose NoSchedule/NoExecute taints they tolerate; the v3.2 CRD has no "
+        "tolerations field (operator 3.7 adds one, operator-facts §14), so a tainted-only target stays Pending (CRD).",
+    ),
+    CapacityRule(
+        "endpoint-fits-group-capacity",
+        "mandatory",
+        "The endpoints' pods at their replica count (autoscaling: minReplicaCount) must pack onto the groups' nodes, "
+        "node by node (two 5-GPU pods do not fit one 8-GPU node) (CRD replicas/autoScalingSpec; deploy-readiness.md).",
+    ),
+    CapacityRule(
+        "endpoint-fits-group-capacity-at-max",
+        "advisory",
+        "At autoscaling maxReplicaCount the endpoints' pods should still pack onto the groups' nodes, else scale-up "
+        "stays Pending (CRD autoScalingSpec.maxReplicaCount, default 5).",
+    ),
+    CapacityRule(
+        "controllers-have-a-node",
+        "mandatory",
+        "The controllers the stack installs (CoreDNS, LB controller, KEDA, cert-manager, metrics-server, CSI "
+        "controllers, the operator) need an instance group they tolerate and match, with room for their requests "
+        "(deploy-readiness.md traps 1, 2 and 4; anchors §4 pain point 9).",
+    ),
+    CapacityRule(
+        "endpoint-on-empty-group",
+        "advisory",
+        "An endpoint whose only groups have instanceCount 0 (or take instances from a training plan that must be "
+        "Active) deploys but its pods stay Pending (AWS docs: HyperPod training plans; CRD).",
+    ),
+)
+CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in CAPACITY_RULES)
+
+
+def fit_hook(pod: Any, group: Any, replicas: int) -> str | None:
+    """The rehearsal's resource-fit hook (``tools.rehearse`` ``FitHook``): why ``replicas`` of a system pod
+    (``policies.readiness.SystemPod``) do not fit the nodes of ``group`` (its ``NodeGroup``: name,
+    instance_type, count, labels, taints as ``(key, value, effect)``, optional threads_per_core), or ``None``.
+
+    Taints, selectors and architecture are the rehearsal's own checks; this judges requests against one node's
+    allocatable (after kube-reserved and the DaemonSets) and the replicas against the group's nodes. Unknown
+    requests or an instance type missing from the data cannot be judged: ``None``.
+    """
+    sp = system_pod(pod)
+    if sp.requests is None:
+        return None
+    g = Group(
+        name=str(group.name),
+        instance_type=str(group.instance_type),
+        count=int(group.count),
+        threads_per_core=int(getattr(group, "threads_per_core", 1) or 1),
+        labels=dict(getattr(group, "labels", {}) or {}),
+        taints=tuple(Taint(str(k), v, str(e)) for k, v, e in getattr(group, "taints", ()) or ()),
+    )
+    a = node_allocatable(g, load_system_pods()[0])
+    if a is None:
+        return None
+    req = {**sp.requests, PODS: 1}
+    if not _fits(req, a.allocatable):
+        short = _short(req, a.allocatable)
+        return f"{sp.name} requests {describe(req)}; one node of {g.describe()} allocates " + "; ".join(
+            f"{NOUN[r]} {show(r, a.allocatable.get(r, 0))} = {a.breakdown(r)}" for r in short
+        )
+    per_node = min(a.allocatable.get(r, 0) // v for r, v in req.items() if v)
+    if per_node * g.count < replicas:
+        return (
+            f"{replicas} replicas of {sp.name} ({describe(req)} each) need more than {g.count} node(s) of "
+            f"{g.describe()}, which hold {per_node} each"
+        )
+    return None

@@ -1,0 +1,376 @@
+"""The deploy-readiness model: what each create (and delete) waits for, what it provides, how long it takes.
+
+The data lives in ``policies/readiness.yaml`` (one file, every entry with its source); this module is its
+typed, cached loader. Readers: ``tools.rehearse`` (the offline ``pulumi up`` / ``destroy`` simulation),
+``tools.graph`` (critical path, graph picture) and the capacity checks (DaemonSet overhead per node, "every
+controller needs a group it can run on").
+
+Stable API (other components rely on it):
+
+* :func:`load_readiness` -> :class:`Readiness` (cached);
+* ``Readiness.resources``: :class:`ResourceReadiness` entries; :meth:`Readiness.entry_for` picks the first
+  entry whose ``type`` glob and ``match`` conditions fit a registration's type and inputs;
+* ``Readiness.system_pods``: :class:`SystemPod` entries (``name``, ``installed_by``, ``kind``, ``replicas``,
+  ``requests``, ``tolerations``, ``node_selector``, ``source``); :meth:`SystemPod.installed_by_matches` tells
+  whether a registration installs the pod, :meth:`SystemPod.effective_tolerations` applies the installing
+  resource's configured override;
+* ``Readiness.remote_components``: how a remote component (``eks:index:Cluster``) expands into the
+  children it really creates.
+
+Conventions: ``None`` always means *unknown* (no source states it) and is reported as such, never
+replaced by a guess. ``requests: {}`` means the chart sets no requests (zero), which is a known value.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+READINESS_FILE = Path(__file__).with_name("readiness.yaml")
+
+_MISSING = object()
+
+
+def input_value(inputs: Any, path: str, default: Any = None) -> Any:
+    """The value at dotted ``path`` in registration inputs; JSON strings on the way are parsed.
+
+    ``configurationValues.alb.enabled`` reads into an add-on's JSON ``configurationValues`` string.
+    A path segment that is an integer indexes a list.
+    """
+    cur = inputs
+    for part in path.split("."):
+        if isinstance(cur, str):
+            try:
+                cur = json.loads(cur)
+            except ValueError:
+                return default
+        if isinstance(cur, dict):
+            if part not in cur:
+                return default
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return default
+    if cur is None:
+        return default
+    return cur
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Condition(_Model):
+    """One test on a registration's inputs; a list of conditions is ANDed."""
+
+    input: str = Field(description="Dotted path into the inputs (JSON strings are parsed on the way).")
+    op: Literal["eq", "ne", "in", "glob", "truthy", "falsy"] = "eq"
+    value: Any = None
+    default: Any = Field(default=None, description="The value when the input is absent (the provider's default).")
+
+    def holds(self, inputs: dict[str, Any]) -> bool:
+        got = input_value(inputs, self.input, self.default)
+        if self.op == "eq":
+            return bool(got == self.value)
+        if self.op == "ne":
+            return bool(got != self.value)
+        if self.op == "in":
+            return got in (self.value or [])
+        if self.op == "glob":
+            return isinstance(got, str) and fnmatch.fnmatchcase(got, str(self.value))
+        if self.op == "truthy":
+            return bool(got)
+        return not got
+
+
+def all_hold(conditions: list[Condition], inputs: dict[str, Any]) -> bool:
+    return all(c.holds(inputs) for c in conditions)
+
+
+class Selector(_Model):
+    """Finds a resource in the graph: a type token (glob) and conditions on its inputs."""
+
+    type: str
+    when: list[Condition] = Field(default_factory=list)
+
+    def matches(self, typ: str, inputs: dict[str, Any]) -> bool:
+        return fnmatch.fnmatchcase(typ, self.type) and all_hold(self.when, inputs)
+
+
+class Wait(_Model):
+    """Something a create waits for before the engine marks it done.
+
+    kinds: ``pods`` — the Deployments this resource installs (``SystemPod.installed_by``) must get their
+    minimum pods ready, i.e. be schedulable on nodes that already exist; ``crd`` — the CRD of the object's
+    kind must be registered by a resource created before it; ``webhook`` — the named system pods (a
+    controller's admission webhook, ``failurePolicy: Fail``) must be serving; ``k8s_api`` — the Kubernetes
+    API must be reachable from where Pulumi runs; ``after`` — a resource matching ``selector`` must be
+    created first (a documented ordering requirement); ``status`` — a state the resource reaches by itself
+    (ACTIVE, ISSUED, ...), taking ``create_minutes``.
+    """
+
+    kind: Literal["pods", "crd", "webhook", "k8s_api", "after", "status"]
+    detail: str = ""
+    pods: list[str] = Field(default_factory=list, description="webhook: system pod names that serve it")
+    selector: Selector | None = None
+    when: list[Condition] = Field(default_factory=list, description="the wait applies only when these hold")
+    unless: list[Condition] = Field(default_factory=list, description="the wait is off when all of these hold")
+    source: str = ""
+
+    def applies(self, inputs: dict[str, Any]) -> bool:
+        if not all_hold(self.when, inputs):
+            return False
+        return not (self.unless and all_hold(self.unless, inputs))
+
+
+class Provide(_Model):
+    """What a resource makes available once created: ``nodes`` (instance groups read from its inputs),
+    ``crds`` (``group/Kind`` names), ``k8s_api`` (an API endpoint)."""
+
+    kind: Literal["nodes", "crds", "k8s_api"]
+    crds: list[str] = Field(default_factory=list)
+    when: list[Condition] = Field(default_factory=list)
+
+
+class TimeoutInput(_Model):
+    """A create timeout the program sets through an input (e.g. a Helm release's ``timeout`` in seconds)."""
+
+    input: str
+    unit: Literal["s", "min"] = "s"
+
+
+class ResourceReadiness(_Model):
+    """Readiness facts for one resource type (optionally narrowed by ``match``)."""
+
+    type: str = Field(description="Pulumi type token; fnmatch glob allowed")
+    match: list[Condition] = Field(default_factory=list)
+    label: str = Field(default="", description="short human name, e.g. 'EKS add-on coredns'")
+    waits_for: list[Wait] = Field(default_factory=list)
+    provides: list[Provide] = Field(default_factory=list)
+    create_timeout_minutes: float | None = Field(default=None, description="provider default; None = none/unknown")
+    create_timeout_input: TimeoutInput | None = None
+    create_minutes: float | None = Field(default=None, description="typical create time a source gives; None = unknown")
+    delete_minutes: float | None = None
+    delete_timeout_minutes: float | None = None
+    delete_waits_for: str = ""
+    finalizer_controller: list[str] = Field(
+        default_factory=list, description="system pods whose controller must run to remove this object's finalizer"
+    )
+    stateful: bool = Field(default=False, description="holds data: must be protected in prod")
+    source: str = Field(min_length=1)
+
+    def matches(self, typ: str, inputs: dict[str, Any]) -> bool:
+        return fnmatch.fnmatchcase(typ, self.type) and all_hold(self.match, inputs)
+
+
+class Toleration(_Model):
+    key: str | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    tolerationSeconds: int | None = None  # Kubernetes field name
+
+    def tolerates(self, key: str, value: str | None, effect: str) -> bool:
+        """Kubernetes' toleration matching (an empty key with Exists matches every taint)."""
+        if self.effect is not None and self.effect != effect:
+            return False
+        if self.key is None or self.key == "":
+            return self.operator == "Exists"
+        if self.key != key:
+            return False
+        return self.operator == "Exists" or (self.value or "") == (value or "")
+
+
+class Requests(_Model):
+    """A pod's total resource requests (Kubernetes quantities); a field left None is unknown."""
+
+    cpu: str | None = None
+    memory: str | None = None
+
+
+class SystemPod(_Model):
+    """A controller or agent the stack installs (through an EKS add-on or a Helm chart)."""
+
+    name: str
+    installed_by: list[Selector] = Field(min_length=1, description="alternatives: any matching resource installs it")
+    kind: Literal["Deployment", "DaemonSet"]
+    replicas: int | None = Field(default=None, description="Deployments: the default replica count")
+    replicas_input: str | None = Field(default=None, description="input path overriding replicas (Helm values)")
+    requests: Requests | None = Field(default=None, description="None = unknown; {} = the chart sets none")
+    tolerations: list[Toleration] | None = Field(default=None, description="defaults; None = unknown")
+    tolerations_input: str | None = Field(
+        default=None, description="input path of the installing resource whose value replaces the defaults"
+    )
+    tolerate_all_input: str | None = Field(default=None, description="input path of a 'tolerate all taints' switch")
+    node_selector: dict[str, list[str]] = Field(
+        default_factory=dict, description="label -> allowed values (nodeSelector or required node affinity)"
+    )
+    serves: list[str] = Field(default_factory=list, description="what it provides: webhook/CRD controller names")
+    source: str = Field(min_length=1)
+
+    def installed_by_matches(self, typ: str, inputs: dict[str, Any]) -> bool:
+        return any(s.matches(typ, inputs) for s in self.installed_by)
+
+    def effective_tolerations(self, inputs: dict[str, Any]) -> list[Toleration] | None:
+        """The tolerations the pod gets given the installing resource's inputs (None = unknown)."""
+        if self.tolerate_all_input and input_value(inputs, self.tolerate_all_input) is True:
+            return [Toleration(operator="Exists")]
+        if self.tolerations_input:
+            given = input_value(inputs, self.tolerations_input, _MISSING)
+            if given is not _MISSING and isinstance(given, list):
+                return [Toleration.model_validate(t) for t in given]
+        return self.tolerations
+
+    def effective_replicas(self, inputs: dict[str, Any]) -> int | None:
+        if self.replicas_input:
+            given = input_value(inputs, self.replicas_input)
+            if isinstance(given, int):
+                return given
+        return self.replicas
+
+
+class RemoteChild(_Model):
+    """One child a remote component creates, with the conditions (on the component's inputs) it needs."""
+
+    suffix: str = Field(description="child name = '<component name><suffix>'")
+    type: str
+    when: list[Condition] = Field(default_factory=list)
+    when_any: list[list[Condition]] = Field(
+        default_factory=list, description="alternatives (OR of ANDs), checked after ``when``"
+    )
+    depends_on: list[str] = Field(default_factory=list, description="suffixes of sibling children it waits on")
+    inputs_from: dict[str, str] = Field(
+        default_factory=dict, description="child input -> component input path it is built from"
+    )
+    inputs: dict[str, Any] = Field(default_factory=dict, description="fixed inputs the component sets")
+    kubernetes: bool = Field(default=False, description="created through the component's own Kubernetes provider")
+    source: str = Field(min_length=1)
+
+    def inputs_for(self, component_inputs: dict[str, Any]) -> dict[str, Any]:
+        """The child's inputs: its fixed ``inputs`` plus ``inputs_from`` read from the component's inputs
+        (dotted targets build nested mappings: ``vpcConfig.endpointPublicAccess``)."""
+        out: dict[str, Any] = copy.deepcopy(self.inputs)
+        for target, source in self.inputs_from.items():
+            value = input_value(component_inputs, source)
+            if value is None:
+                continue
+            cur = out
+            *heads, last = target.split(".")
+            for part in heads:
+                nxt = cur.get(part)
+                if not isinstance(nxt, dict):
+                    nxt = {}
+                    cur[part] = nxt
+                cur = nxt
+            cur[last] = value
+        return out
+
+    def created(self, inputs: dict[str, Any]) -> bool:
+        """Whether the component creates this child given its inputs."""
+        if not all_hold(self.when, inputs):
+            return False
+        return not self.when_any or any(all_hold(alt, inputs) for alt in self.when_any)
+
+
+class RemoteComponent(_Model):
+    type: str
+    children: list[RemoteChild]
+    source: str = Field(min_length=1)
+
+
+class Architecture(_Model):
+    """CPU architecture of HyperPod instance families (``ml.<family>.<size>``)."""
+
+    default: str
+    families: dict[str, str] = Field(default_factory=dict)
+    source: str = Field(min_length=1)
+
+    def of(self, instance_type: str) -> str:
+        parts = instance_type.split(".")
+        family = parts[1] if len(parts) >= 3 else instance_type
+        return self.families.get(family, self.default)
+
+
+class HealthTaint(_Model):
+    """The taint HyperPod puts on nodes while their on-start deep health checks run."""
+
+    key: str
+    value: str
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    source: str = Field(min_length=1)
+
+
+class DeployerAccess(_Model):
+    """How the rehearsal decides whether Pulumi can reach a private-only Kubernetes API (data-driven)."""
+
+    config_keys: list[str] = Field(description="stack config keys that declare the deployer's path")
+    public_input: str = Field(description="eks:index:Cluster input turning the public endpoint on")
+    public_cidrs_input: str
+    cluster_sg_output: str = Field(description="eks:index:Cluster output: the cluster security group id")
+    cluster_sg_input: str = Field(description="eks:index:Cluster input: a security group given for the control plane")
+    sg_type: str = Field(description="type token of a security group")
+    cluster_sg_child: str = Field(description="suffix of the expanded child: the control-plane SG pulumi-eks creates")
+    rule_types: list[str] = Field(description="ingress rule types that can admit the deployer")
+    node_sg_input_paths: list[str] = Field(
+        default_factory=list, description="where the HyperPod nodes' SG ids are (rules from them do not count)"
+    )
+    source: str = Field(min_length=1)
+
+
+class Readiness(_Model):
+    sources: dict[str, str]
+    resources: list[ResourceReadiness]
+    default: ResourceReadiness
+    system_pods: list[SystemPod]
+    remote_components: list[RemoteComponent]
+    architecture: Architecture
+    health_taint: HealthTaint
+    deployer_access: DeployerAccess
+    destroy: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unique_pods(self) -> Readiness:
+        names = [p.name for p in self.system_pods]
+        dupes = {n for n in names if names.count(n) > 1}
+        if dupes:
+            raise ValueError(f"duplicate system pod names: {sorted(dupes)}")
+        return self
+
+    def entry_for(self, typ: str, inputs: dict[str, Any]) -> ResourceReadiness:
+        """The first entry whose type glob and match conditions fit; else ``default``."""
+        for entry in self.resources:
+            if entry.matches(typ, inputs):
+                return entry
+        return self.default
+
+    def pods_installed_by(self, typ: str, inputs: dict[str, Any]) -> list[SystemPod]:
+        return [p for p in self.system_pods if p.installed_by_matches(typ, inputs)]
+
+    def pod(self, name: str) -> SystemPod:
+        for p in self.system_pods:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def remote(self, typ: str) -> RemoteComponent | None:
+        for rc in self.remote_components:
+            if rc.type == typ:
+                return rc
+        return None
+
+
+@cache
+def load_readiness(path: Path = READINESS_FILE) -> Readiness:
+    """Parse and validate ``policies/readiness.yaml`` (cached per path)."""
+    # libyaml's loader when present: 15x faster than the pure-Python one on this file (150 -> 10 ms).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    return Readiness.model_validate(data)

@@ -1,0 +1,292 @@
+"""AWS Foundational Security Best Practices (FSBP) controls on the registered graph: edge, network, S3.
+
+Each policy names its FSBP control (AWS Security Hub user guide, "AWS Foundational Security Best Practices
+standard", the control's page) and checks the provider's real input shapes. Levels: :data:`LEVELS` is the one
+table (prod = the level in code; ``config.<env>.json`` carries the same levels); a control waived on purpose is
+``disabled`` everywhere and its config entry says why (``waiver``).
+
+| policy | FSBP | prod | dev / staging |
+|---|---|---|---|
+| alb-waf-attached | ELB.16 | mandatory | advisory |
+| vpc-flow-logs-enabled | EC2.6 | mandatory | advisory |
+| default-security-group-closed | EC2.2 | mandatory | advisory |
+| s3-bucket-access-logging | S3.9 | mandatory | advisory |
+| s3-bucket-lifecycle-rules | S3.13 | mandatory | advisory |
+| elasticache-automatic-backups | ElastiCache.1 | waived (disabled) | waived (disabled) |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from .graph import BUCKETS, REPLICATION_GROUP, as_list, depends_on, get, of_type, truthy
+
+MANDATORY = EnforcementLevel.MANDATORY
+
+LOAD_BALANCERS = ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer")
+WEB_ACL_ASSOCIATION = "aws:wafv2/webAclAssociation:WebAclAssociation"
+VPC = "aws:ec2/vpc:Vpc"
+FLOW_LOG = "aws:ec2/flowLog:FlowLog"
+DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
+BUCKET_LOGGING = ("aws:s3/bucketLogging:BucketLogging", "aws:s3/bucketLoggingV2:BucketLoggingV2")
+LIFECYCLE = (
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+    "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
+)
+VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
+
+ELASTICACHE_WAIVER = (
+    "The L2 KV cache is rebuildable: a lost cache only costs prefill compute, and a snapshot would hold "
+    "prompt-derived KV blocks past their useful life (components/kv_cache.py, snapshot_retention_limit=0)."
+)
+LOG_DESTINATION_EXEMPTION = (
+    "Buckets that receive access logs (S3 server access log targets, ALB access-log buckets) do not log "
+    "themselves: logging a log bucket into itself loops, and AWS advises a separate destination."
+)
+
+
+def _refers(resource: PolicyResource, key: str, target: PolicyResource, literal_key: str) -> bool:
+    return depends_on(resource, key, target, literal=get(target.props, literal_key))
+
+
+# --- alb-waf-attached (ELB.16) ------------------------------------------------------------------------
+
+
+def _is_internet_facing_alb(lb: PolicyResource) -> bool:
+    kind = str(get(lb.props, "loadBalancerType", default="application"))
+    return kind == "application" and not truthy(get(lb.props, "internal", default=False))
+
+
+def _alb_waf_attached(args: StackValidationArgs, report: ReportViolation) -> None:
+    associations = of_type(args, WEB_ACL_ASSOCIATION)
+    for lb in of_type(args, *LOAD_BALANCERS):
+        if not _is_internet_facing_alb(lb):
+            continue
+        if not any(_refers(a, "resourceArn", lb, "arn") and get(a.props, "webAclArn") for a in associations):
+            report(
+                "internet-facing ALB has no AWS WAF WebACL associated (aws.wafv2.WebAclAssociation); enable "
+                "ingress.waf or set ingress.wafWebAclArn",
+                lb.urn,
+            )
+
+
+alb_waf_attached = StackValidationPolicy(
+    name="alb-waf-attached",
+    description="FSBP ELB.16: an internet-facing Application Load Balancer must be associated with an AWS WAF "
+    "web ACL (rate limits per client live there; the operator's router has none). AWS docs: Security Hub "
+    "elb-controls (ELB.16); seed: time-based rate limiting at the edge.",
+    validate=_alb_waf_attached,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- vpc-flow-logs-enabled (EC2.6) -------------------------------------------------------------------------
+
+
+def _vpc_flow_logs_enabled(args: StackValidationArgs, report: ReportViolation) -> None:
+    flow_logs = of_type(args, FLOW_LOG)
+    for vpc in of_type(args, VPC):
+        if not any(_refers(f, "vpcId", vpc, "id") for f in flow_logs):
+            report("VPC has no flow log (aws.ec2.FlowLog with vpcId); see observability.vpcFlowLogs", vpc.urn)
+    for flow in flow_logs:
+        if get(flow.props, "trafficType") not in ("ALL", "REJECT"):
+            report("flow log records neither ALL nor REJECT traffic (EC2.6 asks for at least REJECT)", flow.urn)
+
+
+vpc_flow_logs_enabled = StackValidationPolicy(
+    name="vpc-flow-logs-enabled",
+    description="FSBP EC2.6: every VPC must have flow logging (traffic type ALL or REJECT). AWS docs: Security "
+    "Hub ec2-controls (EC2.6), Amazon VPC user guide 'Logging IP traffic using VPC Flow Logs'.",
+    validate=_vpc_flow_logs_enabled,
+    enforcement_level=MANDATORY,
+    severity=Severity.MEDIUM,
+)
+
+# --- default-security-group-closed (EC2.2) ----------------------------------------------------------------
+
+
+def _default_security_group_closed(args: StackValidationArgs, report: ReportViolation) -> None:
+    defaults = of_type(args, DEFAULT_SG)
+    for vpc in of_type(args, VPC):
+        if not any(_refers(d, "vpcId", vpc, "id") for d in defaults):
+            report(
+                "the VPC's default security group is not managed (aws.ec2.DefaultSecurityGroup with no rules); "
+                "AWS creates it allowing all traffic between its members and all egress",
+                vpc.urn,
+            )
+    for sg in defaults:
+        rules = [k for k in ("ingress", "egress") if as_list(get(sg.props, k))]
+        if rules:
+            report(f"default security group has {' and '.join(rules)} rules; it must have none", sg.urn)
+
+
+default_security_group_closed = StackValidationPolicy(
+    name="default-security-group-closed",
+    description="FSBP EC2.2: the VPC default security group must allow no inbound and no outbound traffic "
+    "(manage it with no rules). AWS docs: Security Hub ec2-controls (EC2.2); Amazon VPC user guide 'Default "
+    "security groups for your VPCs'.",
+    validate=_default_security_group_closed,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
+# --- s3-bucket-access-logging (S3.9) ---------------------------------------------------------------------
+
+
+def _log_destinations(args: StackValidationArgs, buckets: list[PolicyResource]) -> set[str]:
+    """URNs of buckets that receive S3 server access logs or ALB access logs."""
+    found: set[str] = set()
+    for bucket in buckets:
+        for logging in of_type(args, *BUCKET_LOGGING):
+            if _refers(logging, "targetBucket", bucket, "bucket"):
+                found.add(bucket.urn)
+        for lb in of_type(args, *LOAD_BALANCERS):
+            access = get(lb.props, "accessLogs", default={})
+            if truthy(get(access, "enabled", default=False)) and _refers(lb, "accessLogs", bucket, "bucket"):
+                found.add(bucket.urn)
+            elif truthy(get(access, "enabled", default=False)) and get(access, "bucket") == get(bucket.props, "bucket"):
+                found.add(bucket.urn)
+    return found
+
+
+def _s3_bucket_access_logging(args: StackValidationArgs, report: ReportViolation) -> None:
+    exempt_destinations = truthy(args.get_config().get("exemptLogDestinations", True))
+    buckets = of_type(args, *BUCKETS)
+    destinations = _log_destinations(args, buckets) if exempt_destinations else set()
+    loggings = of_type(args, *BUCKET_LOGGING)
+    for bucket in buckets:
+        if bucket.urn in destinations:
+            continue
+        inline = get(bucket.props, "loggings") or get(bucket.props, "logging")
+        if inline or any(_refers(lg, "bucket", bucket, "bucket") and get(lg.props, "targetBucket") for lg in loggings):
+            continue
+        report("bucket has no server access logging (aws.s3.BucketLogging with a targetBucket)", bucket.urn)
+
+
+s3_bucket_access_logging = StackValidationPolicy(
+    name="s3-bucket-access-logging",
+    description="FSBP S3.9: every general purpose bucket must have server access logging. Log destinations are "
+    "exempt (exemptLogDestinations, default true: see the waiver in config). AWS docs: Security Hub "
+    "s3-controls (S3.9), Amazon S3 user guide 'Logging requests with server access logging'.",
+    validate=_s3_bucket_access_logging,
+    enforcement_level=MANDATORY,
+    config_schema=PolicyConfigSchema(
+        properties={
+            "exemptLogDestinations": {
+                "type": "boolean",
+                "default": True,
+                "description": "Do not require logging on buckets that receive access logs.",
+            },
+            "waiver": {"type": "string", "description": "Why log destinations are exempt."},
+        }
+    ),
+    severity=Severity.MEDIUM,
+)
+
+# --- s3-bucket-lifecycle-rules (S3.13) -------------------------------------------------------------------
+
+
+def _enabled_rules(lifecycle: PolicyResource) -> list[Any]:
+    return [r for r in as_list(get(lifecycle.props, "rules")) if get(r, "status") == "Enabled"]
+
+
+def _versioned(args: StackValidationArgs, bucket: PolicyResource) -> bool:
+    if truthy(get(bucket.props, "versioning", "enabled", default=False)):
+        return True
+    return any(
+        _refers(v, "bucket", bucket, "bucket") and get(v.props, "versioningConfiguration", "status") == "Enabled"
+        for v in of_type(args, *VERSIONING)
+    )
+
+
+def _s3_bucket_lifecycle_rules(args: StackValidationArgs, report: ReportViolation) -> None:
+    lifecycles = of_type(args, *LIFECYCLE)
+    for bucket in of_type(args, *BUCKETS):
+        mine = [lc for lc in lifecycles if _refers(lc, "bucket", bucket, "bucket")]
+        rules = [r for lc in mine for r in _enabled_rules(lc)]
+        if not rules:
+            report("bucket has no lifecycle configuration with an enabled rule", bucket.urn)
+        elif _versioned(args, bucket) and not any(get(r, "noncurrentVersionExpiration") for r in rules):
+            report(
+                "versioned bucket has no rule expiring noncurrent versions (noncurrentVersionExpiration)", bucket.urn
+            )
+        if len(mine) > 1:
+            report(f"bucket has {len(mine)} lifecycle configurations; S3 keeps only the last one written", bucket.urn)
+
+
+s3_bucket_lifecycle_rules = StackValidationPolicy(
+    name="s3-bucket-lifecycle-rules",
+    description="FSBP S3.13: every bucket must have a lifecycle configuration; a versioned bucket must expire "
+    "noncurrent versions. AWS docs: Security Hub s3-controls (S3.13), Amazon S3 user guide 'Managing the "
+    "lifecycle of objects' (one lifecycle configuration per bucket).",
+    validate=_s3_bucket_lifecycle_rules,
+    enforcement_level=MANDATORY,
+    severity=Severity.LOW,
+)
+
+# --- elasticache-automatic-backups (ElastiCache.1) — waived -------------------------------------------------
+
+
+def _elasticache_automatic_backups(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != REPLICATION_GROUP:
+        return
+    if not float(get(args.props, "snapshotRetentionLimit", default=0) or 0) > 0:
+        report("replication group keeps no automatic backups (snapshotRetentionLimit is 0)", None)
+
+
+elasticache_automatic_backups = ResourceValidationPolicy(
+    name="elasticache-automatic-backups",
+    description="FSBP ElastiCache.1: ElastiCache (Redis OSS / Valkey) should have automatic backups. WAIVED "
+    "(disabled) in this pack: the L2 KV cache is rebuildable — see the waiver in config. AWS docs: Security Hub "
+    "elasticache-controls (ElastiCache.1).",
+    validate=_elasticache_automatic_backups,
+    enforcement_level=EnforcementLevel.DISABLED,
+    config_schema=PolicyConfigSchema(
+        properties={"waiver": {"type": "string", "description": "Why the control is waived."}}
+    ),
+    severity=Severity.LOW,
+)
+
+SECURITY_BASELINE_POLICIES = [
+    alb_waf_attached,
+    vpc_flow_logs_enabled,
+    default_security_group_closed,
+    s3_bucket_access_logging,
+    s3_bucket_lifecycle_rules,
+    elasticache_automatic_backups,
+]
+
+# The one table of levels per environment (the config files must say the same; a test checks).
+_STRICT_IN_PROD = {"prod": "mandatory", "staging": "advisory", "dev": "advisory"}
+LEVELS: dict[str, dict[str, str]] = {
+    "alb-waf-attached": _STRICT_IN_PROD,
+    "vpc-flow-logs-enabled": _STRICT_IN_PROD,
+    "default-security-group-closed": _STRICT_IN_PROD,
+    "s3-bucket-access-logging": _STRICT_IN_PROD,
+    "s3-bucket-lifecycle-rules": _STRICT_IN_PROD,
+    "elasticache-automatic-backups": {"prod": "disabled", "staging": "disabled", "dev": "disabled"},
+}
+FSBP_CONTROLS: dict[str, str] = {
+    "alb-waf-attached": "ELB.16",
+    "vpc-flow-logs-enabled": "EC2.6",
+    "default-security-group-closed": "EC2.2",
+    "s3-bucket-access-logging": "S3.9",
+    "s3-bucket-lifecycle-rules": "S3.13",
+    "elasticache-automatic-backups": "ElastiCache.1",
+}
+WAIVERS: dict[str, str] = {
+    "elasticache-automatic-backups": ELASTICACHE_WAIVER,
+    "s3-bucket-access-logging": LOG_DESTINATION_EXEMPTION,
+}

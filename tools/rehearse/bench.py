@@ -1,0 +1,71 @@
+"""Cost of the rehearsal next to the preview, on the reference prod stack and generated endpoint stacks.
+
+    python -m tools.rehearse.bench [--runs 5]
+
+In-process medians after a warm-up run (as ``bench.run`` fits the per-endpoint cost), so interpreter
+start-up noise does not swamp milliseconds. Stacks with N endpoints come from ``bench.run.endpoint_stack``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import io
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from components.config.stackfile import load_stack_file, stack_path
+from tools.harness import run_stack
+from tools.preview import preview
+from tools.rehearse import rehearse
+
+
+def _median(fn: Callable[[], Any], runs: int) -> float:
+    times = []
+    for _ in range(runs + 1):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.rehearse.bench")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args(argv)
+    from bench.run import endpoint_stack  # the benchmark's generated stacks (same shapes as bench.run)
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 50)  # as tools.preview's main()
+    cases: dict[str, tuple[str, dict[str, Any]]] = {"prod": ("prod", load_stack_file(stack_path("prod")))}
+    for n in (1, 50, 200):
+        cases[f"{n} endpoints"] = ("bench", endpoint_stack(n)["config"])
+    print("| stack | resources | preview | rehearsal | share |\n|---|---:|---:|---:|---:|")
+    for label, (stack, mapping) in cases.items():
+
+        def quiet_preview(stack: str = stack, mapping: dict[str, Any] = mapping) -> None:
+            with contextlib.redirect_stdout(io.StringIO()):
+                preview(stack, mapping=mapping, as_json=True)
+
+        t_preview = _median(quiet_preview, max(1, args.runs // 2))
+        run = run_stack(stack, mapping)
+        size = rehearse(run, mapping=mapping).resources
+
+        def once(run: Any = run, mapping: dict[str, Any] = mapping) -> None:
+            rehearse(run, mapping=mapping).to_json()
+
+        t_rehearse = _median(once, args.runs)
+        print(
+            f"| {label} | {size} | {t_preview * 1000:.0f} ms | {t_rehearse * 1000:.1f} ms "
+            f"| {t_rehearse / t_preview * 100:.1f} % |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

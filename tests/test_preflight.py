@@ -925,11 +925,14 @@ def test_existing_prerequisites_pass_fail_and_unverifiable(aws: None) -> None:
         stub.add_response("describe_addon", addon("cert-manager", "v1.18.2-eksbuild.3"),
                           {"clusterName": ATTACH_EKS, "addonName": "cert-manager"})  # fmt: skip
         stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404)
+        stub.add_response("describe_addon", addon("eks-pod-identity-agent", "v1.3.7-eksbuild.2"),
+                          {"clusterName": ATTACH_EKS, "addonName": "eks-pod-identity-agent"})  # fmt: skip
         results = pc.check_existing_prerequisites(clients, cfg)
         stub.assert_no_pending_responses()
     assert [(r.check, r.status) for r in results] == [
         ("existing cert-manager", "PASS"),
         ("existing metrics-server", "WARN"),
+        ("existing eks-pod-identity-agent", "PASS"),  # the observability add-on's credentials on an adopted cluster
     ]
     assert "kubectl get deployment metrics-server -n kube-system" in results[1].action
     with Stubber(clients("eks")) as stub:
@@ -938,9 +941,11 @@ def test_existing_prerequisites_pass_fail_and_unverifiable(aws: None) -> None:
                           {"clusterName": ATTACH_EKS, "addonName": "cert-manager"})  # fmt: skip
         stub.add_response("describe_addon", addon("metrics-server", "v0.7.2-eksbuild.4", status="DEGRADED"),
                           {"clusterName": ATTACH_EKS, "addonName": "metrics-server"})  # fmt: skip
-        old, degraded = pc.check_existing_prerequisites(clients, cfg)
+        stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404)
+        old, degraded, agent = pc.check_existing_prerequisites(clients, cfg)
     assert old.status == "FAIL" and "below the minimum the inference add-on requires (v1.18.2-eksbuild.2)" in old.detail
     assert degraded.status == "FAIL" and degraded.detail == "the EKS add-on is DEGRADED, not ACTIVE"
+    assert agent.status == "WARN" and "kubectl get daemonset eks-pod-identity-agent -n kube-system" in agent.action
 
 
 EXPECTED_IMPORT = (

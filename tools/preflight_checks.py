@@ -955,6 +955,7 @@ PRESENCE_COMMANDS: dict[str, str] = {
     "cert-manager": "kubectl get crd certificaterequests.cert-manager.io",
     "aws-load-balancer-controller": "kubectl get deployment aws-load-balancer-controller -n kube-system",
     "keda": "kubectl get crd scaledobjects.keda.sh",
+    "eks-pod-identity-agent": "kubectl get daemonset eks-pod-identity-agent -n kube-system",
 }
 
 
@@ -967,6 +968,10 @@ def check_existing_prerequisites(clients: Clients, cfg: StackConfig) -> list[Che
         wanted.append("aws-load-balancer-controller")
     if op.keda.mode == "existing":
         wanted.append("keda")
+    if cfg.cluster.existing is not None and cfg.observability.enabled:
+        # the observability add-on gets its credentials through EKS Pod Identity (components/observability.py);
+        # an adopted cluster's pod identity agent is its owner's
+        wanted.append("eks-pod-identity-agent")
     if not wanted:
         return [CheckResult("existing prerequisites", "SKIP", "no prerequisite is marked existing")]
     cluster = eks_cluster_name(cfg)

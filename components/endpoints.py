@@ -28,8 +28,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .config.endpoints import EndpointConfig
-from .config.kvcache import endpoint_spec, l2_backend, l2_spec
+from .config.endpoints import EndpointConfig, endpoint_spec, l2_spec, opts_into_gateway, wants_stack_redis
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 ENGINE_LABEL = "hyperpod-inference/engine"
@@ -52,18 +51,6 @@ def tls_output_uri(bucket: str, endpoint: EndpointConfig) -> str:
     return f"s3://{bucket}/endpoints/{endpoint.namespace}/{endpoint.name}"
 
 
-def wants_redis_url(endpoint: EndpointConfig) -> bool:
-    """True when the endpoint asks for the Redis L2 backend without naming a URL."""
-    spec = endpoint_spec(endpoint)
-    l2 = l2_spec(spec) or {}
-    return l2_backend(spec) == "redis" and not l2.get("l2CacheLocalUrl")
-
-
-def opts_into_gateway(endpoint: EndpointConfig) -> bool:
-    opt_in = endpoint_spec(endpoint).get("inferenceGateway")
-    return isinstance(opt_in, dict) and bool(opt_in.get("enabled"))
-
-
 def labels(endpoint: EndpointConfig) -> dict[str, str]:
     return {
         ENGINE_LABEL: endpoint.engine,
@@ -82,7 +69,7 @@ def render_endpoint(endpoint: EndpointConfig, owned: OwnedValues) -> dict[str, A
     if owned.tls_bucket:
         tls = spec.setdefault("tlsConfig", {})
         tls.setdefault("tlsCertificateOutputS3Uri", tls_output_uri(owned.tls_bucket, endpoint))
-    if wants_redis_url(endpoint):
+    if wants_stack_redis(endpoint):
         if not owned.redis_url:
             raise ValueError(f"endpoint {endpoint.name} asks for the redis L2 backend but the stack has no Redis URL")
         l2 = l2_spec(spec)
@@ -142,7 +129,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
 
         self.resources = {}
         for endpoint in args.endpoints:
-            needs_redis = wants_redis_url(endpoint)
+            needs_redis = wants_stack_redis(endpoint)
             tls = pulumi.Output.from_input(args.tls_bucket) if args.tls_bucket is not None else None
             redis = pulumi.Output.from_input(args.redis_url) if needs_redis and args.redis_url is not None else None
 

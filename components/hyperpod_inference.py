@@ -1,7 +1,7 @@
 """HyperPodInference: one environment of LLM inference on SageMaker HyperPod, as one component.
 
 It composes the layers in dependency order — network, cluster (node security group, EKS, the HyperPod
-dependencies chart, the HyperPod cluster), the inference operator (IAM, prerequisites, the add-on), the
+dependencies chart, the HyperPod cluster; or the adopted EKS / HyperPod clusters of ``cluster.existing``), the inference operator (IAM, prerequisites, the add-on), the
 serving layer (L2 KV cache, inference gateway, endpoints) and the ALB front door — from one validated
 :class:`~components.config.StackConfig`. ``__main__.py`` only loads the config, builds this component and
 exports :attr:`HyperPodInference.exports`; another Pulumi program can do the same.
@@ -23,6 +23,8 @@ from .config.observability import access_log_retention, flow_log_retention
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
+from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
+from .existing_hyperpod_cluster import ExistingHyperPodCluster, ExistingHyperPodClusterArgs
 from .hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
 from .hyperpod_dependencies import HyperPodDependencies, HyperPodDependenciesArgs
 from .inference_gateway import InferenceGateway, InferenceGatewayArgs
@@ -35,6 +37,15 @@ from .observability import ObservabilityAddon, ObservabilityAddonArgs
 from .operator_iam import OperatorIam, OperatorIamArgs
 from .operator_prerequisites import OperatorPrerequisites, OperatorPrerequisitesArgs, model_buckets
 from .web_acl import WebAcl, WebAclArgs
+
+
+@dataclass(frozen=True)
+class _ClusterLayer:
+    """The cluster layer as the layers above use it, whether created or adopted."""
+
+    eks: EksCluster | ExistingEksCluster
+    hyperpod: HyperPodCluster | ExistingHyperPodCluster
+    node_security_group_id: pulumi.Input[str] | None = None  # None only for an adopted HyperPod cluster without it
 
 
 @dataclass(frozen=True)
@@ -70,61 +81,13 @@ class HyperPodInference(pulumi.ComponentResource):
             opts=child,
         )
 
-        # --- cluster layer: node security group, EKS, HyperPod cluster ---
-        node_sg = NodeSecurityGroup(
-            "node-sg",
-            NodeSecurityGroupArgs(
-                vpc_id=network.vpc_id,
-                vpc_cidr=network.vpc_cidr,
-                fsx_enabled=cfg.cluster.fsx_enabled,
-                name_prefix=cfg.name_prefix,
-                tags=cfg.common_tags,
-            ),
-            opts=child,
-        )
-        eks = EksCluster(
-            "eks",
-            EksClusterArgs(
-                cluster=cfg.cluster,
-                cluster_name=f"{cfg.name_prefix}-eks",
-                vpc_id=network.vpc_id,
-                private_subnet_ids=list(network.private_subnet_ids.values()),
-                node_security_group_id=node_sg.security_group_id,
-                is_prod=cfg.is_prod,
-                tags=cfg.common_tags,
-            ),
-            opts=child,
-        )
-        hyperpod_deps = HyperPodDependencies(
-            "hyperpod-deps",
-            HyperPodDependenciesArgs(
-                config=cfg.cluster.hyperpod_dependencies, region=cfg.region, k8s_provider=eks.k8s_provider
-            ),
-            opts=child,
-        )
-        hyperpod = HyperPodCluster(
-            "hyperpod",
-            HyperPodClusterArgs(
-                cluster=cfg.cluster,
-                cluster_name=f"{cfg.name_prefix}-hp",
-                eks_cluster_arn=eks.cluster_arn,
-                node_security_group_id=node_sg.security_group_id,
-                private_subnet_ids=network.private_subnet_ids,
-                default_az_id=cfg.network.az_ids[0],
-                name_prefix=cfg.name_prefix,
-                tiered_storage=cfg.kv_cache.l2_backend == "tieredstorage",
-                is_prod=cfg.is_prod,
-                tags=cfg.common_tags,
-            ),
-            # AWS requires the dependencies chart on the EKS cluster before the HyperPod cluster is created.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod_deps, eks]),
-        )
-        # CoreDNS after the HyperPod cluster, the only source of nodes: its create waits for ACTIVE, which needs
-        # running CoreDNS pods (components/eks_cluster.py, EksCluster.coredns_addon; deploy-readiness.md trap 1).
-        eks.coredns_addon("coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster], opts=child)
+        # --- cluster layer: created, or adopted (cluster.existing); chosen in one place, _cluster_layer ---
+        layer = self._cluster_layer(cfg, network)
+        eks, hyperpod = layer.eks, layer.hyperpod
         self._export("eksClusterName", eks.cluster_name)
         self._export("hyperpodClusterArn", hyperpod.cluster_arn)
-        self._export("hyperpodClusterName", hyperpod.cluster_name)
+        if isinstance(hyperpod, HyperPodCluster):
+            self._export("hyperpodClusterName", hyperpod.cluster_name)
 
         # --- inference operator: prerequisites, IAM, the add-on ---
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
@@ -191,22 +154,29 @@ class HyperPodInference(pulumi.ComponentResource):
 
         # --- serving layer: KV cache L2, inference gateway, endpoints ---
         kv_cache = None
-        if cfg.kv_cache.l2_backend == "redis":
+        redis_url: pulumi.Input[str] | None = None
+        if cfg.kv_cache.creates_redis:
+            if layer.node_security_group_id is None:  # unreachable: the config requires it (cluster.py)
+                raise ValueError("the Redis L2 cache needs the HyperPod nodes' security group")
             kv_cache = RedisKvCache(
                 "kv-cache",
                 RedisKvCacheArgs(
                     redis=cfg.kv_cache.redis,
                     vpc_id=network.vpc_id,
                     subnet_ids=list(network.private_subnet_ids.values()),
-                    node_security_group_id=node_sg.security_group_id,
+                    node_security_group_id=layer.node_security_group_id,
                     name_prefix=cfg.name_prefix,
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
                 ),
                 opts=child,
             )
+            redis_url = kv_cache.connection_url
             self._export("kvCacheUrl", kv_cache.url)
             self._export("kvCacheAuthToken", kv_cache.auth_token)  # secret
+        elif cfg.kv_cache.external_url is not None:
+            # kvCache.redis.external: no ElastiCache; its URL (a Pulumi secret) is wired exactly like the stack's own.
+            redis_url = pulumi.Output.secret(cfg.kv_cache.external_url)
         inference_gateway = None
         if cfg.gateway.enabled:
             inference_gateway = InferenceGateway(
@@ -223,7 +193,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 endpoints=cfg.endpoints,
                 tags=cfg.common_tags,
                 tls_bucket=operator_iam.tls_bucket_name,
-                redis_url=kv_cache.connection_url if kv_cache is not None else None,
+                redis_url=redis_url,
                 k8s_provider=eks.k8s_provider,
                 depends_on=[inference_operator],
                 gateway=inference_gateway,
@@ -275,7 +245,12 @@ class HyperPodInference(pulumi.ComponentResource):
                 name_prefix=cfg.name_prefix,
                 sources={
                     "tls-certificates": operator_iam.tls_bucket_name,
-                    "lifecycle-scripts": hyperpod.lifecycle_bucket,
+                    # an adopted HyperPod cluster's lifecycle bucket is its owner's
+                    **(
+                        {"lifecycle-scripts": hyperpod.lifecycle_bucket}
+                        if isinstance(hyperpod, HyperPodCluster)
+                        else {}
+                    ),
                 },
                 retention_days=access_log_retention(cfg),
                 protect=cfg.is_prod,
@@ -326,6 +301,98 @@ class HyperPodInference(pulumi.ComponentResource):
         self._export("vpcId", network.vpc_id)
         self._export("privateSubnetIds", network.private_subnet_ids)
         self.register_outputs(self.exports)
+
+    def _cluster_layer(self, cfg: StackConfig, network: Network) -> _ClusterLayer:
+        """The cluster layer, created or adopted: the one place that chooses (``cluster.existing``)."""
+        child = pulumi.ResourceOptions(parent=self)
+        existing = cfg.cluster.existing
+        if existing is not None and existing.hyperpod_cluster_arn is not None:
+            # Both adopted: nothing of the cluster layer is created (no node SG, no chart, no SG rules).
+            adopted_eks = ExistingEksCluster(
+                "eks",
+                ExistingEksClusterArgs(
+                    cluster_name=existing.eks_cluster_name,
+                    create_oidc_provider=existing.create_oidc_provider,
+                    tags=cfg.common_tags,
+                ),
+                opts=child,
+            )
+            adopted_hyperpod = ExistingHyperPodCluster(
+                "hyperpod",
+                ExistingHyperPodClusterArgs(
+                    cluster_arn=existing.hyperpod_cluster_arn, eks_cluster_arn=adopted_eks.cluster_arn
+                ),
+                opts=child,
+            )
+            return _ClusterLayer(adopted_eks, adopted_hyperpod, existing.node_security_group_id)
+
+        node_sg = NodeSecurityGroup(
+            "node-sg",
+            NodeSecurityGroupArgs(
+                vpc_id=network.vpc_id,
+                vpc_cidr=network.vpc_cidr,
+                fsx_enabled=cfg.cluster.fsx_enabled,
+                name_prefix=cfg.name_prefix,
+                tags=cfg.common_tags,
+            ),
+            opts=child,
+        )
+        eks: EksCluster | ExistingEksCluster
+        if existing is not None:
+            # EKS adopted, HyperPod created in it: the node SG and the control-plane rules are added to it.
+            eks = ExistingEksCluster(
+                "eks",
+                ExistingEksClusterArgs(
+                    cluster_name=existing.eks_cluster_name,
+                    create_oidc_provider=existing.create_oidc_provider,
+                    node_security_group_id=node_sg.security_group_id,
+                    tags=cfg.common_tags,
+                ),
+                opts=child,
+            )
+        else:
+            eks = EksCluster(
+                "eks",
+                EksClusterArgs(
+                    cluster=cfg.cluster,
+                    cluster_name=f"{cfg.name_prefix}-eks",
+                    vpc_id=network.vpc_id,
+                    private_subnet_ids=list(network.private_subnet_ids.values()),
+                    node_security_group_id=node_sg.security_group_id,
+                    is_prod=cfg.is_prod,
+                    tags=cfg.common_tags,
+                ),
+                opts=child,
+            )
+        hyperpod_deps = HyperPodDependencies(
+            "hyperpod-deps",
+            HyperPodDependenciesArgs(
+                config=cfg.cluster.hyperpod_dependencies, region=cfg.region, k8s_provider=eks.k8s_provider
+            ),
+            opts=child,
+        )
+        hyperpod = HyperPodCluster(
+            "hyperpod",
+            HyperPodClusterArgs(
+                cluster=cfg.cluster,
+                cluster_name=f"{cfg.name_prefix}-hp",
+                eks_cluster_arn=eks.cluster_arn,
+                node_security_group_id=node_sg.security_group_id,
+                private_subnet_ids=network.private_subnet_ids,
+                default_az_id=cfg.network.az_ids[0],
+                name_prefix=cfg.name_prefix,
+                tiered_storage=cfg.kv_cache.l2_backend == "tieredstorage",
+                is_prod=cfg.is_prod,
+                tags=cfg.common_tags,
+            ),
+            # AWS requires the dependencies chart on the EKS cluster before the HyperPod cluster is created.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod_deps, eks]),
+        )
+        if isinstance(eks, EksCluster):  # an adopted EKS cluster's CoreDNS is its owner's (already running)
+            # CoreDNS after the HyperPod cluster, the only source of nodes: its create waits for ACTIVE, which needs
+            # running CoreDNS pods (components/eks_cluster.py, EksCluster.coredns_addon; deploy-readiness.md trap 1).
+            eks.coredns_addon("coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster], opts=child)
+        return _ClusterLayer(eks, hyperpod, node_sg.security_group_id)
 
     def _export(self, key: str, value: Any) -> None:
         self.exports[key] = value

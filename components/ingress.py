@@ -31,15 +31,13 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from .config.endpoints import EndpointConfig
-from .config.ingress import (
-    IngressConfig,
-    ServiceTarget,
+from .config.endpoints import (
+    EndpointConfig,
     endpoint_health_check_path,
     endpoint_port,
     endpoint_routing_algorithm,
-    service_target,
 )
+from .config.ingress import IngressConfig, ServiceTarget, service_target
 from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 # Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.

@@ -133,10 +133,16 @@ class OperatorPrerequisites(pulumi.ComponentResource):
         self._role_deps: dict[str, list[pulumi.Resource]] = {}
         op = args.operator
 
-        s3_role = self._s3_csi_role(name)
-        roles = {"aws-mountpoint-s3-csi-driver": s3_role}
+        # `operator.existingPrerequisites`: already on the cluster, so neither the add-on nor its IAM role is
+        # created here; the inference add-on's install check only needs them present (preflight looks).
+        installed = {p.addon_name for p in PREREQUISITES if op.installs(p)}
+        roles: dict[str, aws.iam.Role] = {}
+        if "aws-mountpoint-s3-csi-driver" in installed:
+            roles["aws-mountpoint-s3-csi-driver"] = self._s3_csi_role(name)
 
         for pre in PREREQUISITES:
+            if pre.addon_name not in installed:
+                continue
             role = roles.get(pre.addon_name)
             addon = aws.eks.Addon(
                 f"{name}-{pre.addon_name}",

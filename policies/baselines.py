@@ -56,21 +56,29 @@ MANDATORY = EnforcementLevel.MANDATORY
 # --- gateway-requires-jwt ---------------------------------------------------------------------------
 
 
-def _gateway_requires_jwt(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if crd_kind(args.resource_type) != "InferenceGatewayConfig":
-        return
-    provider = get(args.props, "spec", "auth", "jwt", "provider")
+GATEWAY_REQUIRES_JWT = "gateway-requires-jwt"
+
+
+def gateway_jwt_violations(spec: Any) -> list[str]:
+    """What an InferenceGatewayConfig ``spec`` lacks for JWT validation (the rule, shared with the config check)."""
+    provider = get(spec, "auth", "jwt", "provider")
+    if provider is None:
+        return ["spec.auth.jwt is not set: the gateway then accepts any request from inside the VPC"]
     missing = [k for k in ("name", "issuer") if not get(provider, k)]
     if not get(provider, "remoteJWKS", "uri"):
         missing.append("remoteJWKS.uri")
-    if provider is None:
-        report("spec.auth.jwt is not set: the gateway then accepts any request from inside the VPC", None)
-    elif missing:
-        report(f"spec.auth.jwt.provider is missing {', '.join(missing)}", None)
+    return [f"spec.auth.jwt.provider is missing {', '.join(missing)}"] if missing else []
+
+
+def _gateway_requires_jwt(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if crd_kind(args.resource_type) != "InferenceGatewayConfig":
+        return
+    for message in gateway_jwt_violations(get(args.props, "spec")):
+        report(message, None)
 
 
 gateway_requires_jwt = ResourceValidationPolicy(
-    name="gateway-requires-jwt",
+    name=GATEWAY_REQUIRES_JWT,
     description="InferenceGatewayConfig must validate JWTs (spec.auth.jwt.provider with name, issuer, "
     "remoteJWKS.uri); without it the gateway accepts any request inside the VPC. AWS docs: "
     "sagemaker-hyperpod-model-deployment-inference-gateway (InferenceGatewayConfig auth.jwt).",

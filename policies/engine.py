@@ -1,8 +1,9 @@
 """Run the policy pack over a mock-registered graph, with the enforcement the CLI would apply.
 
 The CLI's analyzer sees every registered resource and applies ``--policy-pack-config`` on top of the
-policies' own enforcement levels. This module does the same offline: it turns each
-:class:`tools.mocks.Registration` into the ``ResourceValidationArgs`` / ``PolicyResource`` objects the
+policies' own enforcement levels. This module does the same offline: it turns each registration the
+offline harness records (``tools.mocks.Registration``, duck-typed: policies never import ``tools``) into the
+``ResourceValidationArgs`` / ``PolicyResource`` objects the
 pulumi-policy SDK defines, calls the very policy objects ``policies/__main__.py`` packs, and resolves
 enforcement from ``policies/config.<environment>.json``.
 """
@@ -30,8 +31,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.policy import _NotApplicableError
 
-from policies.graph import PlainProps
-from tools.mocks import unwrap_secrets
+from policies.graph import PlainProps, unwrap_secrets
 
 HERE = Path(__file__).resolve().parent
 

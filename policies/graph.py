@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pulumi.runtime import rpc
 from pulumi_policy import PolicyResource, StackValidationArgs
 
 CRD_GROUP = "inference.sagemaker.aws.amazon.com"
@@ -143,3 +144,18 @@ def depends_on(resource: PolicyResource, key: str, target: PolicyResource, *, li
 
 def names(resources: Iterable[PolicyResource]) -> str:
     return ", ".join(sorted(r.name for r in resources))
+
+
+def unwrap_secrets(value: Any) -> Any:
+    """Inputs with Pulumi's secret wrappers removed, as the CLI's analyzer and a rendered manifest see them.
+
+    The mock monitor keeps a secret input as ``{SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": ...}``.
+    Offline, every secret value is a mock or a placeholder, so unwrapping writes nothing real anywhere.
+    """
+    if isinstance(value, dict):
+        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
+            return unwrap_secrets(value.get("value"))
+        return {k: unwrap_secrets(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [unwrap_secrets(v) for v in value]
+    return value

@@ -22,18 +22,30 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 CRDS = SHARED / "crds"
 
 
-def _is_global(stack: str) -> bool:
-    """A stack file of the global (multi-region) shape: ``hyperpod-inference:role: global``."""
+def _config(stack: str) -> dict[str, Any]:
     doc = yaml.safe_load(stack_path(stack).read_text(encoding="utf-8")) or {}
     config = doc.get("config") if isinstance(doc, dict) else None
-    return isinstance(config, dict) and config.get("hyperpod-inference:role") == "global"
+    return config if isinstance(config, dict) else {}
 
 
-# Every reference stack in stacks/ (derived, so a new Pulumi.<stack>.yaml is covered without editing tests),
-# except global stacks, which have a different shape and their own tests.
+def _is_global(stack: str) -> bool:
+    """A stack file of the global (multi-region) shape: ``hyperpod-inference:role: global``."""
+    return _config(stack).get("hyperpod-inference:role") == "global"
+
+
+def _adopts_cluster(stack: str) -> bool:
+    """A regional stack that adopts existing clusters (``cluster.existing``) instead of creating them."""
+    cluster = _config(stack).get("hyperpod-inference:cluster")
+    return isinstance(cluster, dict) and "existing" in cluster
+
+
+# Every reference stack in stacks/ (derived, so a new Pulumi.<stack>.yaml is covered without editing tests).
 ALL_STACKS: tuple[str, ...] = tuple(list_stacks(STACKS_DIR))
+# The regional shape (global stacks have another shape and their own tests).
 REGIONAL_STACKS: tuple[str, ...] = tuple(s for s in ALL_STACKS if not _is_global(s))
-STACKS = REGIONAL_STACKS  # the name the older tests use
+# The regional stacks that create their own cluster layer: what the per-stack cluster, node and operator
+# tests parametrize over (stacks that adopt existing clusters, e.g. `attach`, have their own tests).
+STACKS: tuple[str, ...] = tuple(s for s in REGIONAL_STACKS if not _adopts_cluster(s))
 
 
 def stack_mapping(stack: str) -> dict[str, Any]:

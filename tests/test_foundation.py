@@ -9,11 +9,11 @@ import pytest
 
 from components.config import ConfigError, StackConfig
 from components.config.schema import SCHEMA_PATH, stack_config_schema
-from tests.conftest import STACKS, stack_mapping
+from tests.conftest import REGIONAL_STACKS, stack_mapping
 from tools.preview import preview
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", REGIONAL_STACKS)
 def test_reference_stacks_preview_clean(stack: str, stack_runs, capsys) -> None:
     run = stack_runs[stack]
     assert len(run.registrations) > 10
@@ -136,7 +136,7 @@ def test_stack_exports_are_resolved_mock_values(stack_runs) -> None:
     assert set(run.outputs["privateSubnetIds"]) == {"usw2-az1", "usw2-az2"}
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", REGIONAL_STACKS)
 def test_reference_stack_files_validate_against_the_schema(stack: str) -> None:
     """What editors check (stacks/schema.json) accepts every reference stack, the secure form included."""
     import jsonschema

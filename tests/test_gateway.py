@@ -90,6 +90,19 @@ def test_prod_gateway_without_jwt_is_a_config_error(run) -> None:
     assert any(i.startswith("hyperpod-inference:gateway.spec.auth.jwt.provider: prod requires JWT") for i in issues), (
         issues
     )
+    # Named by its rule, like the endpoint rule errors (the policy pack's gateway-requires-jwt).
+    [jwt] = [i for i in issues if i.startswith("hyperpod-inference:gateway.spec.auth.jwt.provider:")]
+    assert jwt.endswith("[gateway-requires-jwt]"), jwt
+    assert "spec.auth.jwt is not set" in jwt
+
+
+def test_gateway_without_jwt_outside_prod_is_no_config_error(run) -> None:
+    mapping = stack_mapping("prod")
+    del mapping["hyperpod-inference:gateway"]["spec"]["auth"]
+    mapping["hyperpod-inference:environment"] = "staging"
+    result = run("prod", mapping)
+    issues = [i.render() for i in result.config_error.issues] if result.config_error is not None else []
+    assert not any("[gateway-requires-jwt]" in i for i in issues), issues
 
 
 def test_jwt_without_audiences_or_claims_is_a_config_error(run) -> None:

@@ -2,7 +2,9 @@
 
 Stubbed (moto 5.2.5 has no SageMaker quotas, no EKS add-on catalogue, no training plans):
 Service Quotas ListAWSDefaultServiceQuotas/ListServiceQuotas, EKS DescribeAddonVersions/
-DescribeAddonConfiguration, SageMaker DescribeTrainingPlan. Everything else runs against moto.
+DescribeAddonConfiguration, SageMaker DescribeTrainingPlan. The adoption checks stub EKS DescribeCluster/
+DescribeAddon, SageMaker DescribeCluster/ListClusterNodes and IAM ListOpenIDConnectProviders (botocore's
+Stubber validates every request and response against the service model). Everything else runs against moto.
 """
 
 from __future__ import annotations
@@ -622,6 +624,8 @@ def stubbed_clients(cfg: StackConfig, p5_quota: int) -> tuple[Clients, list[Stub
     eks = Stubber(clients("eks"))
     stub_addons(eks, cfg)
     eks.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+    # the add-ons-not-installed check: the cluster the stack creates does not exist yet
+    eks.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
     for stub in (quotas, eks):
         stub.activate()
     return clients, [quotas, eks]
@@ -682,3 +686,335 @@ def test_main_without_credentials_says_so(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert code == 1
     assert NO_CREDENTIALS.split(":")[0] in out
     assert "Traceback" not in out
+
+
+# --- adoption: existing EKS / HyperPod clusters, prerequisites, installed add-ons (Stubber) -------------------
+
+ATTACH_EKS = "ml-platform"
+ATTACH_HP = "arn:aws:sagemaker:us-west-2:123456789012:cluster/a1b2c3d4e5f6"
+ATTACH_EKS_ARN = "arn:aws:eks:us-west-2:123456789012:cluster/ml-platform"
+ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"
+
+
+def eks_cluster(**update: Any) -> dict[str, Any]:
+    cluster: dict[str, Any] = {
+        "name": ATTACH_EKS,
+        "arn": ATTACH_EKS_ARN,
+        "status": "ACTIVE",
+        "version": "1.33",
+        "accessConfig": {"authenticationMode": "API_AND_CONFIG_MAP"},
+        "resourcesVpcConfig": {"vpcId": "vpc-0a1b2c3d4e5f60718", "clusterSecurityGroupId": "sg-0123456789abcdef0"},
+        "identity": {"oidc": {"issuer": ISSUER}},
+    }
+    cluster.update(update)
+    return {"cluster": cluster}
+
+
+def attach(**cluster_update: Any) -> StackConfig:
+    cfg = config("attach")
+    if cluster_update:
+        existing = cfg.cluster.existing
+        assert existing is not None
+        cfg = cfg.model_copy(
+            update={"cluster": cfg.cluster.model_copy(update={"existing": existing.model_copy(update=cluster_update)})}
+        )
+    return cfg
+
+
+def run_eks_check(cfg: StackConfig, response: dict[str, Any] | None, fn: Any = None) -> list[CheckResult]:
+    clients = clients_for(cfg)
+    with Stubber(clients("eks")) as stub:
+        if response is None:
+            stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+        else:
+            stub.add_response("describe_cluster", response, {"name": ATTACH_EKS})
+        out: list[CheckResult] = (fn or pc.check_existing_eks)(clients, cfg)
+        stub.assert_no_pending_responses()
+    return out
+
+
+def test_existing_eks_passes_when_active_and_compatible(aws: None) -> None:
+    [result] = run_eks_check(attach(), eks_cluster())
+    assert result == CheckResult(
+        "existing EKS cluster ml-platform",
+        "PASS",
+        "ACTIVE, authentication mode API_AND_CONFIG_MAP, Kubernetes 1.33, in vpc-0a1b2c3d4e5f60718",
+    )
+
+
+def test_existing_eks_fails_on_mode_status_version_and_vpc(aws: None) -> None:
+    [mode] = run_eks_check(attach(), eks_cluster(accessConfig={"authenticationMode": "CONFIG_MAP"}))
+    assert mode.status == "FAIL" and "uses authentication mode CONFIG_MAP; HyperPod supports API and" in mode.detail
+    [other] = run_eks_check(
+        attach(), eks_cluster(status="UPDATING", version="1.27", resourcesVpcConfig={"vpcId": "vpc-0fffffffffffffff0"})
+    )
+    assert other.status == "FAIL"
+    assert "its status is UPDATING, not ACTIVE" in other.detail
+    assert "runs Kubernetes 1.27" in other.detail
+    assert "it runs in vpc-0fffffffffffffff0, network.existing.vpcId is vpc-0a1b2c3d4e5f60718" in other.detail
+    [missing] = run_eks_check(attach(), None)
+    assert missing.status == "FAIL" and missing.detail == "no EKS cluster ml-platform in us-west-2"
+
+
+def test_existing_checks_skip_when_the_stack_creates_its_clusters(aws: None) -> None:
+    cfg = config()
+    clients = clients_for(cfg)
+    for fn in (
+        pc.check_existing_eks,
+        pc.check_oidc_provider,
+        pc.check_existing_hyperpod,
+        pc.check_existing_prerequisites,
+    ):
+        assert [r.status for r in fn(clients, cfg)] == ["SKIP"]
+
+
+def oidc_check(cfg: StackConfig, providers: list[str]) -> CheckResult:
+    clients = clients_for(cfg)
+    with Stubber(clients("eks")) as eks, Stubber(clients("iam")) as iam:
+        eks.add_response("describe_cluster", eks_cluster(), {"name": ATTACH_EKS})
+        iam.add_response(
+            "list_open_id_connect_providers", {"OpenIDConnectProviderList": [{"Arn": a} for a in providers]}, {}
+        )
+        [result] = pc.check_oidc_provider(clients, cfg)
+    return result
+
+
+def test_oidc_provider_pass_and_fail(aws: None) -> None:
+    arn = "arn:aws:iam::123456789012:oidc-provider/" + ISSUER.removeprefix("https://")
+    other = "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/FFFF"
+    assert oidc_check(attach(), [other, arn]).status == "PASS"
+    missing = oidc_check(attach(), [other])
+    assert missing.status == "FAIL" and "no IAM OIDC provider for " + ISSUER in missing.detail
+    assert missing.action.startswith("set cluster.existing.createOidcProvider: true")
+    assert oidc_check(attach(create_oidc_provider=True), [other]).status == "PASS"
+    twice = oidc_check(attach(create_oidc_provider=True), [arn])
+    assert twice.status == "FAIL" and twice.action == "set cluster.existing.createOidcProvider: false"
+
+
+def hp_group(
+    name: str, itype: str, count: int, labels: dict[str, str] | None = None, taints: Any = None
+) -> dict[str, Any]:
+    return {
+        "InstanceGroupName": name,
+        "InstanceType": itype,
+        "CurrentCount": count,
+        "TargetCount": count,
+        "ExecutionRole": "arn:aws:iam::123456789012:role/hp-exec",
+        "ThreadsPerCore": 1,
+        "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/x", "OnCreate": "on_create.sh"},
+        "KubernetesConfig": {"CurrentLabels": labels or {}, "CurrentTaints": taints or []},
+    }
+
+
+ATTACH_GROUPS = [
+    hp_group("system", "ml.m5.2xlarge", 2),
+    hp_group(
+        "gpu-p5", "ml.p5.48xlarge", 2, {"workload": "inference"}, [{"Key": "nvidia.com/gpu", "Effect": "NoSchedule"}]
+    ),
+]
+
+
+def describe_hp(**update: Any) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "ClusterArn": ATTACH_HP,
+        "ClusterName": "ml-hp",
+        "ClusterStatus": "InService",
+        "InstanceGroups": ATTACH_GROUPS,
+        "Orchestrator": {"Eks": {"ClusterArn": ATTACH_EKS_ARN}},
+    }
+    response.update(update)
+    return response
+
+
+def nodes(**per_group: int) -> dict[str, Any]:
+    launched = datetime.datetime(2026, 11, 1, tzinfo=datetime.UTC)
+    return {
+        "ClusterNodeSummaries": [
+            {"InstanceGroupName": g, "InstanceId": f"i-{g}-{i}", "InstanceType": "ml.m5.2xlarge", "LaunchTime": launched,
+             "InstanceStatus": {"Status": "Running"}}
+            for g, n in per_group.items()
+            for i in range(n)
+        ]
+    }  # fmt: skip
+
+
+def hp_check(cfg: StackConfig, response: dict[str, Any], running: dict[str, Any]) -> list[CheckResult]:
+    clients = clients_for(cfg)
+    with Stubber(clients("sagemaker")) as stub:
+        stub.add_response("describe_cluster", response, {"ClusterName": ATTACH_HP})
+        stub.add_response("list_cluster_nodes", running, {"ClusterName": ATTACH_HP})
+        out = pc.check_existing_hyperpod(clients, cfg)
+        stub.assert_no_pending_responses()
+    return out
+
+
+def test_existing_hyperpod_passes_when_in_service_and_as_declared(aws: None) -> None:
+    results = hp_check(attach(), describe_hp(), nodes(system=2, **{"gpu-p5": 2}))
+    assert [(r.check, r.status) for r in results] == [
+        ("existing HyperPod cluster ml-hp", "PASS"),
+        ("declared group system", "PASS"),
+        ("declared group gpu-p5", "PASS"),
+    ]
+    assert results[2].detail == "2 x ml.p5.48xlarge, as declared"
+
+
+def test_existing_hyperpod_fails_on_status_orchestrator_and_groups(aws: None) -> None:
+    other = "arn:aws:eks:us-west-2:123456789012:cluster/other"
+    wrong = [hp_group("system", "ml.m5.4xlarge", 3), hp_group("spare", "ml.g5.8xlarge", 1)]
+    results = {r.check: r for r in hp_check(
+        attach(), describe_hp(ClusterStatus="Updating", Orchestrator={"Eks": {"ClusterArn": other}}, InstanceGroups=wrong),
+        nodes(system=3),
+    )}  # fmt: skip
+    head = results["existing HyperPod cluster ml-hp"]
+    assert head.status == "FAIL"
+    assert "its status is Updating, not InService" in head.detail
+    assert f"it is orchestrated by {other}, not {ATTACH_EKS_ARN}" in head.detail
+    system = results["declared group system"]
+    assert system.status == "FAIL"
+    assert "its type is ml.m5.4xlarge, cluster.instanceGroups[0] declares ml.m5.2xlarge" in system.detail
+    assert "it targets 3 instance(s), cluster.instanceGroups[0] declares 2" in system.detail
+    gpu = results["declared group gpu-p5"]
+    assert gpu.status == "FAIL" and gpu.detail.startswith("the cluster has no group gpu-p5")
+    assert results["declared group spare"].status == "WARN"
+
+
+def test_existing_hyperpod_labels_taints_and_running_nodes(aws: None) -> None:
+    relabelled = [ATTACH_GROUPS[0], hp_group("gpu-p5", "ml.p5.48xlarge", 2, {"workload": "training"})]
+    results = {
+        r.check: r for r in hp_check(attach(), describe_hp(InstanceGroups=relabelled), nodes(system=1, **{"gpu-p5": 2}))
+    }
+    assert results["declared group system"].status == "WARN"
+    assert results["declared group system"].detail == "1 of 2 node(s) are Running"
+    gpu = results["declared group gpu-p5"]
+    assert gpu.status == "FAIL" and "its labels are {'workload': 'training'}" in gpu.detail
+    assert "its taints differ" in gpu.detail
+
+
+def test_existing_hyperpod_not_found_and_tiered_storage(aws: None) -> None:
+    cfg = attach()
+    clients = clients_for(cfg)
+    with Stubber(clients("sagemaker")) as stub:
+        stub.add_client_error("describe_cluster", "ResourceNotFound", http_status_code=400)
+        [missing] = pc.check_existing_hyperpod(clients, cfg)
+    assert missing.status == "FAIL" and missing.detail == f"no HyperPod cluster {ATTACH_HP}"
+    tiered = cfg.model_copy(update={"kv_cache": cfg.kv_cache.model_copy(update={"l2_backend": "tieredstorage"})})
+    head = hp_check(tiered, describe_hp(), nodes(system=2, **{"gpu-p5": 2}))[0]
+    assert head.status == "FAIL" and "TieredStorageConfig is not enabled" in head.detail
+    enabled = describe_hp(TieredStorageConfig={"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20})
+    assert hp_check(tiered, enabled, nodes(system=2, **{"gpu-p5": 2}))[0].status == "PASS"
+
+
+def test_creation_checks_skip_on_an_adopted_hyperpod_cluster(aws: None) -> None:
+    cfg = attach()
+    clients = clients_for(cfg)
+    for fn in (pc.check_instance_offerings, pc.check_quotas, pc.check_training_plans):
+        [result] = fn(clients, cfg)
+        assert result.status == "SKIP" and "is adopted" in result.detail
+
+
+def addon(name: str, version: str, status: str = "ACTIVE", tags: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"addon": {"addonName": name, "clusterName": ATTACH_EKS, "addonVersion": version, "status": status,
+                      "tags": tags or {}}}  # fmt: skip
+
+
+def test_existing_prerequisites_pass_fail_and_unverifiable(aws: None) -> None:
+    cfg = attach()  # cert-manager and metrics-server are existing
+    clients = clients_for(cfg)
+    with Stubber(clients("eks")) as stub:
+        stub.add_response("describe_cluster", eks_cluster(), {"name": ATTACH_EKS})
+        stub.add_response("describe_addon", addon("cert-manager", "v1.18.2-eksbuild.3"),
+                          {"clusterName": ATTACH_EKS, "addonName": "cert-manager"})  # fmt: skip
+        stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404)
+        stub.add_response("describe_addon", addon("eks-pod-identity-agent", "v1.3.7-eksbuild.2"),
+                          {"clusterName": ATTACH_EKS, "addonName": "eks-pod-identity-agent"})  # fmt: skip
+        results = pc.check_existing_prerequisites(clients, cfg)
+        stub.assert_no_pending_responses()
+    assert [(r.check, r.status) for r in results] == [
+        ("existing cert-manager", "PASS"),
+        ("existing metrics-server", "WARN"),
+        ("existing eks-pod-identity-agent", "PASS"),  # the observability add-on's credentials on an adopted cluster
+    ]
+    assert "kubectl get deployment metrics-server -n kube-system" in results[1].action
+    with Stubber(clients("eks")) as stub:
+        stub.add_response("describe_cluster", eks_cluster(), {"name": ATTACH_EKS})
+        stub.add_response("describe_addon", addon("cert-manager", "v1.17.1-eksbuild.1"),
+                          {"clusterName": ATTACH_EKS, "addonName": "cert-manager"})  # fmt: skip
+        stub.add_response("describe_addon", addon("metrics-server", "v0.7.2-eksbuild.4", status="DEGRADED"),
+                          {"clusterName": ATTACH_EKS, "addonName": "metrics-server"})  # fmt: skip
+        stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404)
+        old, degraded, agent = pc.check_existing_prerequisites(clients, cfg)
+    assert old.status == "FAIL" and "below the minimum the inference add-on requires (v1.18.2-eksbuild.2)" in old.detail
+    assert degraded.status == "FAIL" and degraded.detail == "the EKS add-on is DEGRADED, not ACTIVE"
+    assert agent.status == "WARN" and "kubectl get daemonset eks-pod-identity-agent -n kube-system" in agent.action
+
+
+EXPECTED_IMPORT = (
+    "pulumi import --stack attach aws:eks/addon:Addon inference-operator-addon "
+    "ml-platform:amazon-sagemaker-hyperpod-inference --parent 'inference-operator=urn:pulumi:attach::"
+    "hyperpod-inference::hyperpod:index:HyperPodInference$hyperpod:operator:InferenceOperatorAddon::"
+    "inference-operator' --protect=false"
+)
+
+
+def test_inference_addon_already_installed_says_how_to_import_it(aws: None) -> None:
+    cfg = attach()
+    clients = clients_for(cfg)
+    with Stubber(clients("eks")) as stub:
+        stub.add_response("describe_cluster", eks_cluster(), {"name": ATTACH_EKS})
+        stub.add_response("describe_addon", addon("amazon-sagemaker-hyperpod-inference", "v1.5.0-eksbuild.1"),
+                          {"clusterName": ATTACH_EKS, "addonName": "amazon-sagemaker-hyperpod-inference"})  # fmt: skip
+        for name in ("amazon-sagemaker-hyperpod-observability", "aws-fsx-csi-driver", "aws-mountpoint-s3-csi-driver"):
+            stub.add_client_error("describe_addon", "ResourceNotFoundException", http_status_code=404,
+                                  expected_params={"clusterName": ATTACH_EKS, "addonName": name})  # fmt: skip
+        results = pc.check_addons_not_installed(clients, cfg)
+        assert len(results) == 4, results
+        stub.assert_no_pending_responses()
+    first = results[0]
+    assert first.check == "add-on amazon-sagemaker-hyperpod-inference absent" and first.status == "FAIL", results
+    assert first.action == f"adopt it into this stack: {EXPECTED_IMPORT}"
+    assert [r.status for r in results[1:]] == ["PASS", "PASS", "PASS"]
+
+
+def test_addons_absent_or_owned_by_this_stack_pass(aws: None) -> None:
+    cfg = attach()
+    clients = clients_for(cfg)
+    with Stubber(clients("eks")) as stub:
+        stub.add_response("describe_cluster", eks_cluster(), {"name": ATTACH_EKS})
+        stub.add_response("describe_addon", addon("amazon-sagemaker-hyperpod-inference", "v1.5.0-eksbuild.1",
+                                                  tags={"hyperpod-inference:stack": "attach"}),
+                          {"clusterName": ATTACH_EKS, "addonName": "amazon-sagemaker-hyperpod-inference"})  # fmt: skip
+        for absent in ("amazon-sagemaker-hyperpod-observability", "aws-fsx-csi-driver"):
+            stub.add_client_error(
+                "describe_addon",
+                "ResourceNotFoundException",
+                http_status_code=404,
+                expected_params={"clusterName": ATTACH_EKS, "addonName": absent},
+            )
+        stub.add_response("describe_addon", addon("aws-mountpoint-s3-csi-driver", "v1.14.1-eksbuild.1"),
+                          {"clusterName": ATTACH_EKS, "addonName": "aws-mountpoint-s3-csi-driver"})  # fmt: skip
+        results = pc.check_addons_not_installed(clients, cfg)
+    assert [r.status for r in results] == ["PASS", "PASS", "PASS", "FAIL"], results
+    assert results[0].detail == "installed by this stack (v1.5.0-eksbuild.1)"
+    assert results[3].action.endswith("; or list it in operator.existingPrerequisites")
+    with Stubber(clients("eks")) as stub:
+        stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+        [fresh] = pc.check_addons_not_installed(clients, config())
+    assert fresh.status == "PASS" and fresh.detail == "the EKS cluster hpi-dev-eks does not exist yet"
+
+
+def test_addon_versions_use_the_adopted_clusters_kubernetes_version(aws: None) -> None:
+    cfg = attach()
+    clients = clients_for(cfg)
+    pins, note = pc.addon_pins(cfg)
+    assert note == "" and set(pins) == {
+        "amazon-sagemaker-hyperpod-inference", "aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver"
+    }, "no core add-on of an adopted cluster and no existing prerequisite is this stack's to pin"  # fmt: skip
+    with Stubber(clients("eks")) as stub:
+        stub.add_response("describe_cluster", eks_cluster(version="1.32"), {"name": ATTACH_EKS})
+        for name in pins:
+            stub.add_response(
+                "describe_addon_versions", {"addons": []}, {"addonName": name, "kubernetesVersion": "1.32"}
+            )
+        results = pc.check_addon_versions(clients, cfg)
+        stub.assert_no_pending_responses()
+    assert all(r.status == "FAIL" and "Kubernetes 1.32" in r.detail for r in results)

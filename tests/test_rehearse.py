@@ -593,3 +593,26 @@ def test_deployer_path_declared_only_in_config(stack_runs) -> None:
     result = rehearse(regs, mapping=mapping)
     assert "unreachable-api" not in result.kinds()
     assert any("declared by hyperpod-inference:cluster.deployerAccess (no rule" in n for n in result.notes)
+
+
+def test_adopted_hyperpod_cluster_provides_nodes_from_the_start() -> None:
+    """attach creates no HyperPod cluster: the declared groups of the adopted one meet every wait for nodes;
+    without them (the same graph, the adoption removed from the config) the add-ons would deadlock."""
+    from tests.conftest import stack_mapping
+    from tools.harness import run_stack
+    from tools.rehearse import rehearse
+
+    mapping = stack_mapping("attach")
+    run = run_stack("attach", mapping)
+    assert run.config_error is None and run.registrations
+    assert not [r for r in run.registrations if r.type == "aws-native:sagemaker:Cluster"]
+    adopted = rehearse(run, mapping=mapping)
+    assert adopted.converges, [f.kind for f in adopted.findings]
+    assert any("a1b2c3d4e5f6/gpu-p5 (2 x ml.p5.48xlarge)" in n for n in adopted.notes)
+    assert any("cannot be checked offline" in n for n in adopted.notes)
+    without = copy.deepcopy(mapping)
+    del without["hyperpod-inference:cluster"]["existing"]["hyperpodClusterArn"]
+    orphaned = rehearse(run, mapping=without)
+    assert not orphaned.converges
+    assert {f.kind for f in orphaned.findings} == {"deadlock"}
+    assert "inference-operator-addon" in {f.resource for f in orphaned.findings}

@@ -20,27 +20,15 @@ import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 
+# One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
+from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.render and the tests
+
 ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-west-2"
 
 
 def _hex(*parts: str, n: int = 17) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
-
-
-def unwrap_secrets(value: Any) -> Any:
-    """Inputs with Pulumi's secret wrappers removed, as the CLI's analyzer and a rendered manifest see them.
-
-    The mock monitor keeps a secret input as ``{SPECIAL_SIG_KEY: SPECIAL_SECRET_SIG, "value": ...}``.
-    Offline, every secret value is a mock or a placeholder, so unwrapping writes nothing real anywhere.
-    """
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return unwrap_secrets(value.get("value"))
-        return {k: unwrap_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [unwrap_secrets(v) for v in value]
-    return value
 
 
 def _refs(value: Any) -> Any:
@@ -311,6 +299,58 @@ def _eks_access_entry(ctx: MockContext) -> dict[str, Any]:
     return {"id": f"{cluster}:{principal}", "accessEntryArn": arn, "userName": principal}
 
 
+def _oidc_provider(ctx: MockContext) -> dict[str, Any]:
+    # IAM names an OIDC provider by its issuer without the scheme.
+    arn = ctx.arn("iam", f"oidc-provider/{str(ctx.inputs.get('url', '')).removeprefix('https://')}", region=False)
+    return {"id": arn, "arn": arn}
+
+
+def eks_cluster_read(region: str, name: str, **overrides: Any) -> dict[str, Any]:
+    """What ``aws.eks.get_cluster`` returns for an existing cluster (DescribeCluster's shape, camelCase)."""
+    issuer = f"https://oidc.eks.{region}.amazonaws.com/id/{_hex(name, 'oidc', n=32).upper()}"
+    vpc = f"vpc-{_hex(name, 'vpc')}"
+    read = {
+        "id": name,
+        "name": name,
+        "arn": f"arn:aws:eks:{region}:{ACCOUNT_ID}:cluster/{name}",
+        "endpoint": f"https://{_hex(name, n=32).upper()}.gr7.{region}.eks.amazonaws.com",
+        "certificateAuthorities": [{"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"}],
+        "identities": [{"oidcs": [{"issuer": issuer}]}],
+        "accessConfigs": [
+            {"authenticationMode": "API_AND_CONFIG_MAP", "bootstrapClusterCreatorAdminPermissions": False}
+        ],
+        "version": "1.33",
+        "platformVersion": "eks.10",
+        "status": "ACTIVE",
+        "roleArn": f"arn:aws:iam::{ACCOUNT_ID}:role/{name}-cluster",
+        "vpcConfig": {
+            "clusterSecurityGroupId": f"sg-{_hex(name, 'cluster')}",
+            "controlPlaneEgressMode": "",
+            "endpointPrivateAccess": True,
+            "endpointPublicAccess": False,
+            "publicAccessCidrs": [],
+            "securityGroupIds": [],
+            "subnetIds": [],
+            "vpcId": vpc,
+        },
+        "tags": {},
+    }
+    read.update(overrides)
+    return read
+
+
+def hyperpod_cluster_read(region: str, arn: str, eks_cluster_arn: str, **overrides: Any) -> dict[str, Any]:
+    """What ``aws_native.sagemaker.get_cluster`` returns for an existing EKS-orchestrated HyperPod cluster."""
+    read = {
+        "clusterArn": arn,
+        "clusterStatus": "InService",
+        "orchestrator": {"eks": {"clusterArn": eks_cluster_arn}},
+        "nodeRecovery": "Automatic",
+    }
+    read.update(overrides)
+    return read
+
+
 def _member_export(stack: str, region: str) -> dict[str, Any]:
     """``globalGatewayMember`` as a regional stack with a JWT-protected gateway exports it under these mocks."""
     cluster_id = _hex(f"hpi-{stack}-hp", n=12)  # what _sagemaker_cluster gives that stack's HyperPod cluster
@@ -411,6 +451,7 @@ OUTPUTS: dict[str, OutputFn] = {
     "aws:acm/certificate:Certificate": _acm_certificate,
     "aws:acm/certificateValidation:CertificateValidation": lambda ctx: {"id": ctx.inputs.get("certificateArn", "")},
     "aws:route53/record:Record": _route53_record,
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _oidc_provider,
 }
 
 
@@ -419,6 +460,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     def __init__(self, region: str = DEFAULT_REGION) -> None:
         self.region = region
+        # Reads of existing clusters (data sources): name/ARN -> fields that differ from the realistic default.
+        self.eks_overrides: dict[str, dict[str, Any]] = {}
+        self.hyperpod_overrides: dict[str, dict[str, Any]] = {}
+        self.calls: list[pulumi.runtime.MockCallArgs] = []
         self.resources: list[tuple[str, str, dict[str, Any]]] = []
         self.inputs_by_key: dict[tuple[str, str], dict[str, Any]] = {}
 
@@ -443,12 +488,22 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return rid, {**inputs, **extra}
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
+        self.calls.append(args)
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/preview", "userId": "AIDAPREVIEW"}
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": self.region, "region": self.region, "id": self.region}
         if args.token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
+        if args.token == "aws:eks/getCluster:getCluster":  # an adopted EKS cluster
+            name = str(args.args["name"])
+            return eks_cluster_read(self.region, name, **self.eks_overrides.get(name, {}))
+        if args.token == "aws-native:sagemaker:getCluster":  # an adopted HyperPod cluster, orchestrated by EKS
+            arn = str(args.args["clusterArn"])
+            # By default the EKS cluster the stack adopts, as read above (the stack's only `eks:getCluster` call).
+            eks_names = [c.args["name"] for c in self.calls if c.token == "aws:eks/getCluster:getCluster"]
+            eks_arn = f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{eks_names[-1] if eks_names else 'unknown'}"
+            return hyperpod_cluster_read(self.region, arn, eks_arn, **self.hyperpod_overrides.get(arn, {}))
         return {}
 
 

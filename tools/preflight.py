@@ -4,7 +4,9 @@
 
 Uses your AWS credentials (the default boto3 chain, or ``--profile``) in the stack's ``aws:region``. Checks
 instance-type offerings per AZ ID, SageMaker cluster quotas, EKS add-on versions, name clashes, the
-ingress certificate and hosted zone, and training plans (see ``tools/preflight_checks.py``).
+ingress certificate and hosted zone, training plans, and for adopted clusters (``cluster.existing``) the EKS and
+HyperPod clusters, the OIDC provider, existing prerequisites and add-ons already installed (see
+``tools/preflight_checks.py`` and ``docs/adoption.md``).
 
 Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error.
 """

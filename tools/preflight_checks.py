@@ -20,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 from pydantic import SecretStr
 
 from components.config import PROJECT, StackConfig
+from components.config import cluster as cluster_config
 from components.config import operator as operator_config
 from components.config.cluster import InstanceGroup
 
@@ -159,6 +160,14 @@ def check(title: str) -> Callable[[CheckFn], CheckFn]:
     return wrap
 
 
+ADOPTED_GROUPS_SKIP = "the HyperPod cluster is adopted (cluster.existing.hyperpodClusterArn): no group is created"
+
+
+def adopts_hyperpod(cfg: StackConfig) -> bool:
+    """The stack adopts an existing HyperPod cluster: its groups exist, none is created."""
+    return cfg.cluster.existing is not None and cfg.cluster.existing.hyperpod_cluster_arn is not None
+
+
 def group_az(cfg: StackConfig, group: InstanceGroup) -> str:
     """The AZ ID a group lands in: its own, else the first network AZ ID (as the cluster layer does)."""
     return group.availability_zone_id or cfg.network.az_ids[0]
@@ -192,6 +201,8 @@ def _offered_az_ids(ec2: Any, instance_type: str, az_ids: Iterable[str] | None =
 @check("instance type offered")
 def check_instance_offerings(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     """Every group's type must be offered in its AZ ID: the commonest HyperPod create failure."""
+    if adopts_hyperpod(cfg):
+        return [CheckResult("offering", "SKIP", ADOPTED_GROUPS_SKIP)]
     ec2 = clients("ec2")
     out: list[CheckResult] = []
     for i, group in enumerate(cfg.cluster.instance_groups):
@@ -236,6 +247,8 @@ def _sagemaker_quotas(sq: Any) -> dict[str, dict[str, Any]]:
 @check("service quota")
 def check_quotas(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     """The per-type "<type> for cluster usage" quotas must cover the summed instance counts."""
+    if adopts_hyperpod(cfg):
+        return [CheckResult("service quota", "SKIP", ADOPTED_GROUPS_SKIP)]
     needed: dict[str, int] = defaultdict(int)
     for group in cfg.cluster.instance_groups:
         needed[group.instance_type] += group.instance_count
@@ -292,6 +305,10 @@ def addon_pins(cfg: StackConfig) -> tuple[dict[str, str], str]:
         pins.update({p.addon_name: dumped[p.config_key] for p in prerequisites})
     else:
         pins.update({name: getattr(cfg.operator, attr) for name, attr in PREREQUISITE_ADDONS.items()})
+    for name in cfg.operator.existing_prerequisites:  # installed by someone else: see check_existing_prerequisites
+        pins.pop(name, None)
+    if cfg.cluster.existing is not None:  # an adopted EKS cluster's core add-ons are its owner's
+        return pins, ""
     core = getattr(cfg.cluster, "addons", None)
     missing = [name for name, attr in CORE_ADDONS.items() if not isinstance(getattr(core, attr, None), str)]
     pins.update({name: getattr(core, attr) for name, attr in CORE_ADDONS.items() if name not in missing})
@@ -318,6 +335,11 @@ def check_addon_versions(clients: Clients, cfg: StackConfig) -> list[CheckResult
     """Pinned add-on versions must exist for the cluster's Kubernetes version; also say how each wants IAM."""
     eks = clients("eks")
     k8s = cfg.cluster.kubernetes_version
+    if cfg.cluster.existing is not None:  # the adopted cluster's own version, not a pin of this stack
+        found = _describe_eks(clients, cfg.cluster.existing.eks_cluster_name)
+        if found is None:
+            return [CheckResult("add-on versions", "SKIP", "the adopted EKS cluster was not found (see its check)")]
+        k8s = str(found.get("version", k8s))
     pins, note = addon_pins(cfg)
     out: list[CheckResult] = []
     for addon, version in pins.items():
@@ -674,6 +696,8 @@ def _zone_ids(ec2: Any, names: set[str]) -> dict[str, str]:
 @check("training plans")
 def check_training_plans(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     """A group's training plan must reserve its instance type in its AZ, for HyperPod, enough of them."""
+    if adopts_hyperpod(cfg):
+        return [CheckResult("training plans", "SKIP", ADOPTED_GROUPS_SKIP)]
     groups = [(i, g) for i, g in enumerate(cfg.cluster.instance_groups) if g.training_plan_arn]
     if not groups:
         return [CheckResult("training plans", "SKIP", "no instance group sets trainingPlanArn")]
@@ -731,6 +755,342 @@ def check_training_plans(clients: Clients, cfg: StackConfig) -> list[CheckResult
             )
         else:
             out.append(CheckResult(name, "PASS", f"{plan.get('Status')} plan reserves {group.instance_type} in {az}"))
+    return out
+
+
+# --- adoption: existing EKS / HyperPod clusters, prerequisites, the inference add-on -------------------------
+
+
+def _describe_eks(clients: Clients, name: str) -> dict[str, Any] | None:
+    """EKS DescribeCluster's ``cluster``, or None when there is no such cluster."""
+    try:
+        found: dict[str, Any] = call(clients("eks"), "describe_cluster", name=name)["cluster"]
+    except ClientError as err:
+        if _not_found(err, "ResourceNotFoundException"):
+            return None
+        raise
+    return found
+
+
+def eks_cluster_name(cfg: StackConfig) -> str:
+    """The EKS cluster the stack installs into: the adopted one, or the one it creates."""
+    return cfg.cluster.existing.eks_cluster_name if cfg.cluster.existing is not None else f"{cfg.name_prefix}-eks"
+
+
+@check("existing EKS cluster")
+def check_existing_eks(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """An adopted EKS cluster must exist, be ACTIVE, in network.existing's VPC, with a mode and version HyperPod supports."""
+    existing = cfg.cluster.existing
+    if existing is None:
+        return [CheckResult("existing EKS cluster", "SKIP", "the stack creates its EKS cluster (no cluster.existing)")]
+    name = existing.eks_cluster_name
+    title = f"existing EKS cluster {name}"
+    found = _describe_eks(clients, name)
+    if found is None:
+        return [
+            CheckResult(
+                title, "FAIL", f"no EKS cluster {name} in {cfg.region}", f"fix {cluster_config.EXISTING_EKS_KEY}"
+            )
+        ]
+    problems: list[str] = []
+    status = found.get("status", "?")
+    if status != "ACTIVE":
+        problems.append(f"its status is {status}, not ACTIVE")
+    mode = (found.get("accessConfig") or {}).get("authenticationMode")
+    problems.extend(i.message for i in cluster_config.eks_compatibility_issues(name, mode, found.get("version")))
+    vpc = (found.get("resourcesVpcConfig") or {}).get("vpcId")
+    if cfg.network.existing is not None and vpc != cfg.network.existing.vpc_id:
+        problems.append(f"it runs in {vpc}, network.existing.vpcId is {cfg.network.existing.vpc_id}")
+    if problems:
+        return [CheckResult(title, "FAIL", "; ".join(problems), "adopt a compatible cluster or fix it first")]
+    return [
+        CheckResult(title, "PASS", f"ACTIVE, authentication mode {mode}, Kubernetes {found.get('version')}, in {vpc}")
+    ]
+
+
+@check("EKS OIDC provider")
+def check_oidc_provider(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """IRSA needs one IAM OIDC provider for the adopted cluster's issuer: existing, or created by the stack."""
+    existing = cfg.cluster.existing
+    if existing is None:
+        return [CheckResult("EKS OIDC provider", "SKIP", "the stack creates its EKS cluster and OIDC provider")]
+    found = _describe_eks(clients, existing.eks_cluster_name)
+    issuer = ((found or {}).get("identity") or {}).get("oidc", {}).get("issuer")
+    if not issuer:
+        return [CheckResult("EKS OIDC provider", "SKIP", "the adopted EKS cluster (or its issuer) was not found")]
+    host_path = issuer.removeprefix("https://")
+    providers = call(clients("iam"), "list_open_id_connect_providers").get("OpenIDConnectProviderList", [])
+    exists = any(str(p.get("Arn", "")).endswith(f":oidc-provider/{host_path}") for p in providers)
+    key = "cluster.existing.createOidcProvider"
+    if exists and existing.create_oidc_provider:
+        return [
+            CheckResult(
+                "EKS OIDC provider", "FAIL", f"an IAM OIDC provider for {issuer} already exists", f"set {key}: false"
+            )
+        ]
+    if not exists and not existing.create_oidc_provider:
+        return [
+            CheckResult(
+                "EKS OIDC provider",
+                "FAIL",
+                f"no IAM OIDC provider for {issuer}: the operator's IRSA roles could not be assumed",
+                f"set {key}: true (the stack creates it), or create it yourself",
+            )
+        ]
+    how = "exists" if exists else "will be created by the stack"
+    return [CheckResult("EKS OIDC provider", "PASS", f"the provider for {issuer} {how}")]
+
+
+def _taints(items: Iterable[dict[str, Any]]) -> set[tuple[str, str | None, str]]:
+    return {(t.get("Key", ""), t.get("Value"), t.get("Effect", "")) for t in items}
+
+
+def _compare_group(i: int, group: InstanceGroup, real: dict[str, Any], running: int) -> tuple[list[str], list[str]]:
+    """(failures, warnings) of one declared group against DescribeCluster's and ListClusterNodes' view."""
+    fails: list[str] = []
+    warns: list[str] = []
+    if real.get("InstanceType") != group.instance_type:
+        fails.append(
+            f"its type is {real.get('InstanceType')}, cluster.instanceGroups[{i}] declares {group.instance_type}"
+        )
+    target = real.get("TargetCount", real.get("CurrentCount"))
+    if target != group.instance_count:
+        fails.append(f"it targets {target} instance(s), cluster.instanceGroups[{i}] declares {group.instance_count}")
+    elif running < group.instance_count:
+        warns.append(f"{running} of {group.instance_count} node(s) are Running")
+    k8s = real.get("KubernetesConfig") or {}
+    if "CurrentLabels" in k8s and dict(k8s.get("CurrentLabels") or {}) != dict(group.labels):
+        fails.append(f"its labels are {dict(k8s.get('CurrentLabels') or {})}, declared {dict(group.labels)}")
+    declared_taints = {(t.key, t.value, t.effect) for t in group.taints}
+    if "CurrentTaints" in k8s and _taints(k8s.get("CurrentTaints") or []) != declared_taints:
+        fails.append("its taints differ from the declared ones")
+    return fails, warns
+
+
+def _running_nodes(clients: Clients, arn: str) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"ClusterName": arn}
+        if token:
+            kwargs["NextToken"] = token
+        page = call(clients("sagemaker"), "list_cluster_nodes", **kwargs)
+        for node in page.get("ClusterNodeSummaries", []):
+            if (node.get("InstanceStatus") or {}).get("Status") == "Running":
+                counts[node.get("InstanceGroupName", "")] += 1
+        token = page.get("NextToken")
+        if not token:
+            return counts
+
+
+@check("existing HyperPod cluster")
+def check_existing_hyperpod(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """An adopted HyperPod cluster: InService, orchestrated by the adopted EKS cluster, its groups as declared."""
+    existing = cfg.cluster.existing
+    if existing is None or existing.hyperpod_cluster_arn is None:
+        return [CheckResult("existing HyperPod cluster", "SKIP", "the stack creates its HyperPod cluster")]
+    arn = existing.hyperpod_cluster_arn
+    try:
+        cluster = call(clients("sagemaker"), "describe_cluster", ClusterName=arn)
+    except ClientError as err:
+        if error_code(err) in ("ResourceNotFound", "ResourceNotFoundException", "ValidationException"):
+            return [
+                CheckResult(
+                    "existing HyperPod cluster",
+                    "FAIL",
+                    f"no HyperPod cluster {arn}",
+                    f"fix {cluster_config.EXISTING_HYPERPOD_KEY}",
+                )
+            ]
+        raise
+    title = f"existing HyperPod cluster {cluster.get('ClusterName', arn)}"
+    problems: list[str] = []
+    if cluster.get("ClusterStatus") != "InService":
+        problems.append(f"its status is {cluster.get('ClusterStatus', '?')}, not InService")
+    eks_arn = f"arn:{clients.partition}:eks:{cfg.region}:{clients.account_id}:cluster/{existing.eks_cluster_name}"
+    orchestrator = ((cluster.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn")
+    if orchestrator != eks_arn:
+        problems.append(f"it is orchestrated by {orchestrator or 'no EKS cluster'}, not {eks_arn}")
+    tiered = (cluster.get("TieredStorageConfig") or {}).get("Mode")
+    if cfg.kv_cache.l2_backend == "tieredstorage" and tiered != "Enable":
+        problems.append("kvCache.l2Backend is tieredstorage but the cluster's TieredStorageConfig is not enabled")
+    out = [
+        CheckResult(title, "FAIL", "; ".join(problems), "adopt the right cluster or fix it first")
+        if problems
+        else CheckResult(title, "PASS", f"InService, orchestrated by {existing.eks_cluster_name}")
+    ]
+    real = {g.get("InstanceGroupName"): g for g in cluster.get("InstanceGroups") or []}
+    running = _running_nodes(clients, arn)
+    for i, group in enumerate(cfg.cluster.instance_groups):
+        name = f"declared group {group.name}"
+        if group.name not in real:
+            out.append(
+                CheckResult(name, "FAIL", f"the cluster has no group {group.name} (it has {', '.join(sorted(real)) or 'none'})",
+                            f"fix cluster.instanceGroups[{i}].name")
+            )  # fmt: skip
+            continue
+        fails, warns = _compare_group(i, group, real[group.name], running.get(group.name, 0))
+        if fails:
+            out.append(
+                CheckResult(name, "FAIL", "; ".join(fails), f"make cluster.instanceGroups[{i}] describe the real group")
+            )
+        elif warns:
+            out.append(CheckResult(name, "WARN", "; ".join(warns), "endpoints may stay Pending until the nodes join"))
+        else:
+            out.append(CheckResult(name, "PASS", f"{group.instance_count} x {group.instance_type}, as declared"))
+    for extra in sorted(set(real) - {g.name for g in cfg.cluster.instance_groups}):
+        out.append(
+            CheckResult(f"declared group {extra}", "WARN", f"the cluster's group {extra} is not declared",
+                        "declare it in cluster.instanceGroups so the endpoint and capacity checks know it")
+        )  # fmt: skip
+    return out
+
+
+# What the inference add-on's install check looks for per prerequisite (operator_prerequisites.py docstring; D6/D7),
+# as a command for what the AWS API cannot see (a self-managed install).
+PRESENCE_COMMANDS: dict[str, str] = {
+    "aws-mountpoint-s3-csi-driver": "kubectl get csidriver s3.csi.aws.com",
+    "aws-fsx-csi-driver": "kubectl get csidriver fsx.csi.aws.com",
+    "metrics-server": "kubectl get deployment metrics-server -n kube-system",
+    "cert-manager": "kubectl get crd certificaterequests.cert-manager.io",
+    "aws-load-balancer-controller": "kubectl get deployment aws-load-balancer-controller -n kube-system",
+    "keda": "kubectl get crd scaledobjects.keda.sh",
+    "eks-pod-identity-agent": "kubectl get daemonset eks-pod-identity-agent -n kube-system",
+}
+
+
+@check("existing prerequisites")
+def check_existing_prerequisites(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Prerequisites marked existing must be on the cluster: EKS add-ons are checked, self-managed ones can't be."""
+    op = cfg.operator
+    wanted: list[str] = list(op.existing_prerequisites)
+    if op.load_balancer_controller.mode == "existing":
+        wanted.append("aws-load-balancer-controller")
+    if op.keda.mode == "existing":
+        wanted.append("keda")
+    if cfg.cluster.existing is not None and cfg.observability.enabled:
+        # the observability add-on gets its credentials through EKS Pod Identity (components/observability.py);
+        # an adopted cluster's pod identity agent is its owner's
+        wanted.append("eks-pod-identity-agent")
+    if not wanted:
+        return [CheckResult("existing prerequisites", "SKIP", "no prerequisite is marked existing")]
+    cluster = eks_cluster_name(cfg)
+    if _describe_eks(clients, cluster) is None:
+        return [
+            CheckResult(
+                "existing prerequisites", "FAIL", f"no EKS cluster {cluster} to look in", "fix the cluster first"
+            )
+        ]
+    minimums = {p.addon_name: p.minimum for p in operator_config.PREREQUISITES}
+    out: list[CheckResult] = []
+    for addon in wanted:
+        name = f"existing {addon}"
+        unverified = f"verify it yourself: `{PRESENCE_COMMANDS[addon]}` (the Kubernetes API is not reachable from here)"
+        try:
+            found = call(clients("eks"), "describe_addon", clusterName=cluster, addonName=addon)["addon"]
+        except ClientError as err:
+            if not _not_found(err, "ResourceNotFoundException", "InvalidParameterException"):
+                raise
+            out.append(
+                CheckResult(name, "WARN", f"{addon} is not an EKS add-on of {cluster} (self-managed?)", unverified)
+            )
+            continue
+        version, status = found.get("addonVersion", "?"), found.get("status", "?")
+        minimum = minimums.get(addon)
+        if status != "ACTIVE":
+            out.append(
+                CheckResult(name, "FAIL", f"the EKS add-on is {status}, not ACTIVE", "repair it before deploying")
+            )
+        elif minimum and operator_config.parse_eks_version(version) < operator_config.parse_eks_version(minimum):
+            out.append(
+                CheckResult(name, "FAIL", f"{version} is below the minimum the inference add-on requires ({minimum})",
+                            f"upgrade it: aws eks update-addon --cluster-name {cluster} --addon-name {addon} "
+                            f"--addon-version {minimum}")
+            )  # fmt: skip
+        else:
+            out.append(CheckResult(name, "PASS", f"EKS add-on {version}, ACTIVE"))
+    return out
+
+
+def engine_urn(stack: str, project: str, reg: Any, by_urn: dict[str, Any]) -> str:
+    """The URN the Pulumi engine gives a registration: ``urn:pulumi:<stack>::<project>::<qualified type>::<name>``.
+
+    The qualified type is every ancestor's type below the root stack joined with ``$`` (Pulumi docs, "Resource
+    names": URNs). The mock monitor abbreviates it to the parent's own type, so it is rebuilt from the parents.
+    """
+    types = [reg.type]
+    parent = by_urn.get(reg.parent or "")
+    while parent is not None and parent.type != "pulumi:pulumi:Stack":
+        types.insert(0, parent.type)
+        parent = by_urn.get(parent.parent or "")
+    return f"urn:pulumi:{stack}::{project}::{'$'.join(types)}::{reg.name}"
+
+
+def planned_addons(cfg: StackConfig) -> list[tuple[str, str, str | None]]:
+    """(resource name, add-on name, the parent's engine URN) of every EKS add-on the program creates (mock run)."""
+    from tools.harness import run_stack
+
+    run = run_stack(cfg.stack, _stack_mapping(cfg))
+    if run.config_error is not None:
+        raise ValueError(f"the program rejected the config under mocks: {run.config_error}")
+    by_urn = {r.urn: r for r in run.registrations}
+    out: list[tuple[str, str, str | None]] = []
+    for reg in run.of_type("aws:eks/addon:Addon"):
+        parent = by_urn.get(reg.parent or "")
+        parent_urn = engine_urn(cfg.stack, PROJECT, parent, by_urn) if parent is not None else None
+        out.append((reg.name, str(reg.inputs.get("addonName")), parent_urn))
+    return out
+
+
+def import_command(stack: str, resource_name: str, cluster: str, addon: str, parent_urn: str | None) -> str:
+    """The exact ``pulumi import`` that adopts an installed EKS add-on into this stack's resource.
+
+    Import ID ``<cluster>:<addon>`` (pulumi-aws docs, aws.eks.Addon "Import"); ``--parent name=urn`` puts it
+    under its component, ``--protect=false`` matches the program (pulumi import protects by default).
+    """
+    parent = ""
+    if parent_urn:
+        parent = f" --parent '{parent_urn.rsplit('::', 1)[-1]}={parent_urn}'"
+    return (
+        f"pulumi import --stack {stack} aws:eks/addon:Addon {resource_name} {cluster}:{addon}{parent} --protect=false"
+    )
+
+
+@check("add-ons not yet installed")
+def check_addons_not_installed(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Every add-on the stack creates (the inference add-on first) must not be installed already, or be adopted."""
+    cluster = eks_cluster_name(cfg)
+    if _describe_eks(clients, cluster) is None:
+        return [CheckResult("add-ons not yet installed", "PASS", f"the EKS cluster {cluster} does not exist yet")]
+    try:
+        planned = planned_addons(cfg)
+    except Exception as err:  # noqa: BLE001 - any failure of the mock run is reported, never a traceback
+        return [
+            CheckResult(
+                "add-ons not yet installed", "FAIL", f"could not derive the stack's add-ons: {err}", "run tools.preview"
+            )
+        ]
+    planned.sort(key=lambda a: (a[1] != INFERENCE_ADDON, a[1]))  # the inference add-on first, then by name
+    out: list[CheckResult] = []
+    for resource_name, addon, parent in planned:
+        name = f"add-on {addon} absent"
+        try:
+            found = call(clients("eks"), "describe_addon", clusterName=cluster, addonName=addon)["addon"]
+        except ClientError as err:
+            if _not_found(err, "ResourceNotFoundException"):
+                out.append(CheckResult(name, "PASS", f"not installed on {cluster}"))
+                continue
+            raise
+        if (found.get("tags") or {}).get("hyperpod-inference:stack") == cfg.stack:
+            out.append(CheckResult(name, "PASS", f"installed by this stack ({found.get('addonVersion', '?')})"))
+            continue
+        action = f"adopt it into this stack: {import_command(cfg.stack, resource_name, cluster, addon, parent)}"
+        if addon in {p.addon_name for p in operator_config.PREREQUISITES}:
+            action += "; or list it in operator.existingPrerequisites"
+        out.append(
+            CheckResult(name, "FAIL", f"{addon} {found.get('addonVersion', '?')} is already installed on {cluster} "
+                        "by someone else: creating it would fail", action)
+        )  # fmt: skip
     return out
 
 

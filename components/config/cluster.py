@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, field_validator
 
 from policies.baselines import open_to_world
-from policies.cluster_versions import version_problem
+from policies.cluster_versions import HYPERPOD_SUPPORTED_VERSIONS, version_problem
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
@@ -216,6 +216,10 @@ class DeployerAccess(Model):
 
 
 class ClusterConfig(Model):
+    existing: ExistingClusters | None = Field(
+        default=None,
+        description="Adopt an existing EKS cluster (and optionally its HyperPod cluster) instead of creating them.",
+    )
     kubernetes_version: str = Field(
         default=DEFAULT_KUBERNETES_VERSION,
         pattern=r"^1\.[0-9]{2}$",
@@ -323,7 +327,8 @@ def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     if problem is not None:
         yield ConfigIssue("cluster.kubernetesVersion", problem)
 
-    yield from _deployer_access_issues(cfg)
+    if cluster.existing is None:  # an adopted cluster's API access is its owner's (docs/adoption.md)
+        yield from _deployer_access_issues(cfg)
 
 
 def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
@@ -424,9 +429,159 @@ def chart_issues(deps: HyperPodDependenciesConfig, root: Path = PROJECT_ROOT) ->
 def _chart_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     # Under mocks (tests, `tools.preview`) nothing is installed, so the chart may be absent; a real preview or up
     # hands the path to Helm, which fails late and unclearly without it.
-    if running_for_real():
+    adopted = cfg.cluster.existing is not None and cfg.cluster.existing.hyperpod_cluster_arn is not None
+    if running_for_real() and not adopted:  # an adopted HyperPod cluster already has its chart
         yield from chart_issues(cfg.cluster.hyperpod_dependencies)
 
 
 cross_check(_cluster_checks)
 cross_check(_chart_checks)
+
+
+# --- adoption: an existing EKS cluster, an existing HyperPod cluster ---------------------------------------
+#
+# Source for the compatibility facts: SageMaker developer guide, "Getting started with Amazon EKS support in
+# SageMaker HyperPod" (docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html,
+# Requirement 2): authentication modes API and API_AND_CONFIG_MAP. The Kubernetes versions HyperPod supports are
+# the one table in policies/cluster_versions.py (same page, Requirement 1). Switching a cluster away from
+# CONFIG_MAP is one-way (EKS user guide, "Change authentication mode to use access entries").
+
+HYPERPOD_AUTHENTICATION_MODES = ("API", "API_AND_CONFIG_MAP")
+EXISTING_EKS_KEY = "cluster.existing.eksClusterName"
+EXISTING_HYPERPOD_KEY = "cluster.existing.hyperpodClusterArn"
+# `cluster` keys that configure the EKS cluster this stack creates: not applied to an adopted one.
+EKS_CREATION_KEYS = {
+    "kubernetes_version": "kubernetesVersion",
+    "endpoint_public_access_cidrs": "endpointPublicAccessCidrs",
+    "service_ipv4_cidr": "serviceIpv4Cidr",
+    "addons": "addons",
+    "control_plane_log_types": "controlPlaneLogTypes",
+    "deployer_access": "deployerAccess",
+}
+# `cluster` keys that configure the HyperPod cluster (or its node SG) this stack creates.
+HYPERPOD_CREATION_KEYS = {
+    "node_provisioning_mode": "nodeProvisioningMode",
+    "fsx_enabled": "fsxEnabled",
+    "hyperpod_dependencies": "hyperpodDependencies",
+    "tiered_storage_memory_percentage": "tieredStorageMemoryPercentage",
+}
+# Instance-group keys only a create applies; an adopted group declares name, type, count, labels, taints (and AZ).
+GROUP_CREATION_KEYS = {
+    "threads_per_core": "threadsPerCore",
+    "ebs_volume_size_gb": "ebsVolumeSizeGb",
+    "on_start_deep_health_checks": "onStartDeepHealthChecks",
+    "training_plan_arn": "trainingPlanArn",
+}
+
+
+class ExistingClusters(Model):
+    """Clusters this stack adopts: an EKS cluster by name, and optionally the HyperPod cluster it orchestrates.
+
+    With only ``eksClusterName`` the stack reads that cluster and creates the HyperPod cluster in it (with its
+    dependencies chart); with ``hyperpodClusterArn`` as well it creates nothing of the cluster layer and
+    ``cluster.instanceGroups`` *declares* the existing groups (preflight compares them with the real ones).
+    """
+
+    eks_cluster_name: str = Field(
+        pattern=r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$", description="Name of the EKS cluster to adopt (same region)."
+    )
+    hyperpod_cluster_arn: str | None = Field(
+        default=None,
+        pattern=r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:cluster/[a-z0-9]{12}$",
+        description="ARN of the HyperPod cluster to adopt; it must be orchestrated by eksClusterName.",
+    )
+    create_oidc_provider: bool = Field(
+        default=False,
+        description="Create the IAM OIDC provider for the cluster's issuer (IRSA); leave false when it exists "
+        "(preflight checks which).",
+    )
+    node_security_group_id: str | None = Field(
+        default=None,
+        pattern=r"^sg-[0-9a-f]{8,17}$",
+        description="Security group of the adopted HyperPod nodes; needed only when this stack creates the Redis "
+        "L2 cache (its only client SG).",
+    )
+
+    @property
+    def adopts_hyperpod(self) -> bool:
+        return self.hyperpod_cluster_arn is not None
+
+
+ClusterConfig.model_rebuild()  # `existing` refers to ExistingClusters, defined after ClusterConfig
+
+
+def eks_compatibility_issues(name: str, authentication_mode: str | None, version: str | None) -> list[ConfigIssue]:
+    """Why an EKS cluster read from AWS cannot orchestrate HyperPod (the program and preflight share this)."""
+    out: list[ConfigIssue] = []
+    if authentication_mode not in HYPERPOD_AUTHENTICATION_MODES:
+        out.append(
+            ConfigIssue(
+                EXISTING_EKS_KEY,
+                f"EKS cluster {name} uses authentication mode {authentication_mode or 'unknown'}; HyperPod supports "
+                f"{' and '.join(HYPERPOD_AUTHENTICATION_MODES)} only (switch with `aws eks update-cluster-config "
+                f"--name {name} --access-config authenticationMode=API_AND_CONFIG_MAP`; it cannot be switched back)",
+            )
+        )
+    if version is not None and version not in HYPERPOD_SUPPORTED_VERSIONS:
+        out.append(
+            ConfigIssue(
+                EXISTING_EKS_KEY,
+                f"EKS cluster {name} runs Kubernetes {version}; HyperPod supports "
+                f"{', '.join(HYPERPOD_SUPPORTED_VERSIONS)}",
+            )
+        )
+    return out
+
+
+def _adoption_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    existing = cfg.cluster.existing
+    if existing is None:
+        return
+    cluster = cfg.cluster
+    if cfg.network.existing is None:
+        yield ConfigIssue(
+            "cluster.existing",
+            "an existing EKS cluster runs in an existing VPC: set network.existing to that VPC and its subnets "
+            "(a new VPC would not reach the cluster)",
+        )
+    for attr, key in EKS_CREATION_KEYS.items():
+        if attr in cluster.model_fields_set:
+            yield ConfigIssue(
+                f"cluster.{key}",
+                "configures the EKS cluster this stack creates; with cluster.existing the cluster is adopted and its "
+                "own settings are read from it: remove it",
+            )
+    if existing.hyperpod_cluster_arn is not None:
+        arn_region = existing.hyperpod_cluster_arn.split(":")[3]
+        if arn_region != cfg.region:
+            yield ConfigIssue(EXISTING_HYPERPOD_KEY, f"the cluster is in {arn_region}; the stack is in {cfg.region}")
+        for attr, key in HYPERPOD_CREATION_KEYS.items():
+            if attr in cluster.model_fields_set:
+                yield ConfigIssue(
+                    f"cluster.{key}",
+                    "configures the HyperPod cluster this stack creates; with cluster.existing.hyperpodClusterArn it "
+                    "is adopted: remove it",
+                )
+        for i, group in enumerate(cluster.instance_groups):
+            for attr, key in GROUP_CREATION_KEYS.items():
+                if attr in group.model_fields_set:
+                    yield ConfigIssue(
+                        f"cluster.instanceGroups[{i}].{key}",
+                        "only applies when this stack creates the group; an adopted cluster's groups declare "
+                        "name, instanceType, instanceCount, labels, taints (and availabilityZoneId): remove it",
+                    )
+        if cfg.kv_cache.creates_redis and existing.node_security_group_id is None:
+            yield ConfigIssue(
+                "cluster.existing.nodeSecurityGroupId",
+                "required when this stack creates the Redis L2 cache on an adopted HyperPod cluster: the cache admits "
+                "the nodes' security group only (DescribeCluster InstanceGroups[].OverrideVpcConfig or VpcConfig "
+                "SecurityGroupIds); or use kvCache.redis.external",
+            )
+    elif existing.node_security_group_id is not None:
+        yield ConfigIssue(
+            "cluster.existing.nodeSecurityGroupId",
+            "only used with hyperpodClusterArn: this stack creates the HyperPod nodes' security group itself",
+        )
+
+
+cross_check(_adoption_checks)

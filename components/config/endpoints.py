@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import BaseModel, Discriminator, Field, Tag
 
 from policies import compatibility as compat
 from policies import rules
@@ -18,6 +18,12 @@ if TYPE_CHECKING:
     from .stack import StackConfig
 
 K8sName = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+L2_SPEC_PATH = ("kvCacheSpec", "l2CacheSpec")
+
+# Where the operator's CRD puts the facts the ALB target group needs (operator-facts.md §4, §4.3).
+DEFAULT_HEALTH_CHECK_PATH = "/ping"  # spec.loadBalancer.healthCheckPath default in the CRD
+DEFAULT_ROUTING_ALGORITHM = "least_outstanding_requests"  # spec.loadBalancer.routingAlgorithm default
+DEFAULT_TARGET_PORT = 8080  # used only when an endpoint has no worker.modelInvocationPort (JumpStartModel)
 
 
 class _Endpoint(Model):
@@ -66,6 +72,86 @@ EndpointConfig = Annotated[
 """One ``endpoints[]`` entry; ``kind`` selects the spec model."""
 
 
+# --- helpers that read an endpoint's spec (used by the kv-cache, gateway and ingress layers) ----------------
+
+
+def endpoint_spec(endpoint: Any) -> dict[str, Any]:
+    """An ``endpoints[]`` entry's spec as the plain camelCase mapping the user wrote.
+
+    The spec may be a mapping or a typed pydantic model; only the keys the user set are kept, so a
+    rendered custom resource never gains defaults the user did not ask for.
+    """
+    if hasattr(endpoint, "spec_dict"):
+        typed: dict[str, Any] = endpoint.spec_dict()
+        return typed
+    spec = endpoint.spec
+    if isinstance(spec, BaseModel):
+        dumped: dict[str, Any] = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
+        return dumped
+    return dict(spec)
+
+
+def l2_spec(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """``spec.kvCacheSpec.l2CacheSpec`` when present."""
+    kv = spec.get("kvCacheSpec")
+    l2 = kv.get("l2CacheSpec") if isinstance(kv, dict) else None
+    return l2 if isinstance(l2, dict) else None
+
+
+def l2_backend(spec: dict[str, Any]) -> str | None:
+    """The endpoint's L2 backend, lower-cased (the CRD pattern is case-insensitive), or None."""
+    l2 = l2_spec(spec)
+    backend = l2.get("l2CacheBackend") if l2 else None
+    return backend.lower() if isinstance(backend, str) else None
+
+
+def own_l2_url(spec: dict[str, Any]) -> str | None:
+    """The ``l2CacheLocalUrl`` the endpoint names itself (a Redis of its own), or None."""
+    url = (l2_spec(spec) or {}).get("l2CacheLocalUrl")
+    return url if isinstance(url, str) and url else None
+
+
+def wants_stack_redis(endpoint: Any) -> bool:
+    """True when the endpoint asks for the Redis L2 backend without naming a URL: the stack's Redis fills it."""
+    spec = endpoint_spec(endpoint)
+    return l2_backend(spec) == "redis" and own_l2_url(spec) is None
+
+
+def opts_into_gateway(endpoint: Any) -> bool:
+    """``spec.inferenceGateway.enabled`` is true."""
+    opt_in = endpoint_spec(endpoint).get("inferenceGateway")
+    return isinstance(opt_in, dict) and bool(opt_in.get("enabled"))
+
+
+def _dig(value: Any, *path: str) -> Any:
+    for part in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+def endpoint_port(endpoint: Any) -> int:
+    """The model server's container port from the endpoint spec (``worker.modelInvocationPort``)."""
+    port = _dig(endpoint_spec(endpoint), "worker", "modelInvocationPort", "containerPort")
+    return int(port) if isinstance(port, int | float) else DEFAULT_TARGET_PORT
+
+
+def endpoint_health_check_path(endpoint: Any) -> str:
+    path = _dig(endpoint_spec(endpoint), "loadBalancer", "healthCheckPath")
+    return path if isinstance(path, str) and path.startswith("/") else DEFAULT_HEALTH_CHECK_PATH
+
+
+def intelligent_routing(endpoint: Any) -> bool:
+    """``spec.intelligentRoutingSpec.enabled`` is true (the operator then serves it through its router)."""
+    return _dig(endpoint_spec(endpoint), "intelligentRoutingSpec", "enabled") is True
+
+
+def endpoint_routing_algorithm(endpoint: Any) -> str:
+    algo = _dig(endpoint_spec(endpoint), "loadBalancer", "routingAlgorithm")
+    return algo if algo in ("least_outstanding_requests", "round_robin") else DEFAULT_ROUTING_ALGORITHM
+
+
 @cross_check
 def _addon_in_table(cfg: StackConfig) -> Iterator[ConfigIssue]:
     """The add-on pin must be a release the compatibility table knows (policies/compatibility.yaml)."""
@@ -102,19 +188,15 @@ def custom_resource(ep: InferenceEndpointConfigEndpoint | JumpStartModelEndpoint
     """The custom resource an endpoint renders to, as the rules see it at config time.
 
     The engine travels as the ``hyperpod-inference/engine`` label. With ``l2CacheBackend: redis`` and no
-    ``l2CacheLocalUrl`` written, the package wires the URL of its own ElastiCache group; a stand-in with the
-    scheme that group will have (``rediss://`` with transit encryption) takes its place here.
+    ``l2CacheLocalUrl`` written, the package wires the stack's Redis URL (its own ElastiCache group, or
+    ``kvCache.redis.external``); :meth:`KvCacheConfig.url_at_config_time` gives what the rules may see of it.
     """
     spec = ep.spec_dict()
-    l2 = (spec.get("kvCacheSpec") or {}).get("l2CacheSpec") or {}
-    if (
-        str(l2.get("l2CacheBackend", "")).lower() == "redis"
-        and not l2.get("l2CacheLocalUrl")
-        and cfg.kv_cache.l2_backend == "redis"
-    ):
-        scheme = "rediss" if cfg.kv_cache.redis.transit_encryption else "redis"
+    stack_url = cfg.kv_cache.url_at_config_time(cfg.name_prefix)
+    if wants_stack_redis(ep) and stack_url is not None:
+        l2 = l2_spec(spec) or {}
         kv = dict(spec["kvCacheSpec"])
-        kv["l2CacheSpec"] = {**l2, "l2CacheLocalUrl": f"{scheme}://kvcache.{cfg.name_prefix}:{cfg.kv_cache.redis.port}"}
+        kv["l2CacheSpec"] = {**l2, "l2CacheLocalUrl": stack_url}
         spec = {**spec, "kvCacheSpec": kv}
     return {
         "apiVersion": CR_GROUP_VERSION,
@@ -153,14 +235,14 @@ def _endpoint_rules(cfg: StackConfig) -> Iterator[ConfigIssue]:
 
 
 @cross_check
-def _redis_backend_needs_kvcache_redis(cfg: StackConfig) -> Iterator[ConfigIssue]:
-    """An endpoint asking for the Redis L2 backend needs the stack's ElastiCache (``kvCache.l2Backend: redis``)."""
+def _redis_backend_needs_a_url(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """An endpoint asking for the Redis L2 backend needs a URL: the stack's Redis, or its own ``l2CacheLocalUrl``."""
     for i, ep in enumerate(cfg.endpoints):
-        backend = compat.dig(ep.spec_dict(), "kvCacheSpec.l2CacheSpec.l2CacheBackend")[1]
-        if isinstance(backend, str) and backend.lower() == "redis" and cfg.kv_cache.l2_backend != "redis":
+        if wants_stack_redis(ep) and cfg.kv_cache.l2_backend != "redis":
             yield ConfigIssue(
-                join_path("endpoints", i, "spec", "kvCacheSpec", "l2CacheSpec", "l2CacheBackend"),
-                f"redis needs kvCache.l2Backend: redis (the stack's ElastiCache); kvCache.l2Backend is "
+                join_path("endpoints", i, "spec", *L2_SPEC_PATH, "l2CacheBackend"),
+                f"redis needs a Redis URL: kvCache.l2Backend: redis (the stack's ElastiCache, or "
+                f"kvCache.redis.external), or the endpoint's own l2CacheLocalUrl; kvCache.l2Backend is "
                 f"{cfg.kv_cache.l2_backend}",
             )
 

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from policies import compatibility as compat
+from policies.baselines import GATEWAY_REQUIRES_JWT, gateway_jwt_violations
 
-from .base import ConfigIssue, Model
+from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
 from .crd import InferenceGatewayConfigSpec
+from .endpoints import opts_into_gateway
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -50,3 +52,28 @@ def _gateway_needs_addon(cfg: StackConfig) -> Iterator[ConfigIssue]:
             "gateway.enabled",
             f"the managed Inference Gateway needs add-on {first} or later; operator.addonVersion pins {version}",
         )
+
+
+@cross_check
+def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    """Gateway endpoints have no request authentication unless ``spec.auth.jwt`` is set (AWS docs): prod needs it.
+
+    The rule is the policy pack's ``gateway-requires-jwt`` (``policies/baselines.py``), run here on the spec as
+    written so prod fails before anything is registered; the provider's own fields (issuer, remoteJWKS.uri,
+    audiences or requiredClaims) are also checked by the typed gateway spec. Endpoints that opt into the
+    gateway need it enabled.
+    """
+    gw = cfg.gateway
+    if gw.enabled and cfg.is_prod and gw.spec is not None:
+        for message in gateway_jwt_violations(gw.spec_dict()):
+            yield ConfigIssue(
+                "gateway.spec.auth.jwt.provider",
+                f"prod requires JWT authentication on the Inference Gateway: {message}; set name, issuer, "
+                f"remoteJWKS.uri and audiences or requiredClaims [{GATEWAY_REQUIRES_JWT}]",
+            )
+    for i, endpoint in enumerate(cfg.endpoints):
+        if opts_into_gateway(endpoint) and not gw.enabled:
+            yield ConfigIssue(
+                join_path("endpoints", i, "spec", "inferenceGateway", "enabled"),
+                "the endpoint opts into the Inference Gateway but gateway.enabled is false in this stack",
+            )

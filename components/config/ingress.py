@@ -16,15 +16,15 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
+from .endpoints import EndpointConfig, endpoint_port, intelligent_routing
 
 if TYPE_CHECKING:
-    from .endpoints import EndpointConfig
     from .stack import StackConfig
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
@@ -45,11 +45,6 @@ TLS12_PLUS_POLICIES: tuple[str, ...] = (
     "ELBSecurityPolicy-FS-1-2-Res-2020-10",
 )
 DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-
-# Where the operator's CRD puts the facts the target group needs (operator-facts.md §4, §4.3).
-DEFAULT_HEALTH_CHECK_PATH = "/ping"  # spec.loadBalancer.healthCheckPath default in the CRD
-DEFAULT_ROUTING_ALGORITHM = "least_outstanding_requests"  # spec.loadBalancer.routingAlgorithm default
-DEFAULT_TARGET_PORT = 8080  # used only when an endpoint has no worker.modelInvocationPort (JumpStartModel)
 
 # What the ALB targets per endpoint (TargetGroupBinding ``serviceRef``; the binding lives in the Service's
 # namespace because ``serviceRef`` has only name and port: kubernetes-sigs/aws-load-balancer-controller@ac0e1ffc
@@ -334,27 +329,6 @@ class IngressConfig(Model):
         return seen
 
 
-def endpoint_port(endpoint: EndpointConfig) -> int:
-    """The model server's container port from the endpoint spec (``worker.modelInvocationPort``)."""
-    port = _dig(endpoint.spec_dict(), "worker", "modelInvocationPort", "containerPort")
-    return int(port) if isinstance(port, int | float) else DEFAULT_TARGET_PORT
-
-
-def endpoint_health_check_path(endpoint: EndpointConfig) -> str:
-    path = _dig(endpoint.spec_dict(), "loadBalancer", "healthCheckPath")
-    return path if isinstance(path, str) and path.startswith("/") else DEFAULT_HEALTH_CHECK_PATH
-
-
-def endpoint_routing_algorithm(endpoint: EndpointConfig) -> str:
-    algo = _dig(endpoint.spec_dict(), "loadBalancer", "routingAlgorithm")
-    return algo if algo in ("least_outstanding_requests", "round_robin") else DEFAULT_ROUTING_ALGORITHM
-
-
-def intelligent_routing(endpoint: EndpointConfig) -> bool:
-    """``spec.intelligentRoutingSpec.enabled`` is true (the operator then serves it through its router)."""
-    return _dig(endpoint.spec_dict(), "intelligentRoutingSpec", "enabled") is True
-
-
 @dataclass(frozen=True)
 class ServiceTarget:
     """The Kubernetes Service a route's target group is bound to, and whether each part is configured."""
@@ -384,14 +358,6 @@ def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarge
         name_configured=route.service_name is not None,
         port_configured=route.service_port is not None,
     )
-
-
-def _dig(value: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(part)
-    return value
 
 
 def _in_zone(name: str, zone: str) -> bool:

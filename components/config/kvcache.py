@@ -1,23 +1,52 @@
-"""``hyperpod-inference:kvCache`` — the L2 KV cache shared between inference nodes."""
+"""``hyperpod-inference:kvCache`` — the L2 KV cache shared between inference nodes.
+
+Three ways to give endpoints an L2 tier:
+
+* ``l2Backend: redis`` — the stack creates an ElastiCache (Valkey/Redis OSS) group and wires its URL (with the
+  AUTH token) into every endpoint that asks for ``l2CacheBackend: redis`` without a URL;
+* ``l2Backend: redis`` with ``redis.external.url`` — a Redis the stack does not create (your own ElastiCache,
+  an in-cluster Redis, ...). The URL is a Pulumi secret (it may carry the AUTH token) and is wired into the
+  same endpoints, exactly as the stack's own Redis; no ElastiCache resource is created;
+* ``l2Backend: tieredstorage`` — HyperPod managed tiered storage.
+
+With ``none`` or ``tieredstorage`` an endpoint may still name a Redis of its own in ``l2CacheLocalUrl`` (two
+of the operator's official samples do); with ``redis`` it may not (a second Redis would split the cache).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import Field, SecretStr
 
 from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
+from .endpoints import L2_SPEC_PATH, endpoint_spec, l2_backend, own_l2_url
+from .stackfile import OFFLINE_SECRET_PLACEHOLDER
 
 if TYPE_CHECKING:
     from .stack import StackConfig
 
-L2_SPEC_PATH = ("kvCacheSpec", "l2CacheSpec")
+EXTERNAL_URL_KEY = "kvCache.redis.external.url"
+# Keys of `kvCache.redis` that configure the ElastiCache group this stack creates (meaningless with `external`).
+CREATED_REDIS_KEYS = {"engine": "engine", "engine_version": "engineVersion", "node_type": "nodeType",
+                      "replicas": "replicas", "port": "port"}  # fmt: skip
+
+
+class ExternalRedis(Model):
+    """A Redis/Valkey this stack does not create; only its URL is needed."""
+
+    url: SecretStr = Field(
+        description="redis:// or rediss:// URL, with the AUTH token if any (rediss://:<token>@host:port). Must be a "
+        "Pulumi secret: `pulumi config set --secret --path 'hyperpod-inference:kvCache.redis.external.url' <url>`. "
+        "Its scheme must agree with kvCache.redis.transitEncryption (rediss:// when true)."
+    )
 
 
 class RedisConfig(Model):
-    """ElastiCache replication group used as the L2 backend (``l2CacheBackend: redis``)."""
+    """The Redis L2 backend (``l2CacheBackend: redis``): an ElastiCache group this stack creates, or ``external``."""
 
     engine: Literal["valkey", "redis"] = "valkey"
     engine_version: str = Field(
@@ -28,15 +57,57 @@ class RedisConfig(Model):
     node_type: str = Field(default="cache.r7g.large", pattern=r"^cache\.[a-z0-9]+\.[a-z0-9]+$")
     replicas: int = Field(default=1, ge=0, le=5, description="Read replicas per shard; prod needs at least 1.")
     port: int = Field(default=6379, ge=1024, le=65535)
-    transit_encryption: bool = Field(default=True, description="TLS in transit (rediss://). Required in prod.")
+    transit_encryption: bool = Field(
+        default=True,
+        description="TLS in transit (rediss://). Required in prod, for the created and the external Redis.",
+    )
+    external: ExternalRedis | None = Field(
+        default=None, description="Use this Redis instead of creating an ElastiCache group (kvCache.l2Backend: redis)."
+    )
 
 
 class KvCacheConfig(Model):
     l2_backend: Literal["none", "redis", "tieredstorage"] = Field(
         default="none",
-        description="none; redis (ElastiCache, this package creates it); tieredstorage (HyperPod managed).",
+        description="none; redis (ElastiCache this package creates, or kvCache.redis.external); tieredstorage "
+        "(HyperPod managed).",
     )
     redis: RedisConfig = Field(default_factory=RedisConfig)
+
+    @property
+    def creates_redis(self) -> bool:
+        """The stack creates its own ElastiCache group."""
+        return self.l2_backend == "redis" and self.redis.external is None
+
+    @property
+    def external_url(self) -> str | None:
+        """The external Redis URL (the secret's value) when ``l2Backend: redis`` uses ``external``.
+
+        Offline (``tools.preview``, the tests) a ``secure:`` value cannot be decrypted and arrives as the offline
+        placeholder; the URL then becomes ``<scheme>://<placeholder>`` with the scheme ``transitEncryption``
+        declares, so the rendered endpoints and the policy pack see the scheme the real URL must have (the
+        checks below hold the real URL to it whenever it is known, i.e. under the Pulumi CLI).
+        """
+        if self.l2_backend != "redis" or self.redis.external is None:
+            return None
+        value = self.redis.external.url.get_secret_value()
+        if value == OFFLINE_SECRET_PLACEHOLDER:
+            return f"{self.scheme}://{OFFLINE_SECRET_PLACEHOLDER}"
+        return value
+
+    @property
+    def scheme(self) -> str:
+        return "rediss" if self.redis.transit_encryption else "redis"
+
+    def url_at_config_time(self, name_prefix: str) -> str | None:
+        """What the rules may see at config time of the URL the stack wires (None without a stack Redis).
+
+        The created group's host is only known after deploy: a stand-in with the scheme it will have takes its
+        place. An external URL is known (it is the config value).
+        """
+        if self.l2_backend != "redis":
+            return None
+        return self.external_url or f"{self.scheme}://kvcache.{name_prefix}:{self.redis.port}"
 
 
 # Engine versions ElastiCache offers per engine, and the parameter-group family each one uses.
@@ -51,34 +122,39 @@ def parameter_group_family(engine: str, engine_version: str) -> str:
     return ENGINE_FAMILIES[engine][engine_version]
 
 
-def endpoint_spec(endpoint: Any) -> dict[str, Any]:
-    """An ``endpoints[]`` entry's spec as the plain camelCase mapping the user wrote.
+def _external_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    kv = cfg.kv_cache
+    external = kv.redis.external
+    if external is None:
+        return
+    if kv.l2_backend != "redis":
+        yield ConfigIssue(
+            "kvCache.redis.external", f"set but kvCache.l2Backend is {kv.l2_backend}; set l2Backend: redis to use it"
+        )
+        return
+    for attr, key in CREATED_REDIS_KEYS.items():
+        if attr in kv.redis.model_fields_set:
+            yield ConfigIssue(
+                f"kvCache.redis.{key}",
+                "configures the ElastiCache group this stack creates; with kvCache.redis.external none is created: "
+                "remove it",
+            )
+    value = external.url.get_secret_value()
+    if value == OFFLINE_SECRET_PLACEHOLDER:
+        return  # offline: the ciphertext cannot be read here; checked whenever the program sees the value
+    # Never echo the URL: it may carry the AUTH token.
+    parts = urlsplit(value)
+    if parts.scheme not in ("redis", "rediss") or not parts.hostname:
+        yield ConfigIssue(EXTERNAL_URL_KEY, "must be a redis://host:port or rediss://host:port URL (value not shown)")
+    elif parts.scheme != kv.scheme:
+        yield ConfigIssue(
+            EXTERNAL_URL_KEY,
+            f"is a {parts.scheme}:// URL but kvCache.redis.transitEncryption is "
+            f"{str(kv.redis.transit_encryption).lower()} ({kv.scheme}://); make them agree",
+        )
 
-    The spec may be a mapping or a typed pydantic model; only the keys the user set are kept, so a
-    rendered custom resource never gains defaults the user did not ask for.
-    """
-    if hasattr(endpoint, "spec_dict"):
-        typed: dict[str, Any] = endpoint.spec_dict()
-        return typed
-    spec = endpoint.spec
-    if isinstance(spec, BaseModel):
-        dumped: dict[str, Any] = spec.model_dump(by_alias=True, exclude_unset=True, mode="json")
-        return dumped
-    return dict(spec)
 
-
-def l2_spec(spec: dict[str, Any]) -> dict[str, Any] | None:
-    """``spec.kvCacheSpec.l2CacheSpec`` when present."""
-    kv = spec.get("kvCacheSpec")
-    l2 = kv.get("l2CacheSpec") if isinstance(kv, dict) else None
-    return l2 if isinstance(l2, dict) else None
-
-
-def l2_backend(spec: dict[str, Any]) -> str | None:
-    """The endpoint's L2 backend, lower-cased (the CRD pattern is case-insensitive), or None."""
-    l2 = l2_spec(spec)
-    backend = l2.get("l2CacheBackend") if l2 else None
-    return backend.lower() if isinstance(backend, str) else None
+cross_check(_external_checks)
 
 
 def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
@@ -91,7 +167,7 @@ def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             f"{', '.join(ENGINE_FAMILIES[redis.engine])}",
         )
     if kv.l2_backend == "redis" and cfg.is_prod:
-        if redis.replicas < 1:
+        if kv.creates_redis and redis.replicas < 1:
             yield ConfigIssue(
                 "kvCache.redis.replicas",
                 "prod needs at least 1 replica (Multi-AZ with automatic failover); 0 leaves every worker's L2 "
@@ -104,43 +180,19 @@ def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
     for i, endpoint in enumerate(cfg.endpoints):
         spec = endpoint_spec(endpoint)
-        if l2_backend(spec) != "redis":
+        if l2_backend(spec) != "redis" or own_l2_url(spec) is None:
             continue
-        l2 = l2_spec(spec) or {}
-        url = l2.get("l2CacheLocalUrl")
-        if kv.l2_backend == "redis" and url:
+        if kv.l2_backend == "redis":
+            what = (
+                "this stack wires kvCache.redis.external into the endpoints that ask for redis"
+                if redis.external is not None
+                else "this stack creates the Redis L2 cache (kvCache.l2Backend: redis) and fills in its URL and AUTH "
+                "token"
+            )
             yield ConfigIssue(
                 join_path("endpoints", i, "spec", *L2_SPEC_PATH, "l2CacheLocalUrl"),
-                "this stack creates the Redis L2 cache (kvCache.l2Backend: redis) and fills in its URL and AUTH "
-                "token; remove l2CacheLocalUrl (a second Redis would split the cache)",
+                f"{what}; remove l2CacheLocalUrl (a second Redis would split the cache)",
             )
 
 
 cross_check(_kv_cache_checks)
-
-
-def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
-    """Gateway endpoints have no request authentication unless ``spec.auth.jwt`` is set (AWS docs): prod needs it.
-
-    The provider's own fields (issuer, remoteJWKS.uri, audiences or requiredClaims) are checked by the typed
-    gateway spec; this adds the environment rule and the endpoints' opt-in. It lives with the serving-layer
-    checks (L2 cache, endpoints, gateway) that this package wires together.
-    """
-    gw = cfg.gateway
-    spec = gw.spec_dict() if hasattr(gw, "spec_dict") else dict(gw.spec or {})
-    if gw.enabled and cfg.is_prod and not (spec.get("auth") or {}).get("jwt"):
-        yield ConfigIssue(
-            "gateway.spec.auth.jwt.provider",
-            "prod requires JWT authentication on the Inference Gateway: set name, issuer, remoteJWKS.uri and "
-            "audiences or requiredClaims",
-        )
-    for i, endpoint in enumerate(cfg.endpoints):
-        opt_in = endpoint_spec(endpoint).get("inferenceGateway")
-        if isinstance(opt_in, dict) and opt_in.get("enabled") and not gw.enabled:
-            yield ConfigIssue(
-                join_path("endpoints", i, "spec", "inferenceGateway", "enabled"),
-                "the endpoint opts into the Inference Gateway but gateway.enabled is false in this stack",
-            )
-
-
-cross_check(_gateway_auth_checks)

@@ -24,6 +24,7 @@ from .stack import CONFIG_KEYS, StackConfig
 # Keys whose values must arrive as Pulumi secrets, with the top-level key that carries them.
 SECRET_PATHS: dict[str, tuple[str, ...]] = {
     "ingress": ("ingress", "oidc", "clientSecret"),
+    "kvCache": ("kvCache", "redis", "external", "url"),  # may carry the AUTH token
 }
 
 

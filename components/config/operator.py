@@ -45,6 +45,7 @@ PREREQUISITES: tuple[Prerequisite, ...] = (
     Prerequisite("certManagerVersion", "cert-manager", "v1.18.2-eksbuild.2", "v1.18.2-eksbuild.2"),
 )
 _BY_KEY = {p.config_key: p for p in PREREQUISITES}
+PrerequisiteName = Literal["aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver", "metrics-server", "cert-manager"]
 
 
 def parse_eks_version(version: str) -> tuple[int, int, int, int]:
@@ -96,6 +97,11 @@ class OperatorConfig(Model):
         pattern=EKSBUILD,
         description="cert-manager add-on version; at least v1.18.2-eksbuild.2.",
     )
+    existing_prerequisites: list[PrerequisiteName] = Field(
+        default_factory=list,
+        description="Prerequisite add-ons already on the cluster (as EKS add-ons or self-managed): this stack does not "
+        "install them (nor their IAM roles); the inference add-on only checks they are present.",
+    )
     load_balancer_controller: BundledChart = Field(
         default_factory=BundledChart,
         description="AWS Load Balancer Controller: bundled (default), helm (chart from "
@@ -105,6 +111,10 @@ class OperatorConfig(Model):
         default_factory=BundledChart,
         description="KEDA: bundled (default), helm (chart from https://kedacore.github.io/charts) or existing.",
     )
+
+    def installs(self, prerequisite: Prerequisite) -> bool:
+        """This stack installs the prerequisite add-on (it is not listed in ``existingPrerequisites``)."""
+        return prerequisite.addon_name not in self.existing_prerequisites
 
     def pinned(self, prerequisite: Prerequisite) -> str:
         """The configured version of a prerequisite add-on."""
@@ -121,6 +131,19 @@ def _operator_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                 f"operator.{pre.config_key}",
                 f"{pre.addon_name} {pinned} is below the minimum the inference add-on requires "
                 f"({pre.minimum}); pin {pre.minimum} or later",
+            )
+    seen: set[str] = set()
+    for i, addon_name in enumerate(op.existing_prerequisites):
+        if addon_name in seen:
+            yield ConfigIssue(f"operator.existingPrerequisites[{i}]", f"{addon_name} is listed twice")
+        seen.add(addon_name)
+    for pre in PREREQUISITES:
+        attr = next(n for n, f in OperatorConfig.model_fields.items() if f.alias == pre.config_key)
+        if not op.installs(pre) and attr in op.model_fields_set:
+            yield ConfigIssue(
+                f"operator.{pre.config_key}",
+                f"{pre.addon_name} is listed in operator.existingPrerequisites, so this stack does not install it: "
+                "remove the pin (preflight checks the installed one)",
             )
     for key, chart in (("loadBalancerController", op.load_balancer_controller), ("keda", op.keda)):
         if chart.mode == "helm" and chart.chart_version is None:

@@ -89,6 +89,49 @@ def node_groups(reg: Registration, readiness: Readiness) -> list[NodeGroup]:
     return out
 
 
+ADOPTED = "<adopted>"
+"""Provider of node groups that exist before the deploy starts (an adopted HyperPod cluster)."""
+
+
+def adopted_node_groups(mapping: dict[str, Any] | None, project: str, readiness: Readiness) -> list[NodeGroup]:
+    """The instance groups of an adopted HyperPod cluster, as the stack config declares them.
+
+    With ``cluster.existing.hyperpodClusterArn`` the program creates no HyperPod cluster: its nodes are
+    already running when ``pulumi up`` starts (docs/adoption.md; preflight compares the declared groups with
+    DescribeCluster/ListClusterNodes), so every wait for schedulable nodes can be met by them from the start.
+    """
+    cluster = (mapping or {}).get(f"{project}:cluster") or {}
+    existing = cluster.get("existing") if isinstance(cluster, dict) else None
+    if not isinstance(existing, dict) or not existing.get("hyperpodClusterArn"):
+        return []
+    arn = str(existing["hyperpodClusterArn"])
+    out = []
+    for g in cluster.get("instanceGroups") or []:
+        if not isinstance(g, dict):
+            continue
+        itype = str(g.get("instanceType") or "")
+        labels = {
+            "kubernetes.io/os": "linux",
+            "kubernetes.io/arch": readiness.architecture.of(itype),
+            "node.kubernetes.io/instance-type": itype,
+            **{str(k): str(v) for k, v in (g.get("labels") or {}).items()},
+        }
+        taints = tuple((str(t.get("key")), t.get("value"), str(t.get("effect"))) for t in (g.get("taints") or []) if t)
+        out.append(
+            NodeGroup(
+                provider=ADOPTED,
+                cluster=arn.rsplit("/", 1)[-1],
+                name=str(g.get("name") or ""),
+                instance_type=itype,
+                count=int(g.get("instanceCount") or 0),
+                labels=labels,
+                taints=taints,
+                deep_health_checks=False,
+            )
+        )
+    return out
+
+
 def why_not_on(
     pod: SystemPod, tolerations: list[Toleration], group: NodeGroup, replicas: int, fit: FitHook | None
 ) -> str | None:
@@ -216,6 +259,8 @@ class _Findings:
 def _classify(ctx: _Context, urn: str, candidates: list[str]) -> tuple[str, list[str]]:
     """'met' if a candidate is created before ``urn``; else 'deadlock' (only itself/descendants/nothing)
     or 'race' (one that is not ordered either way); with the candidates concerned."""
+    if ADOPTED in candidates:
+        return "met", []
     others = [c for c in candidates if c != urn]
     if any(ctx.graph.is_ancestor(c, urn) for c in others):
         return "met", []
@@ -276,7 +321,7 @@ def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> Api
         if r.parent == cluster.urn and r.name == cluster.name + da.cluster_sg_child
     }
     node_sgs: set[str] = set()
-    for group_provider in {g.provider for g in ctx.groups}:
+    for group_provider in {g.provider for g in ctx.groups if g.provider != ADOPTED}:
         reg = ctx.graph.nodes[group_provider]
         for path in da.node_sg_input_paths:
             node_sgs |= {str(s) for s in input_value(reg.inputs, path, []) or []}
@@ -531,8 +576,21 @@ def simulate_create(
 ) -> dict[str, Any]:
     """Findings, waves, critical path, long creates off it, and what never gets created."""
     ctx = _context(graph, readiness, fit)
+    adopted = adopted_node_groups(mapping, project, readiness)
+    ctx.groups.extend(adopted)
     notes: list[str] = []
+    if adopted:
+        notes.append(
+            "nodes: the adopted HyperPod cluster's declared groups ("
+            + ", ".join(g.describe() for g in adopted)
+            + ") exist before the deploy; python -m tools.preflight compares them with the real cluster"
+        )
     api = api_path(ctx, mapping, project)
+    if api is None and any(r.type.startswith("kubernetes:") for r in graph.nodes.values()):
+        notes.append(
+            "Kubernetes API: the cluster is adopted, not created here; whether the deployer reaches its endpoint "
+            "cannot be checked offline (docs/adoption.md)"
+        )
     found = check_waits(ctx, api, project, notes)
     start, finish, waves = schedule(graph, ctx.entries)
     chain = critical_path(graph, ctx.entries, start, finish)

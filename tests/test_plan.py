@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import stack_mapping
-from tools.plan import EXTRA_SECTIONS, UNKNOWN_ID
+from tools.plan import UNKNOWN_ID
 from tools.plan_diff import POLICY, diff_lines, diff_plans, input_diff, property_path
 from tools.preview import preview
 
@@ -124,11 +124,21 @@ def test_plan_is_stable_run_to_run(prod_plan) -> None:
         seen.add(s["urn"])
 
 
-def test_extra_sections_plug_into_the_plan(monkeypatch) -> None:
-    monkeypatch.setitem(EXTRA_SECTIONS, "capacity", lambda run, plan: {"steps": len(plan["steps"])})
-    monkeypatch.setitem(EXTRA_SECTIONS, "nothing", lambda run, plan: None)
-    _, plan = _plan("dev")
-    assert plan["capacity"] == {"steps": len(plan["steps"])} and "nothing" not in plan
+def test_preview_plan_carries_the_rehearsal_and_the_capacity_table(capsys) -> None:
+    from tools.preview import preview
+
+    assert preview("prod", as_json=True) == 0
+    plan = json.loads(capsys.readouterr().out)
+    rehearsal = plan["rehearsal"]
+    assert rehearsal["converges"] is True and rehearsal["mode"] == "create" and rehearsal["findings"] == []
+    path = [step["name"] for step in rehearsal["criticalPath"]["steps"]]
+    in_order = ["eks-cluster-eksCluster", "hyperpod-cluster", "inference-operator-addon"]
+    assert [p for p in path if p in in_order] == in_order, path
+    after_addon = path[path.index("inference-operator-addon") + 1 :]
+    assert any(p.startswith("endpoints-") for p in after_addon), path
+    groups = {g["name"]: g for g in plan["capacity"]["groups"]}
+    assert set(groups) >= {"p5-inference", "p6-inference"}
+    assert groups["p5-inference"]["instanceType"] == "ml.p5.48xlarge"
 
 
 # --- --diff ------------------------------------------------------------------------------------------------

@@ -222,12 +222,33 @@ def test_staging_alb_is_internal(stack_runs) -> None:
     assert hp.outputs["clusterArn"].startswith("arn:aws:sagemaker:eu-west-2:")
 
 
-def test_extra_renderers_are_printed(monkeypatch, capsys) -> None:
+def test_preview_prints_the_rehearsal_and_capacity_and_fails_when_the_deploy_would_not_converge(
+    monkeypatch, capsys
+) -> None:
+    """The same graph, judged with readiness data in which the HyperPod cluster brings no nodes: every
+    controller add-on then waits forever, so the preview must exit 1 (not 0) and say why."""
+    from policies.readiness import load_readiness
     from tools import preview as module
+    from tools.rehearse import rehearse
 
-    monkeypatch.setattr(module, "EXTRA_RENDERERS", [lambda run, plan: f"extra section: {len(plan['steps'])} steps"])
     assert preview("dev") == 0
-    assert "extra section: " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "rehearsal (deploy) of dev: converges" in out
+    assert "gpu-p5" in out and "ml.p5.4xlarge" in out  # the capacity table's group row
+
+    real = load_readiness()
+    no_nodes = real.model_copy(
+        update={
+            "resources": [
+                e.model_copy(update={"provides": []}) if e.type == "aws-native:sagemaker:Cluster" else e
+                for e in real.resources
+            ]
+        }
+    )
+    monkeypatch.setattr(module, "rehearse", lambda run, **kw: rehearse(run, readiness=no_nodes, **kw))
+    assert preview("dev") == 1
+    out = capsys.readouterr().out
+    assert "does not converge" in out and "DEADLOCK" in out and "nothing in the stack provides nodes" in out
 
 
 # --- point 5: the pull-request workflow -----------------------------------------------------------------------

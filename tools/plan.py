@@ -15,8 +15,8 @@ Shape (field names as the Pulumi CLI writes them):
 Our own top-level keys: ``stack``, ``environment``, ``region``, ``counts`` (resources by type), ``outputs``
 (stack exports), ``policyResults``
 (``policyName``, ``enforcementLevel``, ``resourceType``, ``resourceName``, ``resourceUrn``, ``message``:
-camelCase like the rest) and ``configErrors`` (``path``, ``message``, ``text``). Optional sections (for example
-a deploy rehearsal or a capacity table) are added through :data:`EXTRA_SECTIONS`.
+camelCase like the rest) and ``configErrors`` (``path``, ``message``, ``text``). ``tools.preview`` adds
+``rehearsal`` (the deploy rehearsal, :mod:`tools.rehearse`) and ``capacity`` (:mod:`tools.capacity_report`).
 
 Differences from the CLI, on purpose: one step per registered resource (the stack resource and default
 providers are not steps); a default provider is referenced as the CLI references a provider it has not
@@ -32,7 +32,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -58,19 +58,6 @@ _SDK_DISTRIBUTIONS = {
     "eks": "pulumi_eks",
     "random": "pulumi_random",
 }
-
-PlanSection = Callable[[StackRun, dict[str, Any]], Any]
-EXTRA_SECTIONS: dict[str, PlanSection] = {}
-"""Optional plan sections: ``key -> fn(run, plan)``; a non-None result is stored as ``plan[key]``.
-
-How other tools plug into the plan (e.g. ``EXTRA_SECTIONS["rehearsal"] = rehearse_section``); each section
-sees the steps, policy results and config already built.
-"""
-
-
-def register_section(key: str, fn: PlanSection) -> None:
-    """Add an optional plan section (see :data:`EXTRA_SECTIONS`)."""
-    EXTRA_SECTIONS[key] = fn
 
 
 def _blind(value: Any, secrets: frozenset[str]) -> Any:
@@ -255,10 +242,6 @@ def build_plan(
         "policyResults": policy,
         "configErrors": [],
     }
-    for key, fn in EXTRA_SECTIONS.items():
-        value = fn(run, plan)
-        if value is not None:
-            plan[key] = value
     return plan
 
 

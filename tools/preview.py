@@ -10,7 +10,12 @@ key properties a reviewer checks first), counts by type and every policy result 
 only what changes (:mod:`tools.plan_diff`); ``--out DIR`` writes the plan, the Kubernetes manifests, the
 CloudFormation template, every IAM document and every dashboard body.
 
-Exit codes: 0 no mandatory violation, 1 mandatory violations, 2 config error (or unusable arguments).
+Every preview also rehearses the deploy (:mod:`tools.rehearse`: does ``pulumi up`` converge?) and prints the
+capacity table of the HyperPod instance groups (:mod:`tools.capacity_report`); the plan carries both under
+``rehearsal`` and ``capacity``.
+
+Exit codes: 0 no mandatory violation and the rehearsal converges, 1 mandatory violations or a rehearsal
+finding, 2 config error (or unusable arguments).
 """
 
 from __future__ import annotations
@@ -37,37 +42,26 @@ from components.config.stackfile import (
     load_stack_file,
     stack_path,
 )
+from policies.capacity_rules import fit_hook
 from policies.engine import evaluate
 from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, REPLICATION_GROUP
 from policies.pack import POLICIES
+from tools.capacity_report import capacity_report
+from tools.console import make_console
 from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
 from tools.mocks import Registration, unwrap_secrets
 from tools.plan import build_plan, config_error_plan, ordered
 from tools.plan_diff import BasePlanError, check_base, diff_lines, diff_plans
+from tools.rehearse import rehearse
 from tools.render import write_outputs
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG = 0, 1, 2
-# Piped output (CI logs, `| less`, the job summary) gets this width instead of rich's 80 columns, so no
-# line is cropped; on a terminal, long labels fold onto the next line instead.
-PIPED_WIDTH = 400
 GRAPH_SUFFIXES = {".dot", ".gv", ".mmd", ".md", ".svg", ".png"}
-
-Renderer = Callable[[StackRun, dict[str, Any]], RenderableType | None]
-EXTRA_RENDERERS: list[Renderer] = []
-"""Optional terminal sections, printed after the policy results: ``fn(run, plan) -> renderable | None``.
-
-How other tools add a section to the human output (e.g. a capacity table) without editing this module.
-"""
 
 ALB = "aws:lb/loadBalancer:LoadBalancer"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 _ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
-
-
-def make_console() -> Console:
-    piped = not sys.stdout.isatty()
-    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH if piped else None)
 
 
 def _endpoint_properties(inputs: dict[str, Any]) -> str:
@@ -266,6 +260,12 @@ def preview(
         allowed = mapping.get("hyperpod-inference:allowReplacement") or []
         plan = diff_plans(base, plan, allow_replacement=allowed)
     mandatory = [r for r in plan["policyResults"] if r["enforcementLevel"] == "mandatory"]
+    # Mocks prove wiring, not convergence: rehearse the deploy on the same graph, and size the endpoints
+    # against the instance groups (both are cheap next to the mock run itself: BENCHMARKS.md).
+    rehearsal = rehearse(run, mapping=mapping, environment=environment, fit=fit_hook)
+    capacity = capacity_report(run.registrations)
+    plan["rehearsal"] = rehearsal.to_json()
+    plan["capacity"] = capacity.data
 
     written: list[Path] = []
     if out is not None:
@@ -279,8 +279,17 @@ def preview(
     if as_json:
         print(json.dumps(plan, indent=2))
     else:
-        _print_human(console, run, plan, base_path=diff, critical_path=critical_path, written=written)
-    return EXIT_VIOLATIONS if mandatory else EXIT_OK
+        _print_human(
+            console,
+            run,
+            plan,
+            base_path=diff,
+            critical_path=critical_path,
+            # a diff stays short: only the rehearsal's verdict; the full preview has both tables
+            sections=[rehearsal.brief()] if diff is not None else [capacity.renderable, rehearsal],
+            written=written,
+        )
+    return EXIT_VIOLATIONS if mandatory or not rehearsal.converges else EXIT_OK
 
 
 def _policy_line(r: dict[str, Any]) -> str:
@@ -294,6 +303,7 @@ def _print_human(
     *,
     base_path: Path | None,
     critical_path: bool,
+    sections: list[RenderableType],
     written: list[Path],
 ) -> None:
     results = plan["policyResults"]
@@ -327,19 +337,15 @@ def _print_human(
         console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
     if critical_path:
         console.print(_critical_path_table(run))
-    for render in EXTRA_RENDERERS:
-        renderable = render(run, plan)
-        if renderable is not None:
-            console.print(renderable)
+    for section in sections:
+        console.print(section)
     for path in written:
         console.print(f"wrote {path}", markup=False)
 
 
 def _critical_path_table(run: StackRun) -> Table:
     total, chain = Graph.build(run.registrations).critical_path()
-    table = Table(
-        title=f"deploy critical path: ~{total:.0f} min (typical create durations, tools/create_durations.yaml)"
-    )
+    table = Table(title=f"deploy critical path: ~{total:.0f} min (typical create durations, policies/readiness.yaml)")
     table.add_column("#", justify="right")
     table.add_column("resource")
     table.add_column("type")

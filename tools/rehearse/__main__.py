@@ -13,9 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 from components.config.stackfile import load_stack_file, stack_path
+from tools.console import make_console
 from tools.harness import run_stack
 from tools.rehearse import EXIT_CONFIG, rehearse
 
@@ -29,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--destroy", action="store_true", help="rehearse pulumi destroy (the reverse walk)")
     args = parser.parse_args(argv)
-    console = Console(highlight=False, soft_wrap=True)
+    console = make_console()
     path = args.stack_file or stack_path(args.stack)
     if not path.exists():
         console.print(f"[red]no stack file {path}[/]")

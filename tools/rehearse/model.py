@@ -149,13 +149,16 @@ class CompleteGraph:
         return graph
 
     def _topological(self) -> list[str]:
-        """Kahn's algorithm; ties keep registration order. Cycles (impossible in a real graph) go last."""
+        """Kahn's algorithm; ties go by (type, name), not registration order, which varies run to run with
+        the SDK's asynchronous registrations, so waves and the critical path are the same on every run.
+        Cycles (impossible in a real graph) go last."""
         pending = {u: len(d) for u, d in self.edges.items()}
         dependents: dict[str, list[str]] = {}
         for u, deps in self.edges.items():
             for d in deps:
                 dependents.setdefault(d, []).append(u)
-        position = {u: i for i, u in enumerate(self.edges)}
+        stable = sorted(self.edges, key=lambda u: (self.nodes[u].type, self.nodes[u].name, u))
+        position = {u: i for i, u in enumerate(stable)}
         ready = sorted((u for u, n in pending.items() if n == 0), key=position.__getitem__)
         out: list[str] = []
         heap = [(position[u], u) for u in ready]

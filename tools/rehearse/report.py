@@ -127,7 +127,11 @@ class Rehearsal:
 
     # --- rich ---------------------------------------------------------------------------------------
 
-    def _sections(self) -> Iterator[Any]:
+    def brief(self) -> Group:
+        """The verdict and the findings only (the human ``--diff`` of ``tools.preview`` prints this)."""
+        return Group(*self._verdict())
+
+    def _verdict(self) -> Iterator[Any]:
         verb = "deploy" if self.mode == "create" else "destroy"
         if self.converges:
             yield Text(f"rehearsal ({verb}) of {self.stack}: converges ({self.resources} resources)", style="green")
@@ -138,6 +142,10 @@ class Rehearsal:
             )
             for f in self.findings:
                 yield Text(f"  {f.render()}", style="red")
+
+    def _sections(self) -> Iterator[Any]:
+        verb = "deploy" if self.mode == "create" else "destroy"
+        yield from self._verdict()
         if self.blocked:
             yield Text(f"never created because of the findings above: {len(self.blocked)} resources", style="yellow")
         if self.critical_path:

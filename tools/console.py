@@ -1,0 +1,16 @@
+"""The terminal every command-line tool prints to: full width when piped, folding on a terminal."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+# Piped output (CI logs, `| less`, the job summary) gets this width instead of rich's 80 columns, so no
+# line or table cell is cropped; on a terminal, long labels fold onto the next line instead.
+PIPED_WIDTH = 400
+
+
+def make_console() -> Console:
+    piped = not sys.stdout.isatty()
+    return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH if piped else None)

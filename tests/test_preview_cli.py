@@ -307,7 +307,13 @@ def test_workflow_previews_the_derived_matrix_and_diffs_against_the_base() -> No
     assert offline["permissions"]["pull-requests"] == "write"
     comment = next(s for s in offline["steps"] if s.get("uses", "").startswith("actions/github-script@"))
     assert "comment.md" in comment["with"]["script"] and comment.get("continue-on-error") is True
-    assert offline["steps"][-1]["run"] == 'exit "$PREVIEW_EXIT"'
+    assert offline["steps"][-2]["run"] == 'exit "$PREVIEW_EXIT"'
+    # every stack of the matrix is rehearsed both ways (the preview itself already rehearses the create)
+    rehearse = offline["steps"][-1]["run"].splitlines()
+    assert rehearse == [
+        'venv/bin/python -m tools.rehearse --stack "$STACK"',
+        'venv/bin/python -m tools.rehearse --stack "$STACK" --destroy',
+    ]
 
 
 def test_workflow_real_preview_runs_the_pack_with_the_env_config() -> None:

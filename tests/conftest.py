@@ -8,6 +8,7 @@ resources must assert that resources were registered — use ``registered(run)``
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,14 @@ def registered(run: StackRun) -> StackRun:
     return run
 
 
-@pytest.fixture(scope="session")
+def _once_per_session(fixture_name: str, config: pytest.Config) -> str:
+    """``session`` scope, except while mutmut maps tests to the code they run (``MUTANT_UNDER_TEST=stats``):
+    a session fixture's work would then be credited to the first test that asked for it only, and every other
+    test reading it would never be run against the mutants it could kill (docs/mutation-testing.md)."""
+    return "function" if os.environ.get("MUTANT_UNDER_TEST") == "stats" else "session"
+
+
+@pytest.fixture(scope=_once_per_session)
 def stack_runs() -> dict[str, StackRun]:
     """Each reference stack run once per session (tests only read these)."""
     return {s: registered(run_stack(s)) for s in REGIONAL_STACKS}

@@ -61,14 +61,19 @@ def registered(run: StackRun) -> StackRun:
     return run
 
 
-def _once_per_session(fixture_name: str, config: pytest.Config) -> str:
-    """``session`` scope, except while mutmut maps tests to the code they run (``MUTANT_UNDER_TEST=stats``):
-    a session fixture's work would then be credited to the first test that asked for it only, and every other
-    test reading it would never be run against the mutants it could kill (docs/mutation-testing.md)."""
-    return "function" if os.environ.get("MUTANT_UNDER_TEST") == "stats" else "session"
+def cached_scope(scope: str) -> Callable[[str, pytest.Config], str]:
+    """``scope`` for a fixture that caches program runs, except while mutmut maps tests to the code they run
+    (``MUTANT_UNDER_TEST=stats``): a cached fixture's work would then be credited to the first test that asked
+    for it only, and every other test reading it would never be run against the mutants it could kill
+    (docs/mutation-testing.md). Every fixture that caches a run (or reads ``stack_runs``) uses this."""
+
+    def scope_now(fixture_name: str, config: pytest.Config) -> str:
+        return "function" if os.environ.get("MUTANT_UNDER_TEST") == "stats" else scope
+
+    return scope_now
 
 
-@pytest.fixture(scope=_once_per_session)
+@pytest.fixture(scope=cached_scope("session"))
 def stack_runs() -> dict[str, StackRun]:
     """Each reference stack run once per session (tests only read these)."""
     return {s: registered(run_stack(s)) for s in REGIONAL_STACKS}

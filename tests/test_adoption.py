@@ -23,7 +23,7 @@ from rich.console import Console
 from components import HyperPodInference, HyperPodInferenceArgs
 from components.config import PROJECT, ConfigError, StackConfig, parse_stack_config
 from components.endpoints import OwnedValues, render_endpoint
-from tests.conftest import SHARED, registered, stack_mapping
+from tests.conftest import SHARED, cached_scope, registered, stack_mapping
 from tools.harness import StackRun, run_stack
 from tools.mocks import GraphMonitor, RecordingMocks, Registration, eks_cluster_read
 from tools.preflight import load_config
@@ -144,7 +144,7 @@ def test_attach_directly_and_through_main_agree() -> None:
 # --- attach: existing EKS + HyperPod clusters, external Redis, two endpoints --------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=cached_scope("module"))
 def attach() -> StackRun:
     return registered(run_stack("attach"))
 
@@ -502,7 +502,7 @@ def _filled(value: Any) -> Any:
     return SAMPLE_FILL.get(value, value) if isinstance(value, str) else value
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=cached_scope("module"))
 def sample() -> dict[str, Any]:
     if not SAMPLE.is_file():
         pytest.skip(f"../shared is absent: the operator sample {SAMPLE} is needed")

@@ -15,7 +15,7 @@ import pytest
 import policies.engine as engine
 from policies.engine import PolicyResult, evaluate
 from policies.pack import POLICIES
-from tests.conftest import registered, stack_mapping
+from tests.conftest import cached_scope, registered, stack_mapping
 from tests.test_ingress import _dev_with_ingress, inputs
 from tests.test_policies import _analyzer_results
 from tools.harness import StackRun
@@ -48,7 +48,7 @@ NEW_POLICIES = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=cached_scope("module"))
 def prod(stack_runs: dict[str, StackRun]) -> StackRun:
     return stack_runs["prod"]
 

@@ -41,7 +41,7 @@ from components.global_inference_gateway import (
 from policies import global_policies as gp
 from policies.engine import evaluate
 from policies.pack import POLICIES
-from tests.conftest import registered, stack_mapping
+from tests.conftest import cached_scope, registered, stack_mapping
 from tests.iam_lint import assert_policy_clean, policy_documents
 from tools import mocks
 from tools.harness import StackRun, run_stack
@@ -633,7 +633,7 @@ def test_regional_stack_may_write_its_role(run: Any) -> None:
 # --- the program under mocks ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=cached_scope("module"))
 def global_run() -> StackRun:
     return registered(run_stack("global", stack_mapping("global")))
 

@@ -12,7 +12,7 @@ from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
 
 from components.config.ingress import DEFAULT_TLS_POLICY
 from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
-from tests.conftest import registered, stack_mapping
+from tests.conftest import cached_scope, registered, stack_mapping
 from tools import mocks
 from tools.harness import StackRun, run_stack
 from tools.preview import preview
@@ -41,7 +41,7 @@ def inputs(run: StackRun, typ: str, name: str) -> dict[str, Any]:
     return plain(run.named(typ, name).inputs)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=cached_scope("module"))
 def prod(stack_runs) -> StackRun:
     run = stack_runs["prod"]
     assert run.of_type(ALB), "prod must have the ALB front door"

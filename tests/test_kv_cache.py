@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import registered, stack_mapping
+from tests.conftest import cached_scope, registered, stack_mapping
 from tools.harness import StackRun, run_stack
 
 SERVING_PROGRAM = """
@@ -87,14 +87,14 @@ def unwrap(value: Any) -> Any:
     return value["value"] if is_secret_input(value) else value
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope=cached_scope("session"))
 def serving_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("serving") / "program.py"
     path.write_text(SERVING_PROGRAM, encoding="utf-8")
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope=cached_scope("session"))
 def prod_serving(serving_program: Path) -> StackRun:
     return registered(run_stack("prod", main=serving_program))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import registered, stack_mapping
+from tests.conftest import cached_scope, registered, stack_mapping
 from tests.test_ingress import inputs
 from tools.harness import StackRun
 
@@ -28,7 +28,7 @@ HYPERPOD = "aws-native:sagemaker:Cluster"
 OBS = "hyperpod-inference:observability"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=cached_scope("module"))
 def prod(stack_runs: dict[str, StackRun]) -> StackRun:
     return stack_runs["prod"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import stack_mapping
+from tests.conftest import cached_scope, stack_mapping
 from tools.plan import UNKNOWN_ID
 from tools.plan_diff import POLICY, diff_lines, diff_plans, input_diff, property_path
 from tools.preview import preview
@@ -26,7 +26,7 @@ def _plan(stack: str, mapping: dict[str, Any] | None = None, diff: Path | None =
     return code, json.loads(buf.getvalue())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=cached_scope("module"))
 def prod_plan() -> dict[str, Any]:
     code, plan = _plan("prod")
     assert code == 0

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from components.config.global_gateway import global_stack_schema
 from components.config.schema import stack_config_schema
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
@@ -156,14 +157,26 @@ def _children(path: str, obj: dict[str, Any], defs: dict[str, Any], depth: int) 
     return out
 
 
+GLOBAL_INTRO = """
+# Global stack (`hyperpod-inference:role: global`)
+
+A stack file whose `hyperpod-inference:role` is `global` builds the Global Inference Gateway over regional
+stacks instead of a regional environment (docs/multi-region.md); it takes only these keys.
+"""
+
+
 def render() -> str:
-    schema = stack_config_schema()
+    lines = [INTRO, *_sections(stack_config_schema(), "##"), GLOBAL_INTRO, *_sections(global_stack_schema(), "##")]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _sections(schema: dict[str, Any], heading: str) -> list[str]:
     defs = schema.get("$defs", {})
     config = schema["properties"]["config"]
     required = set(config.get("required") or [])
-    lines = [INTRO]
+    lines: list[str] = []
     for key, node in config["properties"].items():
-        lines += ["", f"## `{key}`", ""]
+        lines += ["", f"{heading} `{key}`", ""]
         top = _resolve(node, defs)
         if top.get("description"):
             lines += [_cell(top["description"]), ""]
@@ -172,7 +185,7 @@ def render() -> str:
             "|---|---|---|---|---|---|",
         ]
         lines += _rows(key, node, key in required, defs, 0)
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -205,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
             results["200 endpoints"].rss_mb < TARGET_RSS_MB_AT_200,
         ),
     ]
+    from tools.rehearse.bench import rehearsal_table
+
+    rehearsal_rows, prod_share = rehearsal_table(args.runs)
+    checks.append(("rehearsal of prod / its preview", f"{prod_share:.1f} %", "<= 10 %", prod_share <= 10))
     if suite is not None:
         checks.append(("test suite", f"{suite:.0f} s", f"< {TARGET_SUITE_SECONDS} s", suite < TARGET_SUITE_SECONDS))
 
@@ -230,6 +234,15 @@ def main(argv: list[str] | None = None) -> int:
         "| target | measured | goal | met |",
         "|---|---:|---:|:---:|",
         *(f"| {name} | {got} | {goal} | {'yes' if ok else '**no**'} |" for name, got, goal, ok in checks),
+        "",
+    ]
+    lines += [
+        "## The deploy rehearsal next to the preview",
+        "",
+        "In-process medians after a warm-up (`python -m tools.rehearse.bench`): the preview (which now runs the",
+        "rehearsal and the capacity checks itself) and the rehearsal alone on the same graph.",
+        "",
+        *rehearsal_rows,
         "",
     ]
     lines += [

@@ -38,6 +38,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from .readiness import Toleration
+
 Level = Literal["mandatory", "advisory"]
 
 INSTANCE_DATA = Path(__file__).resolve().parents[1] / "components" / "config" / "data" / "instance_types.json"
@@ -295,19 +297,9 @@ def kube_reserved_memory_mib(max_pods: int) -> int:
 
 
 def tolerates(tolerations: Iterable[Mapping[str, Any]], taint: Taint) -> bool:
-    """Kubernetes toleration matching (core/v1 ``Toleration.ToleratesTaint``)."""
-    for t in tolerations:
-        effect = t.get("effect") or ""
-        if effect and effect != taint.effect:
-            continue
-        operator = t.get("operator") or "Equal"
-        key = t.get("key") or ""
-        if operator == "Exists":
-            if not key or key == taint.key:
-                return True
-        elif key == taint.key and (t.get("value") or "") == (taint.value or ""):
-            return True
-    return False
+    """Kubernetes toleration matching (core/v1 ``Toleration.ToleratesTaint``), one implementation for the
+    capacity checks and the rehearsal: :meth:`policies.readiness.Toleration.tolerates`."""
+    return any(Toleration.model_validate(dict(t)).tolerates(taint.key, taint.value, taint.effect) for t in tolerations)
 
 
 def extended_resource_tolerations(requests: Mapping[str, int]) -> list[dict[str, str]]:

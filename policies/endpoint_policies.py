@@ -20,6 +20,7 @@ policy reports in that environment (prod: only the mandatory ones).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,7 +95,9 @@ CONFIG_SCHEMA = PolicyConfigSchema(
 )
 
 
-def _prod_level(rule: rules.Rule) -> EnforcementLevel:
+# Runs only at import (building the policies); tests/test_policies.py test_prod_levels_in_code_match_the_table
+# checks its results, which mutmut cannot reach (docs/mutation-testing.md).
+def _prod_level(rule: rules.Rule) -> EnforcementLevel:  # pragma: no mutate block
     """The policy's own (prod) level: mandatory if the rule can be mandatory for some resource in prod."""
     if rule.enforcement["prod"] == "mandatory" or rule.name in DEFAULT_REPORT_LEVELS:
         return EnforcementLevel.MANDATORY
@@ -125,18 +128,22 @@ def _check(
             report(f"{where}{violation}", urn)
 
 
-def _resource_policy(rule: rules.Rule) -> ResourceValidationPolicy:
-    def validate(args: ResourceValidationArgs, report: ReportViolation) -> None:
-        if crd_kind(args.resource_type) not in ENDPOINT_KINDS:
-            return
-        environment, levels, addon = _settings(args.get_config(), rule)
-        cr = plain(args.props)
-        _check(rule, cr, rules.RuleContext(environment=environment, addon_version=addon or ""), levels, report)
+def _validate_resource(rule: rules.Rule, args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if crd_kind(args.resource_type) not in ENDPOINT_KINDS:
+        return
+    environment, levels, addon = _settings(args.get_config(), rule)
+    cr = plain(args.props)
+    _check(rule, cr, rules.RuleContext(environment=environment, addon_version=addon or ""), levels, report)
 
+
+# The validators are module-level functions bound to their rule (not closures built inside the policy
+# factories): the factories run once at import, so a closure's logic would be out of reach of mutation
+# testing (docs/mutation-testing.md), while these run on every call.
+def _resource_policy(rule: rules.Rule) -> ResourceValidationPolicy:  # pragma: no mutate block
     return ResourceValidationPolicy(
         name=rule.name,
         description=rule.description,
-        validate=validate,
+        validate=functools.partial(_validate_resource, rule),
         enforcement_level=_prod_level(rule),
         config_schema=CONFIG_SCHEMA,
         severity=SEVERITY[rule.name],
@@ -164,23 +171,24 @@ def stack_instance_types(args: StackValidationArgs) -> frozenset[str] | None:
     )
 
 
-def _stack_policy(rule: rules.Rule) -> StackValidationPolicy:
-    def validate(args: StackValidationArgs, report: ReportViolation) -> None:
-        environment, levels, configured_addon = _settings(args.get_config(), rule)
-        addon = stack_addon_version(args) or configured_addon
-        if rule.name in NEEDS_ADDON and addon is None:
-            return  # no pinned add-on to judge against (the operator layer is absent)
-        ctx = rules.RuleContext(
-            environment=environment, addon_version=addon or "", instance_types=stack_instance_types(args)
-        )
-        for resource in args.resources:
-            if crd_kind(resource.resource_type) in ENDPOINT_KINDS:
-                _check(rule, plain(resource.props), ctx, levels, report, urn=resource.urn)
+def _validate_stack(rule: rules.Rule, args: StackValidationArgs, report: ReportViolation) -> None:
+    environment, levels, configured_addon = _settings(args.get_config(), rule)
+    addon = stack_addon_version(args) or configured_addon
+    if rule.name in NEEDS_ADDON and addon is None:
+        return  # no pinned add-on to judge against (the operator layer is absent)
+    ctx = rules.RuleContext(
+        environment=environment, addon_version=addon or "", instance_types=stack_instance_types(args)
+    )
+    for resource in args.resources:
+        if crd_kind(resource.resource_type) in ENDPOINT_KINDS:
+            _check(rule, plain(resource.props), ctx, levels, report, urn=resource.urn)
 
+
+def _stack_policy(rule: rules.Rule) -> StackValidationPolicy:  # pragma: no mutate block
     return StackValidationPolicy(
         name=rule.name,
         description=rule.description,
-        validate=validate,
+        validate=functools.partial(_validate_stack, rule),
         enforcement_level=_prod_level(rule),
         config_schema=CONFIG_SCHEMA,
         severity=SEVERITY[rule.name],

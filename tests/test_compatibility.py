@@ -251,3 +251,26 @@ def test_gateway_section_is_gated_by_the_row(run) -> None:
     paths = {i.path for i in result.config_error.issues}
     assert any(p.startswith("gateway") for p in paths), paths
     assert any(p.endswith(".spec.inferenceGateway") for p in paths), paths
+
+
+# --- image references, literal cases (mutmut found the digest and registry-port paths untested) ----------------
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        ("lmcache/vllm-openai:v0.4.3", ("lmcache", "v0.4.3")),
+        ("lmcache/vllm-openai:v0.4.3@sha256:0123abcd", ("lmcache", "v0.4.3")),  # a digest after the tag
+        ("lmcache/vllm-openai@sha256:0123abcd", ("lmcache", None)),  # a digest and no tag: no version
+        ("registry.example.com:5000/lmcache/vllm-openai:v0.4.3", ("lmcache", "v0.4.3")),  # a registry port
+        ("registry.example.com:5000/lmcache/vllm-openai", ("lmcache", None)),  # the port is not a tag
+        ("LMCache/VLLM-OpenAI:v0.4.3", ("lmcache", "v0.4.3")),  # repository names compared lower-case
+        ("vllm/vllm-openai:v0.10.1", ("vllm", "v0.10.1")),
+        ("vllm/vllm-openai:latest", ("vllm", None)),  # a tag that is not a version
+        ("ghcr.io/acme/tgi:2.0", (None, None)),
+    ],
+)
+def test_image_component_reads_repository_and_tag(image: str, expected: tuple[str | None, str | None]) -> None:
+    from policies.compatibility import image_component
+
+    assert image_component(image) == expected

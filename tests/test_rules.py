@@ -480,3 +480,30 @@ def test_empty_instance_type_set_is_not_unknown() -> None:
     assert [str(v) for v in found] == [
         "instance type ml.p5.48xlarge is not in any HyperPod instance group (groups have: ml.g5.8xlarge)"
     ]
+
+
+def test_engine_label_wins_over_the_image_for_every_engine() -> None:
+    for label in ("vllm", "sglang", "other"):
+        cr = base_cr(**{rules.ENGINE_LABEL: label})
+        cr["spec"]["worker"]["image"] = "lmsysorg/sglang:v0.5.2" if label != "sglang" else "lmcache/vllm-openai:v0.4.3"
+        assert rules.engine_of(cr) == label
+    unknown = base_cr(**{rules.ENGINE_LABEL: "tgi"})  # not an engine name: fall back to the image
+    assert rules.engine_of(unknown) == "vllm"
+    no_labels = base_cr()
+    no_labels["metadata"].pop("labels")
+    no_labels["spec"]["worker"]["image"] = "lmsysorg/sglang:v0.5.2"
+    assert rules.engine_of(no_labels) == "sglang"
+
+
+@pytest.mark.parametrize(
+    ("kv_cache", "expected"),
+    [
+        ({"enableL1Cache": False, "enableL2Cache": True}, True),  # L2 alone turns the cache on
+        ({"enableL1Cache": False}, False),  # L2 defaults to off
+        ({"enableL2Cache": False}, True),  # L1 defaults to on (CRD default true)
+        ({"enableL1Cache": False, "enableL2Cache": False}, False),
+        ("not a mapping", False),
+    ],
+)
+def test_kv_cache_tiers_on_operator_33_and_later(kv_cache: Any, expected: bool) -> None:
+    assert rules._kv_cache_on({"kvCacheSpec": kv_cache}, "v1.4.0-eksbuild.1") is expected

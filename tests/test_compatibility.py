@@ -274,3 +274,11 @@ def test_image_component_reads_repository_and_tag(image: str, expected: tuple[st
     from policies.compatibility import image_component
 
     assert image_component(image) == expected
+
+
+def test_image_requirement_names_the_component_and_its_minimum() -> None:
+    from policies.compatibility import image_requirement
+
+    assert image_requirement("lmcache/vllm-openai:v0.2.1", "v2.0.0-eksbuild.2") == "LMCache >= 0.4.3"
+    assert image_requirement("vllm/vllm-openai:v0.6.0", "v2.0.0-eksbuild.2") == "vLLM >= 0.19.1"
+    assert image_requirement("ghcr.io/acme/tgi:2.0", "v2.0.0-eksbuild.2") is None

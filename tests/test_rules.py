@@ -507,3 +507,33 @@ def test_engine_label_wins_over_the_image_for_every_engine() -> None:
 )
 def test_kv_cache_tiers_on_operator_33_and_later(kv_cache: Any, expected: bool) -> None:
     assert rules._kv_cache_on({"kvCacheSpec": kv_cache}, "v1.4.0-eksbuild.1") is expected
+
+
+@pytest.mark.parametrize(
+    ("image", "engine"),
+    [
+        ("vllm/vllm-openai:v0.10.1", "vllm"),  # vLLM without LMCache in the name
+        ("lmcache/lmcache-server:v0.4.3", "vllm"),  # LMCache without vLLM in the name
+        ("LMCache/VLLM-OpenAI:v0.4.3", "vllm"),  # compared lower-case
+        ("lmsysorg/sglang:v0.5.2", "sglang"),
+        ("ghcr.io/acme/tgi:2.0", "other"),
+    ],
+)
+def test_engine_from_the_image_without_a_label(image: str, engine: str) -> None:
+    cr = base_cr()
+    cr["metadata"]["labels"] = {}
+    cr["spec"]["worker"]["image"] = image
+    assert rules.engine_of(cr) == engine
+
+
+def test_kvaware_on_a_jumpstart_model_says_what_to_do_instead() -> None:
+    cr = jsm_cr()
+    cr["spec"]["intelligentRoutingSpec"]["routingStrategy"] = "kvaware"
+    found = RULES["kvaware-requires-vllm-completions"].check(cr, DEV)
+    assert [(str(v), v.path) for v in found] == [
+        (
+            "routingStrategy kvaware needs invocationEndpoint /completions, which a JumpStartModel cannot set; "
+            "use prefixaware",
+            "intelligentRoutingSpec.routingStrategy",
+        )
+    ]

@@ -85,3 +85,14 @@ def test_plans_that_do_not_fit_are_rejected(
     with pytest.raises(ValueError) as err:
         plan_subnets(_network(vpc, azs, private_len, public_len))
     assert str(err.value) == message
+
+
+def test_plans_that_fit_exactly_are_accepted() -> None:
+    """Boundaries: 3 private /18s plus the public /18 fill a /16 exactly; four /20 public subnets fill the block."""
+    plan = plan_subnets(_network("10.0.0.0/16", 3, 18, 20))
+    assert [str(s) for s in plan.private.values()] == ["10.0.0.0/18", "10.0.64.0/18", "10.0.128.0/18"]
+    assert [str(s) for s in plan.public.values()] == ["10.0.192.0/20", "10.0.208.0/20", "10.0.224.0/20"]
+    one_block = plan_subnets(_network("10.0.0.0/20", 1, 21, 21))  # a public subnet as large as its block
+    assert [str(s) for s in one_block.public.values()] == ["10.0.8.0/21"]
+    # the default private size is the VPC's prefix + 3, capped at /28
+    assert {s.prefixlen for s in plan_subnets(_network("10.0.0.0/24", 1, None, 28)).private.values()} == {27}

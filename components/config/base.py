@@ -50,3 +50,29 @@ def join_path(*parts: Any) -> str:
         else:
             out = str(part)
     return out
+
+
+def stack_file_schema(title: str, props: dict[str, Any], required: list[str], defs: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema of a ``stacks/Pulumi.<stack>.yaml`` file whose ``config:`` holds ``props``.
+
+    Other namespaces (``aws:``, ``kubernetes:``) are free; ours is closed, like the pydantic models. Shared by
+    the regional (``schema.py``) and the global (``global_gateway.py``) stack-file schemas.
+    """
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        "type": "object",
+        "properties": {
+            "config": {
+                "type": "object",
+                "properties": props,
+                "required": required,
+                "propertyNames": {"anyOf": [{"enum": sorted(props)}, {"not": {"pattern": f"^{PROJECT}:"}}]},
+                "additionalProperties": True,
+            },
+            "secretsprovider": {"type": "string"},
+            "encryptedkey": {"type": "string"},
+            "encryptionsalt": {"type": "string"},
+        },
+        "$defs": defs,
+    }

@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from policies import global_policies as rules
 
-from .base import PROJECT, ConfigIssue, Model, join_path
+from .base import PROJECT, ConfigIssue, Model, join_path, stack_file_schema
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -251,24 +251,7 @@ def global_stack_schema() -> dict[str, Any]:
         "pattern": r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$",
     }
     required = ["aws:region", *(f"{PROJECT}:{k}" for k in model.get("required", []) if k in GLOBAL_CONFIG_KEYS)]
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"{PROJECT} global stack file",
-        "type": "object",
-        "properties": {
-            "config": {
-                "type": "object",
-                "properties": props,
-                "required": required,
-                "propertyNames": {"anyOf": [{"enum": sorted(props)}, {"not": {"pattern": f"^{PROJECT}:"}}]},
-                "additionalProperties": True,
-            },
-            "secretsprovider": {"type": "string"},
-            "encryptedkey": {"type": "string"},
-            "encryptionsalt": {"type": "string"},
-        },
-        "$defs": defs,
-    }
+    return stack_file_schema(f"{PROJECT} global stack file", props, required, defs)
 
 
 def write_global_schema() -> Path:

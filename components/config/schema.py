@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .base import PROJECT
+from .base import PROJECT, stack_file_schema
 from .loader import SECRET_PATHS
 from .stack import CONFIG_KEYS, StackConfig
 
@@ -75,25 +75,8 @@ def stack_config_schema() -> dict[str, Any]:
         "pattern": r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$",
     }
     _require_secure_form(props, defs)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"{PROJECT} stack file",
-        "type": "object",
-        "properties": {
-            "config": {
-                "type": "object",
-                "properties": props,
-                "required": ["aws:region", *(f"{PROJECT}:{k}" for k in model.get("required", []) if k in CONFIG_KEYS)],
-                # Other namespaces (aws:, kubernetes:) are free; ours is closed, like the pydantic model.
-                "propertyNames": {"anyOf": [{"enum": sorted(props)}, {"not": {"pattern": f"^{PROJECT}:"}}]},
-                "additionalProperties": True,
-            },
-            "secretsprovider": {"type": "string"},
-            "encryptedkey": {"type": "string"},
-            "encryptionsalt": {"type": "string"},
-        },
-        "$defs": defs,
-    }
+    required = ["aws:region", *(f"{PROJECT}:{k}" for k in model.get("required", []) if k in CONFIG_KEYS)]
+    return stack_file_schema(f"{PROJECT} stack file", props, required, defs)
 
 
 def main() -> None:

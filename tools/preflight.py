@@ -14,7 +14,6 @@ Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable c
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from components.config import PROJECT, ConfigError, StackConfig, parse_stack_config
+from components.config.loader import decode_config_value
 from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
 from tools.preflight_checks import CheckResult, Clients, run_all
 
@@ -42,20 +42,11 @@ NO_CREDENTIALS = (
 )
 
 
-def _decode(value: str) -> Any:
-    if value[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
 def load_config(stack: str, mapping: dict[str, Any]) -> StackConfig:
     """Validate a stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
     config, secrets = config_from_mapping(mapping)
     prefix = f"{PROJECT}:"
-    values = {k[len(prefix) :]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
     secret_keys = {k[len(prefix) :] for k in secrets if k.startswith(prefix)}
     return parse_stack_config(values, stack=stack, region=config.get("aws:region"), secret_keys=secret_keys)
 

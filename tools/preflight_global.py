@@ -44,6 +44,7 @@ from rich.console import Console
 
 from components.config import PROJECT, ConfigError
 from components.config.global_gateway import GlobalStackConfig, member_export, parse_global_config
+from components.config.loader import decode_config_value
 from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
 from policies.global_policies import cluster_arn_parts, region_is_opt_in
 from tools.preflight_checks import CheckResult, Clients, Denied, call, error_code
@@ -60,17 +61,8 @@ def is_global_stack(mapping: Mapping[str, Any]) -> bool:
 def load_global(stack: str, mapping: Mapping[str, Any]) -> GlobalStackConfig:
     config, _ = config_from_mapping(dict(mapping))
     prefix = f"{PROJECT}:"
-    values = {k[len(prefix) :]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
     return parse_global_config(values, stack=stack, region=config.get("aws:region"))
-
-
-def _decode(value: str) -> Any:
-    if value[:1] in ("{", "["):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ def _all_runtime_config() -> dict[str, Any]:
     return merged
 
 
-def _decode(value: Any) -> Any:
+def decode_config_value(value: Any) -> Any:
+    """A runtime config value as data: Pulumi passes structured values as JSON strings."""
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
             return json.loads(value)
@@ -60,7 +61,7 @@ def load_stack_config() -> StackConfig:
     """Validate the running stack's ``hyperpod-inference:*`` config (raises :class:`ConfigError`)."""
     everything = _all_runtime_config()
     prefix = f"{PROJECT}:"
-    values = {k[len(prefix) :]: _decode(v) for k, v in everything.items() if k.startswith(prefix)}
+    values = {k[len(prefix) :]: decode_config_value(v) for k, v in everything.items() if k.startswith(prefix)}
     secret = {k for k in values if runtime_config.is_config_secret(prefix + k)}
     region = everything.get("aws:region")
     return parse_stack_config(values, stack=pulumi.get_stack(), region=region, secret_keys=secret)
@@ -69,8 +70,10 @@ def load_stack_config() -> StackConfig:
 def load_program_config() -> StackConfig | GlobalStackConfig:
     """The running stack's config, by its role: ``hyperpod-inference:role: global`` is a global stack."""
     everything = _all_runtime_config()
-    if _decode(everything.get(f"{PROJECT}:role")) == "global":
-        values = {k[len(PROJECT) + 1 :]: _decode(v) for k, v in everything.items() if k.startswith(f"{PROJECT}:")}
+    if decode_config_value(everything.get(f"{PROJECT}:role")) == "global":
+        values = {
+            k[len(PROJECT) + 1 :]: decode_config_value(v) for k, v in everything.items() if k.startswith(f"{PROJECT}:")
+        }
         return parse_global_config(values, stack=pulumi.get_stack(), region=everything.get("aws:region"))
     return load_stack_config()
 

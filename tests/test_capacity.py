@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError, parse_stack_config
-from components.config.loader import _decode
+from components.config.loader import decode_config_value
 from components.config.regions import hyperpod_instance_types, hyperpod_regions
 from components.config.stackfile import config_from_mapping
 from policies import capacity_rules as cap
@@ -116,7 +116,7 @@ def issues(stack: str, mutate: Callable[[dict[str, Any]], Any] | None = None) ->
         mutate(m)
     config, secret = config_from_mapping(m)
     prefix = "hyperpod-inference:"
-    values = {k[len(prefix) :]: _decode(v) for k, v in config.items() if k.startswith(prefix)}
+    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
     try:
         parse_stack_config(
             values, stack=stack, region=config["aws:region"], secret_keys={k[len(prefix) :] for k in secret}

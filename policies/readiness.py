@@ -15,7 +15,11 @@ Stable API (other components rely on it):
   whether a registration installs the pod, :meth:`SystemPod.effective_tolerations` applies the installing
   resource's configured override;
 * ``Readiness.remote_components``: how a remote component (``eks:index:Cluster``) expands into the
-  children it really creates.
+  children it really creates;
+* ``Readiness.ordering``: :class:`OrderingRule` entries, the edges the program must declare between resources
+  of one run (a namespaced object after its Namespace, a custom resource after its CRD's installer, a role's
+  user after the role's policies, the HyperPod cluster after its lifecycle scripts), checked by
+  ``tools/rehearse/ordering.py``.
 
 Conventions: ``None`` always means *unknown* (no source states it) and is reported as such, never
 replaced by a guess. ``requests: {}`` means the chart sets no requests (zero), which is a known value.

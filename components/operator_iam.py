@@ -104,7 +104,7 @@ class OperatorIam(pulumi.ComponentResource):
             ),
             [INFERENCE_ACCESS],
         )
-        self.execution_role_arn = execution.arn
+        self.execution_role_arn = execution
 
         gated = self._role(
             f"{name}-jumpstart-gated",
@@ -115,14 +115,14 @@ class OperatorIam(pulumi.ComponentResource):
             ),
             [GATED_MODEL_ACCESS],
         )
-        self.gated_model_role_arn = gated.arn
+        self.gated_model_role_arn = gated
 
         self.gateway_role_arn = None
         if args.gateway_enabled:
             # Must exist before the add-on installs the gateway controller (D4).
             self.gateway_role_arn = self._irsa_role(
                 f"{name}-gateway", f"{args.name_prefix}-inference-gateway", GATEWAY_SA, [GATEWAY_ACCESS]
-            ).arn
+            )
 
         self.alb_role_arn = None
         if args.alb_mode != "existing":
@@ -140,7 +140,7 @@ class OperatorIam(pulumi.ComponentResource):
                 f"{args.name_prefix}-aws-load-balancer-controller",
                 f"system:serviceaccount:{ns}:{sa}",
                 [lbc_policy.arn],
-            ).arn
+            )
 
         self.keda_role_arn = None
         if args.keda_mode != "existing":
@@ -160,7 +160,7 @@ class OperatorIam(pulumi.ComponentResource):
                 f"{args.name_prefix}-keda-operator",
                 f"system:serviceaccount:{ns}:{sa}",
                 [keda_policy.arn],
-            ).arn
+            )
 
         self.tls_bucket_name = self._tls_bucket(name, args)
 
@@ -169,7 +169,7 @@ class OperatorIam(pulumi.ComponentResource):
         entry = aws.eks.AccessEntry(
             f"{name}-execution-access",
             cluster_name=args.cluster_name,
-            principal_arn=execution.arn,
+            principal_arn=execution,
             type="STANDARD",
             tags=args.tags,
             opts=child,
@@ -177,7 +177,7 @@ class OperatorIam(pulumi.ComponentResource):
         assoc = aws.eks.AccessPolicyAssociation(
             f"{name}-execution-monitoring",
             cluster_name=args.cluster_name,
-            principal_arn=execution.arn,
+            principal_arn=execution,
             policy_arn=INFERENCE_MONITORING_ACCESS_POLICY,
             access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
@@ -202,7 +202,12 @@ class OperatorIam(pulumi.ComponentResource):
         description: str,
         trust: pulumi.Output[docs.Document],
         policy_arns: list[pulumi.Input[str]],
-    ) -> aws.iam.Role:
+    ) -> pulumi.Output[str]:
+        """The role and its policy attachments; returns the role's ARN as an Output that resolves only once
+        every attachment exists. Whatever is built from it (the add-on's values, a Helm chart's IRSA
+        annotation) then waits for the role's permissions, not only for the role: IAM accepts a user of a
+        role created in parallel with its attachments, which then acts without them (issue 28;
+        policies/readiness.yaml ordering rule iam-role-grants-before-its-users)."""
         role = aws.iam.Role(
             resource_name,
             name=role_name,
@@ -212,20 +217,25 @@ class OperatorIam(pulumi.ComponentResource):
             tags=self._args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        for i, arn in enumerate(policy_arns):
-            attachment = aws.iam.RolePolicyAttachment(
+        attachments = [
+            aws.iam.RolePolicyAttachment(
                 f"{resource_name}-policy-{i}",
                 role=role.name,
                 policy_arn=arn,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.dependencies.append(attachment)
+            for i, arn in enumerate(policy_arns)
+        ]
+        self.dependencies.extend(attachments)
         self.dependencies.append(role)
-        return role
+        granted: pulumi.Output[str] = pulumi.Output.all(role.arn, *[a.id for a in attachments]).apply(
+            lambda values: str(values[0])
+        )
+        return granted
 
     def _irsa_role(
         self, resource_name: str, role_name: str, subject: str, policy_arns: list[pulumi.Input[str]]
-    ) -> aws.iam.Role:
+    ) -> pulumi.Output[str]:
         a = self._args
         trust = pulumi.Output.all(a.oidc_provider_arn, a.oidc_provider_url).apply(
             lambda v: docs.irsa_trust(v[0], v[1], [subject])

@@ -15,7 +15,11 @@ Stable API (other components rely on it):
   whether a registration installs the pod, :meth:`SystemPod.effective_tolerations` applies the installing
   resource's configured override;
 * ``Readiness.remote_components``: how a remote component (``eks:index:Cluster``) expands into the
-  children it really creates.
+  children it really creates;
+* ``Readiness.ordering``: :class:`OrderingRule` entries, the edges the program must declare between resources
+  of one run (a namespaced object after its Namespace, a custom resource after its CRD's installer, a role's
+  user after the role's policies, the HyperPod cluster after its lifecycle scripts), checked by
+  ``tools/rehearse/ordering.py``.
 
 Conventions: ``None`` always means *unknown* (no source states it) and is reported as such, never
 replaced by a guess. ``requests: {}`` means the chart sets no requests (zero), which is a known value.
@@ -325,6 +329,64 @@ class DeployerAccess(_Model):
     source: str = Field(min_length=1)
 
 
+# --- ordering rules (issue 28): the edges a program must declare between resources of one run ----------
+
+
+class OrderingGrant(_Model):
+    """A resource type that gives an IAM role permissions, and the input that names the role."""
+
+    type: str = Field(description="type token (glob)")
+    role_input: str = Field(description="input naming the role (its name; a list of names is allowed)")
+
+
+class OrderingRule(_Model):
+    """One ordering rule: a resource matching ``user`` must transitively wait on the resources the ``join``
+    finds for it in the same run (``require: all`` of them, or ``any`` one). Checked for every resource of
+    the complete graph by ``tools/rehearse/ordering.py``; a missing edge is a race.
+
+    joins: ``same_value`` — a provider whose value at one of ``provider_paths`` (inputs, then outputs)
+    equals the user's value at one of ``user_paths`` (a Namespace named as the object's namespace);
+    ``crd_installer`` — a resource that provides the CRD of the user's kind (``provides: crds`` of the
+    readiness entries); ``role_grants`` — the ``grants`` of every ``roles`` resource the user references
+    (its ARN in the user's inputs, or a direct dependency on it); ``s3_prefix`` — provider objects whose
+    bucket and key (``provider_paths``: bucket path, key path) lie under an ``s3://`` URI at ``user_paths``.
+    ``*`` in a path walks every element of a list.
+    """
+
+    id: str = Field(pattern=r"^[a-z0-9-]+$")
+    join: Literal["same_value", "crd_installer", "role_grants", "s3_prefix"]
+    detail: str = Field(min_length=1, description="what the user waits for, in words")
+    user: Selector
+    user_except: list[str] = Field(
+        default_factory=list, description="type globs that never count as users (they name, not use, the provider)"
+    )
+    user_paths: list[str] = Field(default_factory=list)
+    provider: Selector | None = None
+    provider_paths: list[str] = Field(default_factory=list)
+    same_provider: bool = Field(default=False, description="user and provider go through the same provider (cluster)")
+    roles: Selector | None = None
+    role_arn_output: str = "arn"
+    role_name_outputs: list[str] = Field(default_factory=lambda: ["name", "id"])
+    grants: list[OrderingGrant] = Field(default_factory=list)
+    require: Literal["all", "any"] = "all"
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _fields_of_the_join(self) -> OrderingRule:
+        needs: dict[str, tuple[str, ...]] = {
+            "same_value": ("user_paths", "provider", "provider_paths"),
+            "crd_installer": (),
+            "role_grants": ("roles", "grants"),
+            "s3_prefix": ("user_paths", "provider", "provider_paths"),
+        }
+        missing = [f for f in needs[self.join] if not getattr(self, f)]
+        if missing:
+            raise ValueError(f"ordering rule {self.id}: join {self.join} needs {', '.join(missing)}")
+        if self.join == "s3_prefix" and len(self.provider_paths) != 2:
+            raise ValueError(f"ordering rule {self.id}: s3_prefix needs provider_paths [bucket path, key path]")
+        return self
+
+
 class Readiness(_Model):
     sources: dict[str, str]
     resources: list[ResourceReadiness]
@@ -335,6 +397,7 @@ class Readiness(_Model):
     health_taint: HealthTaint
     deployer_access: DeployerAccess
     destroy: dict[str, Any] = Field(default_factory=dict)
+    ordering: list[OrderingRule] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_pods(self) -> Readiness:
@@ -342,6 +405,9 @@ class Readiness(_Model):
         dupes = {n for n in names if names.count(n) > 1}
         if dupes:
             raise ValueError(f"duplicate system pod names: {sorted(dupes)}")
+        rule_ids = [r.id for r in self.ordering]
+        if len(set(rule_ids)) != len(rule_ids):
+            raise ValueError(f"duplicate ordering rule ids: {sorted({i for i in rule_ids if rule_ids.count(i) > 1})}")
         return self
 
     def entry_for(self, typ: str, inputs: dict[str, Any]) -> ResourceReadiness:

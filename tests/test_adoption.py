@@ -286,6 +286,21 @@ def test_hyperpod_cluster_of_another_eks_cluster_is_a_config_error() -> None:
     assert not any(r.name == "inference-operator-addon" for r in run.registrations)
 
 
+@pytest.mark.parametrize("orchestrator", [None, {}], ids=["no-orchestrator", "no-eks-orchestrator"])
+def test_hyperpod_cluster_orchestrated_by_no_eks_cluster_is_a_config_error(orchestrator: Any) -> None:
+    """A Slurm-orchestrated (or orchestrator-less) cluster has no EKS orchestrator: the same error, naming none."""
+    run = _direct_with(hyperpod={"orchestrator": orchestrator})
+    assert isinstance(run.error, ConfigError)
+    assert [(i.path, i.message) for i in run.error.issues] == [
+        (
+            "cluster.existing.hyperpodClusterArn",
+            f"{ATTACH_HYPERPOD} is orchestrated by no EKS cluster, not by cluster.existing.eksClusterName "
+            f"({ATTACH_EKS_ARN}); name the EKS cluster it belongs to",
+        )
+    ]
+    assert not any(r.name == "inference-operator-addon" for r in run.registrations)
+
+
 # --- existing EKS, HyperPod created in it -----------------------------------------------------------------------
 
 

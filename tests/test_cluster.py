@@ -172,6 +172,17 @@ def test_dev_deployer_comes_through_restricted_public_cidrs(stack_runs) -> None:
     assert not [r for r in run.of_type(INGRESS) if r.name.startswith("eks-api-from-deployer")]
 
 
+def test_public_access_cidrs_are_none_in_prod_whatever_the_config_lists() -> None:
+    """The component's own prod guard (the config refuses public CIDRs in prod first, so no valid stack reaches
+    it): given the dev cluster's CIDRs, prod still gets a private-only endpoint."""
+    from components.eks_cluster import public_access_cidrs
+    from tools.preflight import load_config
+
+    cluster = load_config("dev", stack_mapping("dev")).cluster
+    assert public_access_cidrs(cluster, is_prod=False) == ["203.0.113.0/24", "198.51.100.7/32"]
+    assert public_access_cidrs(cluster, is_prod=True) == []
+
+
 # --- CoreDNS and anything else that waits for pods comes after the nodes ------------------------------------
 
 

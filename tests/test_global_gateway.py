@@ -503,7 +503,33 @@ def test_update_to_default_weights_sends_empty_weights(rig: Rig) -> None:
     )
     rig.stub.add_response("describe_global_inference_gateway", describe("ACTIVE"), {"Identifier": GW_ID})
     rig.stub.add_response("describe_global_inference_gateway", describe("ACTIVE"), {"Identifier": GW_ID})
-    rig.provider.update(GW_ID, dict(PROPS), {**PROPS, "routingWeights": None})
+    result = rig.provider.update(GW_ID, dict(PROPS), {**PROPS, "routingWeights": None})
+    rig.stub.assert_no_pending_responses()
+    assert result.outs == {
+        **PROPS,
+        "routingWeights": None,
+        "arn": GW_ARN,
+        "gatewayId": GW_ID,
+        "status": "ACTIVE",
+        "endpointUrl": "",
+        "vpcEndpointServiceName": "",
+    }
+    assert rig.time.sleeps == []
+    assert rig.logs[0] == "updating routing weights of hpi-global"
+
+
+def test_update_changes_the_value_of_an_existing_tag(rig: Rig) -> None:
+    """The same key with another value is re-sent with AddTags (which overwrites); nothing is deleted."""
+    news = {**PROPS, "tags": {"managed-by": "pulumi", "team": "platform"}}
+    rig.stub.add_response("describe_global_inference_gateway", describe("ACTIVE"), {"Identifier": GW_ID})
+    rig.stub.add_response(
+        "add_tags", {"Tags": []}, {"ResourceArn": GW_ARN, "Tags": [{"Key": "team", "Value": "platform"}]}
+    )
+    result = rig.provider.update(GW_ID, dict(PROPS), news)
+    rig.stub.assert_no_pending_responses()
+    assert result.outs is not None
+    assert result.outs["tags"] == {"managed-by": "pulumi", "team": "platform"}
+    assert rig.time.sleeps == []
 
 
 def test_delete_waits_until_gone(rig: Rig) -> None:

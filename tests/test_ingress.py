@@ -397,6 +397,35 @@ def test_config_errors_name_the_key(mutate, expected: str, capsys) -> None:
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize(
+    ("domain", "host", "expected"),
+    [
+        (
+            "api.notexample.com",
+            "dpd.example.com",
+            ["hyperpod-inference:ingress.domainName: api.notexample.com is outside the hosted zone example.com; use a name in that zone"],
+        ),
+        (
+            "api.example.com",
+            "dpd.notexample.com",
+            ["hyperpod-inference:ingress.routes[1].host: dpd.notexample.com is outside the hosted zone example.com; use a name in that zone"],
+        ),
+        ("example.com", "a.b.example.com", []),  # the zone's apex and a deeper name are inside it
+    ],
+    ids=["domain-ends-with-the-zone-name", "host-ends-with-the-zone-name", "apex-and-deeper"],
+)  # fmt: skip
+def test_a_name_ending_with_the_zone_name_is_not_in_the_zone(domain: str, host: str, expected: list[str]) -> None:
+    """``api.notexample.com`` ends with ``example.com`` but is not in that zone: only a dot boundary counts."""
+    mapping = stack_mapping("prod")
+    mapping[ING].update(hostedZoneName="example.com", domainName=domain)
+    mapping[ING]["routes"][1]["host"] = host
+    result = run_stack("prod", mapping)
+    issues = [i.render() for i in result.config_error.issues] if result.config_error is not None else []
+    assert issues == expected
+    if not expected:
+        registered(result)
+
+
 # --- TargetGroupBinding target (issue 13, point 9) -----------------------------------------------------------
 
 

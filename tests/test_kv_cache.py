@@ -214,40 +214,48 @@ def _issues(mapping: dict[str, Any], stack: str = "prod") -> list[str]:
 def test_prod_redis_needs_a_replica_and_tls() -> None:
     mapping = stack_mapping("prod")
     mapping["hyperpod-inference:kvCache"]["redis"].update(replicas=0, transitEncryption=False)
-    issues = _issues(mapping)
-    assert any(i.startswith("hyperpod-inference:kvCache.redis.replicas: prod needs at least 1 replica") for i in issues)
-    assert any(i.startswith("hyperpod-inference:kvCache.redis.transitEncryption: must be true in prod") for i in issues)
+    # without TLS the stack's own URL is redis://, which the endpoint's L2 rule refuses in prod as well
+    assert _issues(mapping) == [
+        "hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl: prod needs a TLS Redis URL "
+        "(rediss://...); got redis:// [l2-redis-wired]",
+        "hyperpod-inference:kvCache.redis.replicas: prod needs at least 1 replica (Multi-AZ with automatic "
+        "failover); 0 leaves every worker's L2 tier on one node",
+        "hyperpod-inference:kvCache.redis.transitEncryption: must be true in prod: KV blocks are derived from user "
+        "prompts and the AUTH token needs TLS",
+    ]
 
 
 def test_unpinned_engine_version_is_a_config_error() -> None:
     mapping = stack_mapping("prod")
     mapping["hyperpod-inference:kvCache"]["redis"]["engineVersion"] = "9.9"
-    issues = _issues(mapping)
-    assert any(
-        i.startswith("hyperpod-inference:kvCache.redis.engineVersion: valkey 9.9 is not a pinned") for i in issues
-    )
+    assert _issues(mapping) == [
+        "hyperpod-inference:kvCache.redis.engineVersion: valkey 9.9 is not a pinned ElastiCache version; "
+        "allowed: 7.2, 8.0, 8.1"
+    ]
 
 
 def test_user_url_conflicting_with_the_stacks_redis_is_a_config_error() -> None:
     mapping = stack_mapping("prod")
     l2 = mapping["hyperpod-inference:endpoints"][0]["spec"]["kvCacheSpec"]["l2CacheSpec"]
     l2["l2CacheLocalUrl"] = "redis://other-redis.example.com:6379"
-    issues = _issues(mapping)
-    assert any(
-        i.startswith("hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl: this stack creates")
-        for i in issues
-    )
+    url_key = "hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl"
+    assert _issues(mapping) == [
+        f"{url_key}: prod needs a TLS Redis URL (rediss://...); got redis:// [l2-redis-wired]",
+        f"{url_key}: this stack creates the Redis L2 cache (kvCache.l2Backend: redis) and fills in its URL and "
+        "AUTH token; remove l2CacheLocalUrl (a second Redis would split the cache)",
+    ]
 
 
 @pytest.mark.parametrize("backend", ["none", "tieredstorage"])
 def test_redis_endpoint_without_stack_redis_is_a_config_error(backend: str) -> None:
     mapping = stack_mapping("prod")
     mapping["hyperpod-inference:kvCache"] = {"l2Backend": backend}
-    issues = _issues(mapping)
-    assert any(
-        i.startswith("hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheBackend: redis needs")
-        for i in issues
-    ), issues
+    l2 = "hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec"
+    assert _issues(mapping) == [
+        f"{l2}.l2CacheLocalUrl: l2CacheBackend redis needs l2CacheLocalUrl (the Redis/Valkey URL) [l2-redis-wired]",
+        f"{l2}.l2CacheBackend: redis needs a Redis URL: kvCache.l2Backend: redis (the stack's ElastiCache, or "
+        f"kvCache.redis.external), or the endpoint's own l2CacheLocalUrl; kvCache.l2Backend is {backend}",
+    ]
 
 
 def test_real_program_admits_only_the_hyperpod_node_sg(stack_runs: dict[str, StackRun]) -> None:

@@ -806,12 +806,8 @@ def hp_group(
     }
 
 
-ATTACH_GROUPS = [
-    hp_group("system", "ml.m5.2xlarge", 2),
-    hp_group(
-        "gpu-p5", "ml.p5.48xlarge", 2, {"workload": "inference"}, [{"Key": "nvidia.com/gpu", "Effect": "NoSchedule"}]
-    ),
-]
+ATTACH_GROUPS_K8S = ({"workload": "inference"}, [{"Key": "nvidia.com/gpu", "Effect": "NoSchedule"}])
+ATTACH_GROUPS = [hp_group("system", "ml.m5.2xlarge", 2), hp_group("gpu-p5", "ml.p5.48xlarge", 2, *ATTACH_GROUPS_K8S)]
 
 
 def describe_hp(**update: Any) -> dict[str, Any]:
@@ -876,6 +872,33 @@ def test_existing_hyperpod_fails_on_status_orchestrator_and_groups(aws: None) ->
     gpu = results["declared group gpu-p5"]
     assert gpu.status == "FAIL" and gpu.detail.startswith("the cluster has no group gpu-p5")
     assert results["declared group spare"].status == "WARN"
+
+
+def test_existing_hyperpod_orchestrated_by_no_eks_cluster(aws: None) -> None:
+    """A cluster without an EKS orchestrator (Slurm) is named as orchestrated by none, not as 'None'."""
+    response = describe_hp()
+    del response["Orchestrator"]
+    [head, system, gpu] = hp_check(attach(), response, nodes(system=2, **{"gpu-p5": 2}))
+    assert (head.check, head.status, head.detail) == (
+        "existing HyperPod cluster ml-hp",
+        "FAIL",
+        f"it is orchestrated by no EKS cluster, not {ATTACH_EKS_ARN}",
+    )
+    assert (system.status, gpu.status) == ("PASS", "PASS")
+
+
+def test_scaling_group_is_judged_by_its_target_count(aws: None) -> None:
+    """A group that is scaling (TargetCount differs from CurrentCount) is compared by where it is going."""
+    growing = hp_group("system", "ml.m5.2xlarge", 2)
+    growing["CurrentCount"] = 1  # scaling up to the declared 2: not a mismatch, one node still to come
+    shrinking = hp_group("gpu-p5", "ml.p5.48xlarge", 2, *ATTACH_GROUPS_K8S)
+    shrinking["TargetCount"] = 1  # scaling down from the declared 2: a mismatch, although 2 are there now
+    results = {r.check: r for r in hp_check(attach(), describe_hp(InstanceGroups=[growing, shrinking]), nodes(system=1, **{"gpu-p5": 2}))}  # fmt: skip
+    assert [(r.check, r.status, r.detail) for r in results.values()] == [
+        ("existing HyperPod cluster ml-hp", "PASS", "InService, orchestrated by ml-platform"),
+        ("declared group system", "WARN", "1 of 2 node(s) are Running"),
+        ("declared group gpu-p5", "FAIL", "it targets 1 instance(s), cluster.instanceGroups[1] declares 2"),
+    ]
 
 
 def test_existing_hyperpod_labels_taints_and_running_nodes(aws: None) -> None:

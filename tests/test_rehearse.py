@@ -402,12 +402,49 @@ def test_amd64_only_operator_on_arm64_nodes_is_unschedulable(stack_runs) -> None
     assert found and "kubernetes.io/arch=arm64" in found[0]
 
 
+def exactly(result: Rehearsal) -> set[tuple[str, str, tuple[str, ...], str, str]]:
+    """Every finding as (kind, resource, the others with it, what it waits for, why): the whole result."""
+    got = {(f.kind, f.resource, tuple(f.also), f.waits_for, f.why) for f in result.findings}
+    assert len(got) == len(result.findings), "two findings render the same"
+    return got
+
+
 def test_no_instances_means_no_nodes(stack_runs) -> None:
     regs, mapping = run_of(stack_runs, "dev")
     for g in _groups(regs):
         g["instanceCount"] = 0
     result = rehearse(regs, mapping=mapping)
-    assert findings(result, "unschedulable", "inference-operator-addon")
+    none = "group system has no instances; group gpu-p5 has no instances"
+
+    def unschedulable(resource: str, pods: int, pod: str, detail: str) -> tuple[str, str, tuple[str, ...], str, str]:
+        return (
+            "unschedulable",
+            resource,
+            (),
+            f"{pods} ready {pod} pod(s) ({detail})",
+            f"no node can take {pod}: {none}",
+        )
+
+    controllers = "ACTIVE; DEGRADED pending; controller Deployments need schedulable nodes"
+    cert_manager = "ACTIVE; controller Deployments need schedulable nodes (InsufficientNumberOfReplicas otherwise)"
+    operator = "ACTIVE only once its controller-manager is healthy (a node ready, images pulled)"
+    assert exactly(result) == {
+        unschedulable("coredns", 2, "coredns", "add-on ACTIVE; DEGRADED (no CoreDNS pods running) counts as pending"),
+        unschedulable(
+            "observability-addon",
+            1,
+            "hyperpod-observability-controller-manager",
+            "ACTIVE once its pods run; without schedulable nodes its pods stay Pending",
+        ),
+        unschedulable("operator-prereqs-aws-fsx-csi-driver", 2, "fsx-csi-controller", controllers),
+        unschedulable("operator-prereqs-cert-manager", 1, "cert-manager", cert_manager),
+        unschedulable("operator-prereqs-cert-manager", 1, "cert-manager-webhook", cert_manager),
+        unschedulable("operator-prereqs-cert-manager", 1, "cert-manager-cainjector", cert_manager),
+        unschedulable("operator-prereqs-metrics-server", 1, "metrics-server", controllers),
+        unschedulable("inference-operator-addon", 1, "hyperpod-inference-operator-controller-manager", operator),
+        unschedulable("inference-operator-addon", 2, "aws-load-balancer-controller", operator),
+        unschedulable("inference-operator-addon", 1, "keda-operator", operator),
+    }
 
 
 def test_resource_fit_hook_is_consulted(stack_runs) -> None:
@@ -459,17 +496,62 @@ def test_written_bucket_without_force_destroy_in_dev(stack_runs) -> None:
 
 
 def test_protection_outside_prod_blocks_destroy(stack_runs) -> None:
+    """prod's graph destroyed as staging: every protection and deletion-protection flag, and the buckets
+    that are written to and not force-destroyed, block it; nothing else does."""
     regs, mapping = run_of(stack_runs, "prod")
     result = rehearse(regs, mapping=mapping, environment="staging", destroy=True)
-    assert findings(result, "deletion-protection", "front-door-alb")
-    assert findings(result, "protected", "hyperpod-cluster")
+    protected = ("protected", "pulumi destroy", "the resource is protected (outside prod)")
+
+    def by(kind: str, waits: str, why: str, resource: str, *also: str) -> tuple[str, str, tuple[str, ...], str, str]:
+        return (kind, resource, also, waits, why)
+
+    not_empty = "written to by {} and forceDestroy is off"
+    assert exactly(result) == {
+        by(*protected, "observability-amp"),
+        by(*protected, "dashboards-alarm-topic-key", "eks-secrets-key", "kv-cache-kms"),
+        by(*protected, "access-logs-bucket", "front-door-logs", "operator-iam-tls", "hyperpod-lifecycle"),
+        by(*protected, "hyperpod-cluster"),
+        by(*protected, "kv-cache-rg"),
+        by("deletion-protection", "pulumi destroy", "enableDeletionProtection is on (outside prod)", "front-door-alb"),
+        by(
+            "deletion-protection", "pulumi destroy", "deletionProtection is on (outside prod)", "eks-cluster-eksCluster"
+        ),
+        by(
+            "bucket-not-empty",
+            "an empty bucket",
+            not_empty.format("ALB access logs (front-door-alb)"),
+            "front-door-logs",
+        ),
+        by(
+            "bucket-not-empty",
+            "an empty bucket",
+            not_empty.format("the inference operator's TLS certificates (inference-operator-addon)"),
+            "operator-iam-tls",
+        ),
+        by(
+            "bucket-not-empty",
+            "an empty bucket",
+            not_empty.format("the stack's own objects (lifecycle scripts) (hyperpod-lifecycle-on-create-sh)"),
+            "hyperpod-lifecycle",
+        ),
+    }
 
 
 def test_unprotected_state_in_prod(stack_runs) -> None:
     regs, mapping = run_of(stack_runs, "prod")
     one(regs, "aws:elasticache/replicationGroup:ReplicationGroup").protect = False
     result = rehearse(regs, mapping=mapping, destroy=True)
-    assert findings(result, "unprotected-stateful", "kv-cache-rg")
+    assert exactly(result) == {
+        (
+            "unprotected-stateful",
+            "kv-cache-rg",
+            (),
+            "protection in prod",
+            "it holds state and is not protected",
+        )
+    }
+    assert result.findings[0].type == "aws:elasticache/replicationGroup:ReplicationGroup"
+    assert result.findings[0].source.startswith("DR row aws.elasticache.ReplicationGroup")
 
 
 def test_addon_deleted_before_what_it_serves(stack_runs) -> None:

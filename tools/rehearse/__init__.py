@@ -21,9 +21,10 @@ from components.config import PROJECT
 from policies.readiness import Readiness, load_readiness
 from tools.harness import StackRun
 from tools.mocks import Registration
-from tools.rehearse.create import FitHook, NodeGroup, simulate_create
+from tools.rehearse.create import FitHook, NodeGroup, _context, simulate_create
 from tools.rehearse.destroy import simulate_destroy
 from tools.rehearse.model import CompleteGraph, expand
+from tools.rehearse.ordering import OrderingEdge, ordering_edges
 from tools.rehearse.report import EXIT_CONFIG, EXIT_FINDINGS, EXIT_OK, Finding, Rehearsal, Step
 
 __all__ = [
@@ -34,8 +35,10 @@ __all__ = [
     "Finding",
     "FitHook",
     "NodeGroup",
+    "OrderingEdge",
     "Rehearsal",
     "Step",
+    "edges",
     "expand",
     "rehearse",
 ]
@@ -86,3 +89,14 @@ def rehearse(
     result.blocked = c["blocked"]
     result.notes = c["notes"]
     return result
+
+
+def edges(
+    run: StackRun | Sequence[Registration], readiness: Readiness | None = None
+) -> tuple[CompleteGraph, list[OrderingEdge]]:
+    """The complete graph of a mock run and every edge its ``ordering:`` rules require, met or not (the
+    rehearsal reports the unmet ones; the ordering tests list them per reference stack)."""
+    readiness = readiness or load_readiness()
+    registrations = run.registrations if isinstance(run, StackRun) else run
+    graph = CompleteGraph.build(registrations, readiness)
+    return graph, ordering_edges(graph, readiness, _context(graph, readiness, None).crd_providers)

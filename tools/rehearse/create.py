@@ -28,7 +28,8 @@ from policies.readiness import (
     input_value,
 )
 from tools.mocks import Registration
-from tools.rehearse.model import CompleteGraph
+from tools.rehearse.model import CompleteGraph, crd_of
+from tools.rehearse.ordering import ordering_edges, report_missing
 from tools.rehearse.report import Finding, FindingKind, LongCreate, Step
 
 LONG_CREATE_MINUTES = 10.0
@@ -173,16 +174,6 @@ def create_timeout(reg: Registration, entry: ResourceReadiness) -> float | None:
     return entry.create_timeout_minutes
 
 
-def crd_of(typ: str) -> str | None:
-    """``kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig`` -> ``group/Kind``."""
-    if not typ.startswith("kubernetes:"):
-        return None
-    _, api, kind = typ.split(":", 2)
-    group = api.rsplit("/", 1)[0] if "/" in api else ""
-    # Groups without a dot (core, apps, batch, policy) are built into the API server.
-    return f"{group}/{kind}" if "." in group else None
-
-
 @dataclass
 class _Context:
     graph: CompleteGraph
@@ -242,13 +233,25 @@ class _Findings:
     def __init__(self) -> None:
         self.by_key: dict[tuple[str, ...], Finding] = {}
         self.failed: set[str] = set()
+        self.pairs: set[tuple[str, str]] = set()  # (resource, the one it is not ordered after), reported
 
-    def add(self, urn: str, reg: Registration, kind: FindingKind, waits_for: str, why: str, *, source: str) -> None:
+    def add(
+        self,
+        urn: str,
+        reg: Registration,
+        kind: FindingKind,
+        waits_for: str,
+        why: str,
+        *,
+        source: str,
+        rule: str = "",
+        other: str = "",
+    ) -> None:
         self.failed.add(urn)
         key = (kind, reg.type, waits_for, why)
         got = self.by_key.get(key)
         if got is None:
-            self.by_key[key] = Finding(kind, reg.name, reg.type, waits_for, why, source)
+            self.by_key[key] = Finding(kind, reg.name, reg.type, waits_for, why, source, rule=rule, other=other)
         else:
             got.also.append(reg.name)
 
@@ -426,6 +429,7 @@ def _provider_wait(
     state, concerned = _classify(ctx, urn, candidates)
     if state == "met":
         return
+    out.pairs.update((urn, c) for c in concerned)
     names = ", ".join(ctx.name(u) for u in concerned)
     if state == "race":
         kind: FindingKind = "race" if missing_kind != "crd-missing" else "crd-missing"
@@ -592,6 +596,8 @@ def simulate_create(
             "cannot be checked offline (docs/adoption.md)"
         )
     found = check_waits(ctx, api, project, notes)
+    # The edges the program must declare between its own resources (policies/readiness.yaml `ordering:`).
+    report_missing(graph, ordering_edges(graph, readiness, ctx.crd_providers), found)
     start, finish, waves = schedule(graph, ctx.entries)
     chain = critical_path(graph, ctx.entries, start, finish)
     steps = [

@@ -71,6 +71,16 @@ def expand(registrations: Iterable[Registration], readiness: Readiness | None = 
     return out
 
 
+def crd_of(typ: str) -> str | None:
+    """``kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig`` -> ``group/Kind``."""
+    if not typ.startswith("kubernetes:"):
+        return None
+    _, api, kind = typ.split(":", 2)
+    group = api.rsplit("/", 1)[0] if "/" in api else ""
+    # Groups without a dot (core, apps, batch, policy) are built into the API server.
+    return f"{group}/{kind}" if "." in group else None
+
+
 def provider_urn(reg: Registration) -> str | None:
     """The URN of the provider a resource uses (the reference is ``<urn>::<id>``)."""
     if not reg.provider:

@@ -41,6 +41,8 @@ class Finding:
     why: str
     source: str = ""
     also: list[str] = field(default_factory=list)  # other resources with the same finding
+    rule: str = ""  # the ordering rule a missing edge breaks (policies/readiness.yaml `ordering:`), if any
+    other: str = ""  # the resource it is not ordered after (ordering findings)
 
     def render(self) -> str:
         more = f" (and {len(self.also)} more: {', '.join(self.also[:5])}{', ...' if len(self.also) > 5 else ''})"

@@ -190,7 +190,7 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "region-without-hyperpod",
         "dev",
         lambda m: m.__setitem__("aws:region", "af-south-1"),
-        "hyperpod-inference:aws:region: SageMaker HyperPod is not offered in af-south-1",
+        "aws:region: SageMaker HyperPod is not offered in af-south-1",
     ),
     (
         "training-plan-other-region",

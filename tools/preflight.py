@@ -29,9 +29,9 @@ from botocore.exceptions import (
 from rich.console import Console
 from rich.table import Table
 
-from components.config import PROJECT, ConfigError, StackConfig, parse_stack_config
-from components.config.loader import decode_config_value
-from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
+from components.config import PROJECT, ConfigError, ConfigIssue, StackConfig
+from components.config.loader import parse_stack_mapping
+from components.config.stackfile import load_stack_file, stack_path
 from tools.preflight_checks import CheckResult, Clients, run_all
 
 EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
@@ -43,12 +43,11 @@ NO_CREDENTIALS = (
 
 
 def load_config(stack: str, mapping: dict[str, Any]) -> StackConfig:
-    """Validate a stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
-    config, secrets = config_from_mapping(mapping)
-    prefix = f"{PROJECT}:"
-    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
-    secret_keys = {k[len(prefix) :] for k in secrets if k.startswith(prefix)}
-    return parse_stack_config(values, stack=stack, region=config.get("aws:region"), secret_keys=secret_keys)
+    """Validate a regional stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
+    cfg = parse_stack_mapping(stack, mapping)
+    if not isinstance(cfg, StackConfig):
+        raise ConfigError([ConfigIssue("role", "a global stack: use python -m tools.preflight_global")])
+    return cfg
 
 
 def render(results: list[CheckResult], console: Console, title: str) -> None:

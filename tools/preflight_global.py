@@ -42,10 +42,10 @@ from botocore.exceptions import (
 )
 from rich.console import Console
 
-from components.config import PROJECT, ConfigError
-from components.config.global_gateway import GlobalStackConfig, member_export, parse_global_config
-from components.config.loader import decode_config_value
-from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
+from components.config import PROJECT, ConfigError, ConfigIssue
+from components.config.global_gateway import GlobalStackConfig, member_export
+from components.config.loader import parse_stack_mapping
+from components.config.stackfile import load_stack_file, stack_path
 from policies.global_policies import cluster_arn_parts, region_is_opt_in
 from tools.preflight_checks import CheckResult, Clients, Denied, call, error_code
 
@@ -59,10 +59,11 @@ def is_global_stack(mapping: Mapping[str, Any]) -> bool:
 
 
 def load_global(stack: str, mapping: Mapping[str, Any]) -> GlobalStackConfig:
-    config, _ = config_from_mapping(dict(mapping))
-    prefix = f"{PROJECT}:"
-    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
-    return parse_global_config(values, stack=stack, region=config.get("aws:region"))
+    """Validate a global stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
+    cfg = parse_stack_mapping(stack, mapping)
+    if not isinstance(cfg, GlobalStackConfig):
+        raise ConfigError([ConfigIssue("role", "not a global stack (role: global): use python -m tools.preflight")])
+    return cfg
 
 
 @dataclass(frozen=True)

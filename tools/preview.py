@@ -239,7 +239,7 @@ def preview(
         try:
             mapping = load_stack_file(path)
         except StackFileError as err:
-            return _fail(console, as_json, stack, [("", str(err), str(err))])
+            return _fail(console, as_json, stack, [("", p, p) for p in err.problems])
     if graph is not None and (problem := _graph_problem(graph)) is not None:
         return _argument_error(console, as_json, stack, problem)
     base = None

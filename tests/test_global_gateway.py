@@ -1078,7 +1078,7 @@ def _preflight(c: StubbedClients, tmp_path: Path) -> tuple[int, str]:
     from tools.preflight_global import preflight_global
 
     console = Console(record=True, width=500)
-    code = preflight_global("global", member_outputs=_outputs_file(tmp_path), clients_for=c, console=console)
+    code = preflight_global("global", member_outputs_file=_outputs_file(tmp_path), clients_for=c, console=console)
     return code, console.export_text()
 
 

@@ -14,7 +14,7 @@ from pydantic.alias_generators import to_camel
 
 from .stackfile import PROJECT, namespaces, provider_config_keys
 
-__all__ = ["PROJECT", "ConfigIssue", "Model", "join_path", "stack_file_schema"]
+__all__ = ["PROJECT", "ConfigAdvisory", "ConfigIssue", "Model", "join_path", "stack_file_schema"]
 
 
 class Model(BaseModel):
@@ -41,6 +41,25 @@ class ConfigIssue:
         """``hyperpod-inference:<path>: message``; a key of another namespace (``aws:region``) as it is written."""
         key = self.path if ":" in self.path.split(".", 1)[0] else f"{PROJECT}:{self.path}"
         return f"{key}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ConfigAdvisory:
+    """A check the stack file cannot settle offline (or should be looked at), located by its key path.
+
+    The third outcome of every check, next to "holds" and "refused" (:class:`ConfigIssue`): ``checked_by`` names
+    what does decide it (``tools.preflight`` with the AWS call, or the cluster with the ``kubectl`` command).
+    Advisories never change an exit code; the offline tools list them with the capacity and rehearsal tables.
+    """
+
+    path: str
+    message: str
+    rule: str
+    checked_by: str
+
+    def render(self) -> str:
+        key = self.path if ":" in self.path.split(".", 1)[0] else f"{PROJECT}:{self.path}"
+        return f"{key}: {self.message} [{self.rule}; checked by {self.checked_by}]"
 
 
 def join_path(*parts: Any) -> str:

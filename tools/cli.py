@@ -70,3 +70,7 @@ def not_a_command(module: str, instead: str) -> NoReturn:
     """For ``python -m <module>`` of a library module: say what to run instead, exit 2."""
     print(f"{module} is a library module, not a command line; run {instead}", file=sys.stderr)
     sys.exit(EXIT_INPUT)
+
+
+if __name__ == "__main__":
+    not_a_command("tools.cli", "python -m tools.preview --stack <name> (or another tool under tools/)")

@@ -327,7 +327,8 @@ def preview(
     if as_json:
         print(json.dumps(plan, indent=2))
     else:
-        notes: list[RenderableType] = [Text(notice, style="bold yellow")] if notice else []
+        if notice:
+            console.print(notice, style="bold yellow", soft_wrap=True, markup=False)
         _print_human(
             console,
             run,
@@ -335,9 +336,9 @@ def preview(
             base_path=diff,
             critical_path=critical_path,
             # a diff stays short: only the rehearsal's verdict; the full preview has the tables
-            sections=[*notes, rehearsal.brief()]
+            sections=[rehearsal.brief()]
             if diff is not None
-            else [*notes, capacity.renderable, advisories.renderable, rehearsal],
+            else [capacity.renderable, advisories.renderable, rehearsal],
             written=written,
         )
     return EXIT_VIOLATIONS if mandatory or not rehearsal.converges else EXIT_OK

@@ -18,8 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rich.text import Text
-
 from components.config import StackConfig
 from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
@@ -76,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(data, indent=2, default=str))
     else:
         if notice:
-            console.print(Text(notice, style="bold yellow"))
+            console.print(notice, style="bold yellow", soft_wrap=True, markup=False)
         console.print(result)
         console.print(advisories.renderable)
     return result.exit_code

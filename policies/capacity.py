@@ -40,6 +40,7 @@ SEVERITY: Mapping[str, Severity] = {
     "endpoint-fits-group-capacity-at-max": Severity.MEDIUM,
     "controllers-have-a-node": Severity.CRITICAL,
     "endpoint-on-empty-group": Severity.LOW,
+    "endpoint-node-selection-offline": Severity.LOW,
 }
 
 
@@ -117,7 +118,8 @@ def _validate(rule: cap.CapacityRule, args: StackValidationArgs, report: ReportV
         return
     for finding in result.by_rule(rule.name):
         where = f"spec.{finding.path}: " if finding.path and finding.key else ""
-        report(f"{where}{finding.message}", finding.key or cluster_urn)
+        unknown = f" (cannot be checked offline; checked by {finding.checked_by})" if finding.checked_by else ""
+        report(f"{where}{finding.message}{unknown}", finding.key or cluster_urn)
 
 
 # A module-level validator bound to its rule, not a closure: the factory runs once at import, out of reach

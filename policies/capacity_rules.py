@@ -65,6 +65,7 @@ ARCH_LABEL = "kubernetes.io/arch"
 OS_LABEL = "kubernetes.io/os"
 _ARCH = {"x86_64": "amd64", "arm64": "arm64"}
 
+NODE_SELECTION_OFFLINE = "endpoint-node-selection-offline"
 EVICTION_MEMORY_MIB = 100  # evictionHard memory.available=100Mi (nodeadm defaultKubeletSubConfig)
 BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})  # PreferNoSchedule only steers
 
@@ -361,6 +362,113 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> 
         labels.get(k) == v if isinstance(v, str) else labels.get(k) in tuple(str(x) for x in v)
         for k, v in selector.items()
     )
+
+
+# --- what node selection cannot be known offline ----------------------------------------------------------------
+#
+# Node labels whose values exist only on real nodes: the node name (``kubernetes.io/hostname``: a well-known label
+# the kubelet sets to the node's name, kubernetes.io docs "Well-Known Labels, Annotations and Taints"), zone names
+# (``topology.kubernetes.io/zone``: AWS maps zone *names* to zone *IDs* differently in each account, EC2 User Guide
+# "Availability Zone IDs"; the stack file knows only AZ IDs, tools.preflight maps them with
+# DescribeAvailabilityZones), and any label no instance group of the stack declares (set by someone else, or
+# nowhere). An expression on such a label is neither true nor false offline: the group stays a candidate, and the
+# expression is reported as cannot-be-checked-offline (rule ``endpoint-node-selection-offline``).
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+AFFINITY_TERMS = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+
+
+@dataclass(frozen=True)
+class OfflineUnknown:
+    """One node-selection expression whose truth is not known offline; ``checked_by`` names what decides it."""
+
+    path: str
+    what: str
+    checked_by: str
+
+
+def unknowable_label(key: str, declared: Iterable[str]) -> str | None:
+    """What decides an expression on label ``key`` (``None``: the stack's groups say whether it holds)."""
+    if key == HOSTNAME_LABEL:
+        return "the cluster: node names exist once the nodes join (`kubectl get nodes -L kubernetes.io/hostname`)"
+    if key in ZONE_LABELS:
+        return "tools.preflight (DescribeAvailabilityZones maps the zone names to this account's AZ IDs)"
+    if key not in set(declared):
+        return f"the cluster: `kubectl get nodes -L {key}` (no instance group declares the label {key})"
+    return None
+
+
+def _expression_text(expr: Mapping[str, Any]) -> str:
+    values = expr.get("values")
+    shown = f" [{', '.join(str(v) for v in values)}]" if values else ""
+    return f"{expr.get('key', '')} {expr.get('operator', '')}{shown}"
+
+
+def _why(key: str) -> str:
+    if key == HOSTNAME_LABEL:
+        return "node names exist only once the nodes have joined"
+    if key in ZONE_LABELS:
+        return "zone names map to AZ IDs differently in each account"
+    return "no instance group declares this label"
+
+
+def affinity_offline(
+    node_affinity: Mapping[str, Any] | None, labels: Mapping[str, str], declared: Iterable[str]
+) -> tuple[bool | None, list[OfflineUnknown]]:
+    """:func:`affinity_matches` with a third outcome: ``None`` when the answer rests on labels unknown offline.
+
+    Terms are ORed, expressions ANDed (core/v1 NodeSelector); an expression on an unknowable label
+    (:func:`unknowable_label`) is unknown, a term with ``matchFields`` (node fields) too. Returns the unknown
+    expressions of the terms that are not already false.
+    """
+    required = (node_affinity or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not required:
+        return True, []
+    declared = set(declared)
+    results: list[bool | None] = []
+    unknowns: list[OfflineUnknown] = []
+    for i, term in enumerate(required.get("nodeSelectorTerms") or []):
+        term_unknowns = []
+        false = False
+        for j, expr in enumerate(term.get("matchExpressions") or []):
+            checked_by = unknowable_label(str(expr.get("key", "")), declared)
+            if checked_by is not None:
+                what = f"requires {_expression_text(expr)}: {_why(str(expr.get('key', '')))}"
+                term_unknowns.append(OfflineUnknown(f"{AFFINITY_TERMS}[{i}].matchExpressions[{j}]", what, checked_by))
+            elif not _expression_matches(expr, labels):
+                false = True
+        for j, field_ in enumerate(term.get("matchFields") or []):
+            term_unknowns.append(
+                OfflineUnknown(
+                    f"{AFFINITY_TERMS}[{i}].matchFields[{j}]",
+                    f"requires node field {_expression_text(field_)}: node fields exist only once the nodes have joined",
+                    "the cluster: `kubectl get nodes`",
+                )
+            )
+        if false:
+            results.append(False)
+            continue
+        results.append(None if term_unknowns else True)
+        unknowns.extend(term_unknowns)
+    if True in results:
+        return True, unknowns
+    return (None, unknowns) if None in results else (False, [])
+
+
+def selector_offline(
+    selector: Mapping[str, str], labels: Mapping[str, str], declared: Iterable[str], path: str
+) -> tuple[bool | None, list[OfflineUnknown]]:
+    """A pod's ``nodeSelector`` with the same third outcome as :func:`affinity_offline`."""
+    declared = set(declared)
+    unknowns: list[OfflineUnknown] = []
+    for key, value in selector.items():
+        checked_by = unknowable_label(key, declared)
+        if checked_by is not None:
+            unknowns.append(OfflineUnknown(f"{path}.{key}", f"requires {key}={value}: {_why(key)}", checked_by))
+        elif labels.get(key) != value:
+            return False, []
+    return (None, unknowns) if unknowns else (True, [])
 
 
 @dataclass(frozen=True)
@@ -710,6 +818,7 @@ class Finding:
     key: str
     path: str
     message: str
+    checked_by: str = ""  # set: cannot be checked offline (what decides it)
 
 
 def effective_requests(resources: Mapping[str, Any] | None) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -812,6 +921,7 @@ class PodPlacement:
     tolerated: list[Group]
     fitting: list[Group]  # tolerated groups one of whose nodes can hold the pod
     tolerations: list[Mapping[str, Any]] = field(default_factory=list)  # the pod's, plus the admission-added ones
+    unknowns: list[OfflineUnknown] = field(default_factory=list)  # node selection not known offline
 
 
 @dataclass
@@ -831,15 +941,23 @@ class Plan:
         return [f for f in self.findings if f.rule == rule]
 
 
-def _candidate_groups(pod: PodTemplate, groups: Sequence[Group]) -> list[Group]:
-    out = []
+def _candidate_groups(pod: PodTemplate, groups: Sequence[Group]) -> tuple[list[Group], list[OfflineUnknown]]:
+    """The groups a pod may land on (those whose match is unknown offline included) and the unknown expressions."""
+    declared = {k for g in groups for k in g.node_labels()}
+    selector_path = pod.resources_path.rsplit(".", 1)[0] + ".nodeSelector"
+    out: list[Group] = []
+    unknowns: list[OfflineUnknown] = []
     for g in groups:
         if pod.instance_types is not None and g.instance_type not in pod.instance_types:
             continue
         labels = g.node_labels()
-        if selector_matches(pod.node_selector, labels) and affinity_matches(pod.node_affinity, labels):
-            out.append(g)
-    return out
+        by_selector, from_selector = selector_offline(pod.node_selector, labels, declared, selector_path)
+        by_affinity, from_affinity = affinity_offline(pod.node_affinity, labels, declared)
+        if by_selector is False or by_affinity is False:
+            continue
+        out.append(g)
+        unknowns.extend(u for u in (*from_selector, *from_affinity) if u not in unknowns)
+    return out, unknowns
 
 
 def _fits(requests: Mapping[str, int], free: Mapping[str, int]) -> bool:
@@ -858,7 +976,22 @@ def _taints_text(group: Group, taints: list[Taint]) -> str:
 
 
 def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | None]) -> list[Finding]:
-    w, pod, out = pl.workload, pl.pod, []
+    w, pod = pl.workload, pl.pod
+    out: list[Finding] = []
+    if pl.unknowns and pl.selected:
+        groups = ", ".join(g.name for g in pl.selected)
+        out.extend(
+            Finding(
+                NODE_SELECTION_OFFLINE,
+                "advisory",
+                w.key,
+                u.path,
+                f"{w.label}: its {pod.role} pods {u.what}; not checked offline: they were sized against the groups "
+                f"the rest of their selection allows ({groups})",
+                u.checked_by,
+            )
+            for u in pl.unknowns
+        )
     if not pl.selected:
         if pod.node_affinity or pod.node_selector:
             out.append(
@@ -912,6 +1045,9 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
                     if any(g.training_plan_arn for g in non_empty)
                     else ""
                 ),
+                "tools.preflight (ListTrainingPlans: the plan must be Active)"
+                if any(g.training_plan_arn for g in non_empty)
+                else "",
             )
         )
     if not pl.fitting:
@@ -1046,27 +1182,10 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
         per_group = []
         for g in pl.fitting:
             a = alloc.get(g.name)
-            if a is None:
-                continue
-            g_nodes = [x for x in nodes if x.group.name == g.name]
-            per = a.allocatable.get(dim, 0)
-            others: dict[str, int] = {}
-            own = 0
-            for x in g_nodes:
-                for key, amounts in x.taken.items():
-                    if key == pl.workload.key:
-                        own += amounts.get(dim, 0)
-                    else:
-                        others[labels.get(key, key)] = others.get(labels.get(key, key), 0) + amounts.get(dim, 0)
-            taken = ", ".join(f"{lbl} already takes {show(dim, v)}" for lbl, v in others.items() if v)
-            free = [x.free.get(dim, 0) for x in g_nodes]
-            text = f"group {g.name} has {g.count} x {show(dim, per)} = {show(dim, g.count * per)} {NOUN[dim]}"
-            if taken:
-                text += f", {taken}"
-            if own:
-                text += f", its other pods take {show(dim, own)}"
-            text += f"; free per node: {', '.join(show(dim, f) for f in free) or 'none'}"
-            per_group.append(text)
+            if a is not None:
+                per_group.extend(
+                    _binding_texts(pl, g, a, [x for x in nodes if x.group.name == g.name], labels=labels, dim=dim)
+                )
         extra = {r: v for r, v in pl.requests.items() if r not in (dim, PODS)}
         out.append(
             Finding(
@@ -1082,6 +1201,65 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
             )
         )
     return out
+
+
+BIND_ORDER = (GPU, NEURON, NEURONCORE, EFA, CPU, MEMORY, PODS)
+
+
+def _verb(resource: str) -> str:
+    return f"{NOUN[resource]} {'bind' if NOUN[resource].endswith('s') else 'binds'}"
+
+
+def threads_note(group: Group) -> str:
+    """``threadsPerCore 1: 24 of the 48 vCPUs; threadsPerCore: 2 shows all 48`` (what the CPU count rests on)."""
+    spec = group.spec
+    if spec is None:
+        return f"threadsPerCore {group.threads_per_core}"
+    cpus = spec.cpus(group.threads_per_core)
+    text = f"threadsPerCore {group.threads_per_core}: {cpus} of the {spec.vcpus} vCPUs"
+    if cpus < spec.vcpus:
+        text += f"; threadsPerCore: {spec.default_threads_per_core} shows all {spec.vcpus}"
+    return text
+
+
+def _binding_texts(
+    pl: PodPlacement, g: Group, a: NodeAllocatable, g_nodes: list[_Node], *, labels: Mapping[str, str], dim: str
+) -> list[str]:
+    """Per resource that binds on the nodes of ``g`` (the first one a pod is short of, node by node): what the
+    group has, what the other pods take, what is free per node and what one pod needs."""
+    assert pl.requests is not None
+    binding: dict[str, int] = {}
+    for x in g_nodes:
+        short = next((r for r in BIND_ORDER if pl.requests.get(r, 0) > x.free.get(r, 0)), None)
+        if short is not None:
+            binding[short] = binding.get(short, 0) + 1
+    texts = []
+    for r in sorted(binding, key=lambda r: (-binding[r], BIND_ORDER.index(r))) or [dim]:
+        per = a.allocatable.get(r, 0)
+        others: dict[str, int] = {}
+        own = 0
+        for x in g_nodes:
+            for key, amounts in x.taken.items():
+                if key == pl.workload.key:
+                    own += amounts.get(r, 0)
+                else:
+                    others[labels.get(key, key)] = others.get(labels.get(key, key), 0) + amounts.get(r, 0)
+        text = f"group {g.name} has {g.count} x {show(r, per)} = {show(r, g.count * per)} {NOUN[r]}"
+        if r == CPU:
+            text += f" ({threads_note(g)})"
+        taken = ", ".join(f"{lbl} already takes {show(r, v)}" for lbl, v in others.items() if v)
+        if taken:
+            text += f", {taken}"
+        if own:
+            text += f", its other pods take {show(r, own)}"
+        text += f"; free per node: {', '.join(show(r, x.free.get(r, 0)) for x in g_nodes) or 'none'}"
+        if r != dim or len(binding) > 1:
+            on = f" on {binding.get(r, 0)} of {len(g_nodes)} nodes" if binding.get(r, 0) < len(g_nodes) else ""
+            text += f"; {_verb(r)}{on} (a pod needs {show(r, pl.requests.get(r, 0))})"
+            if r != dim:
+                text += f"; {NOUN[dim]} free per node: {', '.join(show(dim, x.free.get(dim, 0)) for x in g_nodes)}"
+        texts.append(text)
+    return texts
 
 
 def _controller_findings(
@@ -1145,7 +1323,7 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
             requests = None if pod.resources is None else effective_requests(pod.resources)[0]
             if requests is not None:
                 requests.setdefault(PODS, 1)
-            selected = _candidate_groups(pod, groups)
+            selected, unknowns = _candidate_groups(pod, groups)
             tolerations = [*pod.tolerations, *extended_resource_tolerations(requests or {})]
             tolerated = [g for g in selected if not blocking_taints(tolerations, g)]
             fitting = []
@@ -1153,7 +1331,7 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
                 fitting = [
                     g for g in tolerated if (a := alloc.get(g.name)) is not None and _fits(requests, a.allocatable)
                 ]
-            pl = PodPlacement(w, pod, requests, selected, tolerated, fitting, tolerations)
+            pl = PodPlacement(w, pod, requests, selected, tolerated, fitting, tolerations, unknowns)
             placements.append(pl)
             findings.extend(_placement_findings(pl, alloc))
 
@@ -1289,6 +1467,14 @@ CAPACITY_RULES: tuple[CapacityRule, ...] = (
         "advisory",
         "An endpoint whose only groups have instanceCount 0 (or take instances from a training plan that must be "
         "Active) deploys but its pods stay Pending (AWS docs: HyperPod training plans; CRD).",
+    ),
+    CapacityRule(
+        NODE_SELECTION_OFFLINE,
+        "advisory",
+        "An endpoint's node selection on labels whose values exist only on real nodes cannot be checked offline: "
+        "kubernetes.io/hostname (node names), topology.kubernetes.io/zone (zone names map to AZ IDs per account: "
+        "tools.preflight resolves them), labels no instance group declares (Kubernetes docs: well-known labels; "
+        "CRD nodeAffinity). The pods are sized against the groups the rest of the selection allows.",
     ),
 )
 CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in CAPACITY_RULES)

@@ -69,15 +69,33 @@ def support_status(version: str, on: dt.date) -> str:
     return "ended"
 
 
+def accepted_versions(on: dt.date) -> list[str]:
+    """The versions a new stack may use on ``on``: HyperPod supports them and EKS still supports them."""
+    return [v for v in HYPERPOD_SUPPORTED_VERSIONS if support_status(v, on) in ("standard", "extended")]
+
+
+def accepted_text(on: dt.date) -> str:
+    """``accepted on 2026-12-01: 1.32, 1.33 (extended support, billed extra), 1.34, 1.35``."""
+    shown = [
+        f"{v} (extended support, billed extra)" if support_status(v, on) == "extended" else v
+        for v in accepted_versions(on)
+    ]
+    return f"accepted on {on.isoformat()}: {', '.join(shown) or 'none'}"
+
+
 def version_problem(version: str, on: dt.date) -> str | None:
-    """Why ``version`` must not be used for a HyperPod EKS cluster on ``on``, or None."""
+    """Why ``version`` must not be used for a HyperPod EKS cluster on ``on``, or None; the text lists exactly
+    what is accepted that day."""
     if version not in HYPERPOD_SUPPORTED_VERSIONS:
         return (
-            f"SageMaker HyperPod does not support Kubernetes {version}; supported: "
-            f"{', '.join(HYPERPOD_SUPPORTED_VERSIONS)} (sagemaker-hyperpod-eks-prerequisites)"
+            f"SageMaker HyperPod does not support Kubernetes {version} (sagemaker-hyperpod-eks-prerequisites); "
+            f"{accepted_text(on)}"
         )
     if support_status(version, on) == "ended":
-        return f"Kubernetes {version} left EKS extended support on {EKS_CALENDAR[version].end_of_extended.isoformat()}"
+        return (
+            f"Kubernetes {version} left EKS extended support on {EKS_CALENDAR[version].end_of_extended.isoformat()}; "
+            f"{accepted_text(on)}"
+        )
     return None
 
 

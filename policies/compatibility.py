@@ -255,6 +255,33 @@ def image_component(image: str) -> tuple[Literal["lmcache", "vllm"] | None, str 
     return component, version
 
 
+def _split_image(image: str) -> tuple[str, str, str]:
+    """``repo[:tag][@digest]`` -> (repository, tag, digest); a registry port (``host:5000/x``) is not a tag."""
+    ref, _, digest = image.partition("@")
+    last = ref.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo, _, tag = ref.rpartition(":")
+        return repo, tag, digest
+    return ref, "", digest
+
+
+def image_repository(image: str) -> str:
+    """The image without its tag and digest (``lmcache/vllm-openai:latest`` -> ``lmcache/vllm-openai``)."""
+    return _split_image(image)[0]
+
+
+def image_tag_text(image: str) -> str:
+    """Why an image's reference names no version, in words (for messages)."""
+    _, tag, digest = _split_image(image)
+    if tag.lower() == "latest":
+        return "tag 'latest' is mutable"
+    if not tag and digest:
+        return "pinned by digest, without a version tag"
+    if not tag:
+        return "no tag: Kubernetes pulls :latest, which is mutable"
+    return f"tag {tag!r} is not a version"
+
+
 def image_requirement(image: str, addon_version: str) -> str | None:
     """What the pinned add-on needs of this image, e.g. ``LMCache >= 0.4.3``; ``None`` if not LMCache/vLLM."""
     component, _ = image_component(image)

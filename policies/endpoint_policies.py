@@ -72,6 +72,8 @@ SEVERITY: Mapping[str, Severity] = {
     "l2-redis-wired": Severity.HIGH,
     "known-addon-defect": Severity.MEDIUM,
     "tieredstorage-on-non-p-instance": Severity.LOW,
+    "s3-locations-valid": Severity.HIGH,
+    "endpoint-tags-valid": Severity.MEDIUM,
 }
 
 CONFIG_SCHEMA = PolicyConfigSchema(
@@ -125,7 +127,8 @@ def _check(
     if violations and rule.level(cr, ctx) in levels:
         for violation in violations:
             where = f"spec.{violation.path}: " if violation.path else ""
-            report(f"{where}{violation}", urn)
+            unknown = f" (cannot be checked offline; checked by {violation.checked_by})" if violation.checked_by else ""
+            report(f"{where}{violation}{unknown}", urn)
 
 
 def _validate_resource(rule: rules.Rule, args: ResourceValidationArgs, report: ReportViolation) -> None:

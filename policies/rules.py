@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from . import aws_names
 from . import compatibility as compat
 
 ENGINE_LABEL = "hyperpod-inference/engine"
@@ -39,13 +40,20 @@ DEFAULT_MODEL_METRICS_PORT = 8080  # CRD default of spec.metrics.modelMetrics.po
 
 
 class Violation(str):
-    """A violation message; ``path`` is the dotted spec path it concerns ("" for the resource as a whole)."""
+    """A violation message; ``path`` is the dotted spec path it concerns ("" for the resource as a whole).
+
+    ``checked_by`` set means the rule *cannot be checked offline* here: it names what decides it (the cluster,
+    ``tools.preflight``). The rule's level still applies: where the level is mandatory the unknown is refused (the
+    stack must make it knowable, e.g. pin an image version), elsewhere it is an advisory, never "holds".
+    """
 
     path: str
+    checked_by: str | None
 
-    def __new__(cls, message: str, path: str = "") -> Violation:
+    def __new__(cls, message: str, path: str = "", checked_by: str | None = None) -> Violation:
         obj = super().__new__(cls, message)
         obj.path = path
+        obj.checked_by = checked_by
         return obj
 
 
@@ -60,6 +68,7 @@ class RuleContext:
     environment: Environment
     addon_version: str
     instance_types: frozenset[str] | None = None
+    stack_tags: Mapping[str, str] | None = None  # the tags the stack adds to spec.tags (None: already in the CR)
 
 
 # --- reading a custom resource ----------------------------------------------------------------------
@@ -294,9 +303,11 @@ def sglang_metrics_served(cr: Mapping[str, Any], ctx: RuleContext) -> list[Viola
     if not any(w == SGLANG_METRICS_FLAG or w.startswith(f"{SGLANG_METRICS_FLAG}=") for w in words):
         out.append(
             Violation(
-                f"metrics are enabled but the SGLang server is not started with {SGLANG_METRICS_FLAG} "
+                f"metrics are enabled (the CRD default) but worker.command/args do not start the SGLang server with "
+                f"{SGLANG_METRICS_FLAG}; unless the image's entrypoint adds it, /metrics is not served "
                 "(add it to worker.args, or set metrics.enabled: false)",
                 "worker.args",
+                checked_by=f"the cluster: `curl http://<worker pod>:{port}/metrics` answers",
             )
         )
     return out
@@ -323,11 +334,27 @@ def feature_supported_by_addon_version(cr: Mapping[str, Any], ctx: RuleContext) 
 def image_compatible_with_operator(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
     """LMCache/vLLM image versions must match the operator's supported set (D1 compatibility table).
 
-    Images whose tag is not a version (``latest``, DLC tags) cannot be judged and pass.
+    An LMCache/vLLM image whose tag is not a version (``:latest``, no tag, a DLC tag, a digest only) names no
+    version: it cannot be checked offline (a mutable tag can change under the same name). That is refused where
+    the version matters most (kvaware routing in prod: the rule's level is mandatory there) and an advisory
+    elsewhere.
     """
     image = get(spec_of(cr), "worker.image")
     if not isinstance(image, str) or not compat.is_known_addon(ctx.addon_version):
         return []
+    component, version = compat.image_component(image)
+    if component is not None and version is None:
+        need = compat.image_requirement(image, ctx.addon_version)
+        return [
+            Violation(
+                f"image {image} names no version ({compat.image_tag_text(image)}), so whether it is {need} (what "
+                f"add-on {ctx.addon_version} needs) cannot be known offline; pin "
+                f"{compat.image_repository(image)}:<a version tag that is {need}>",
+                "worker.image",
+                checked_by="the cluster: the version the worker pod runs (`kubectl get pod -o jsonpath='{..image}'` "
+                "and the image's own version)",
+            )
+        ]
     if compat.image_versions_ok(image, ctx.addon_version) is False:
         need = compat.image_requirement(image, ctx.addon_version)
         return [
@@ -338,6 +365,49 @@ def image_compatible_with_operator(cr: Mapping[str, Any], ctx: RuleContext) -> l
             )
         ]
     return []
+
+
+def s3_locations_valid(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """S3 bucket names follow the S3 naming rules and are names, not URIs; ``modelLocation`` is a key prefix.
+
+    ``modelSourceConfig.s3Storage.bucketName``, ``modelSourceConfig.modelLocation`` (with ``modelSourceType: s3``)
+    and the bucket part of ``tlsConfig.tlsCertificateOutputS3Uri`` and ``dataCapture.s3Uri``
+    (:mod:`policies.aws_names`: S3 User Guide, "General purpose bucket naming rules").
+    """
+    spec = spec_of(cr)
+    out: list[Violation] = []
+    bucket = get(spec, "modelSourceConfig.s3Storage.bucketName")
+    if isinstance(bucket, str):
+        out.extend(
+            Violation(f"{p} ({aws_names.BUCKET_NAME_RULES})", "modelSourceConfig.s3Storage.bucketName")
+            for p in aws_names.bucket_name_problems(bucket)
+        )
+    location = get(spec, "modelSourceConfig.modelLocation")
+    if isinstance(location, str) and str(get(spec, "modelSourceConfig.modelSourceType", "")).lower() == "s3":
+        out.extend(Violation(p, "modelSourceConfig.modelLocation") for p in aws_names.key_prefix_problems(location))
+    for path in ("tlsConfig.tlsCertificateOutputS3Uri", "dataCapture.s3Uri"):
+        uri = get(spec, path)
+        parts = aws_names.s3_uri_parts(uri) if isinstance(uri, str) else None
+        if parts is not None:
+            out.extend(
+                Violation(f"{path}: bucket {p} ({aws_names.BUCKET_NAME_RULES})", path)
+                for p in aws_names.bucket_name_problems(parts[0])
+            )
+    return out
+
+
+def endpoint_tags_valid(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """``spec.tags`` become tags of the SageMaker objects the operator creates: AWS's tag rules apply (no ``aws:``
+    prefix, lengths, characters, at most 50 with the stack's own; :mod:`policies.aws_names`)."""
+    raw = spec_of(cr).get("tags")
+    if not isinstance(raw, list):
+        return []
+    tags = {str(t.get("name")): str(t.get("value", "")) for t in raw if isinstance(t, Mapping)}
+    index = {str(t.get("name")): i for i, t in enumerate(raw) if isinstance(t, Mapping)}
+    return [
+        Violation(f"{message} ({aws_names.TAG_RULES})", f"tags[{index[key]}].name" if key in index else "tags")
+        for key, message in aws_names.tag_problems(tags, ctx.stack_tags, user_wins=True)
+    ]
 
 
 def l2_redis_wired(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
@@ -415,6 +485,7 @@ def _image_level(cr: Mapping[str, Any], ctx: RuleContext) -> Level | None:
 
 
 _ADVISORY: Mapping[str, Level] = dict.fromkeys(ENVIRONMENTS, "advisory")
+_MANDATORY_IN_PROD: Mapping[str, Level] = {"dev": "advisory", "staging": "advisory", "prod": "mandatory"}
 
 _CATALOGUE = (
     Rule(
@@ -467,7 +538,9 @@ _CATALOGUE = (
         "sglang-metrics-served",
         sglang_metrics_served,
         "An SGLang worker with metrics enabled must run with --enable-metrics and have metrics.modelMetrics.port "
-        "equal to its containerPort (SGLang docs: production metrics; CRD default port 8080).",
+        "equal to its containerPort (SGLang docs: production metrics; CRD default port 8080). Mandatory in prod, "
+        "where the dashboards and alarms read the metrics; advisory in dev and staging.",
+        _MANDATORY_IN_PROD,
     ),
     Rule(
         "feature-supported-by-addon-version",
@@ -480,7 +553,8 @@ _CATALOGUE = (
         image_compatible_with_operator,
         "LMCache/vLLM images must match the operator's supported versions: >= v3.1.3 needs LMCache >= 0.4.3 / "
         "vLLM >= 0.19.1, older LMCache 0.3.9post2 / vLLM 0.11.1 (AWS docs: caching and routing compatibility; "
-        "seed: compatibility matrix). Mandatory for kvaware endpoints in prod.",
+        "seed: compatibility matrix). An image without a version tag (:latest, untagged) cannot be checked "
+        "offline. Mandatory for kvaware endpoints in prod.",
         _ADVISORY,
         _image_level,
     ),
@@ -502,6 +576,19 @@ _CATALOGUE = (
         tieredstorage_on_non_p_instance,
         "Managed tiered KV storage has been observed only on P-family instances (seed: open item; not in AWS docs).",
         _ADVISORY,
+    ),
+    Rule(
+        "s3-locations-valid",
+        s3_locations_valid,
+        "S3 bucket names (s3Storage.bucketName, the buckets of tlsCertificateOutputS3Uri and dataCapture.s3Uri) "
+        "follow the AWS docs' S3 User Guide 'General purpose bucket naming rules' and are names, not s3:// URIs; "
+        "modelLocation is a key prefix, not a URI (CRD: s3Storage.bucketName, modelSourceConfig.modelLocation).",
+    ),
+    Rule(
+        "endpoint-tags-valid",
+        endpoint_tags_valid,
+        "spec.tags follow AWS docs' tag rules ('Tag naming limits and requirements'): no aws: prefix, keys 1-128 "
+        "and values up to 256 characters, letters, numbers, spaces and _ . : / = + - @, at most 50 tags (CRD tags).",
     ),
 )
 

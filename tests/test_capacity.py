@@ -776,7 +776,8 @@ def test_training_plan_groups_are_advised_not_refused(stack_runs: dict[str, Stac
             "endpoint-on-empty-group",
             f"InferenceEndpointConfig inference/llama-8b: group gpu-p5 takes its instances from training plan {plan}; "
             "its worker pods stay Pending until instances are running (the plan must be Active: python -m "
-            "tools.preflight checks it)",
+            "tools.preflight checks it) (cannot be checked offline; checked by tools.preflight (ListTrainingPlans: "
+            "the plan must be Active))",
         )
     ]
 
@@ -819,8 +820,9 @@ def test_replica_counts_from_autoscaling_and_dpd_roles() -> None:
         "intelligentRoutingSpec.autoScalingSpec.minReplicaCount",
         None,
     )
-    # the prefill role's nodeSelector matches no group: reported on its own path
-    result = cap.plan([cap.Group("p5", "ml.p5.48xlarge", 4)], [cap.workload_from_cr(dpd, "k", "dpd")])
+    # the prefill role's nodeSelector matches no group (one declares `role`, with another value): on its own path
+    groups = [cap.Group("p5", "ml.p5.48xlarge", 4, labels={"role": "decode"})]
+    result = cap.plan(groups, [cap.workload_from_cr(dpd, "k", "dpd")])
     assert [(f.rule, f.path) for f in result.findings] == [
         ("endpoint-pod-fits-node", "pdSpec.prefillSpec.nodeSelector")
     ]

@@ -168,8 +168,8 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
             m[CLUSTER].__setitem__("kubernetesVersion", "1.29"),
             m[CLUSTER].__setitem__("addons", {"kubeProxy": "v1.29.0-eksbuild.1"}),
         ),
-        "hyperpod-inference:cluster.kubernetesVersion: SageMaker HyperPod does not support Kubernetes 1.29; "
-        "supported: 1.30, 1.31, 1.32, 1.33, 1.34, 1.35",
+        "hyperpod-inference:cluster.kubernetesVersion: SageMaker HyperPod does not support Kubernetes 1.29 "
+        "(sagemaker-hyperpod-eks-prerequisites); accepted on ",
     ),
     (
         "kubernetes-past-extended-support",
@@ -190,7 +190,7 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "region-without-hyperpod",
         "dev",
         lambda m: m.__setitem__("aws:region", "af-south-1"),
-        "hyperpod-inference:aws:region: SageMaker HyperPod is not offered in af-south-1",
+        "aws:region: SageMaker HyperPod is not offered in af-south-1",
     ),
     (
         "training-plan-other-region",

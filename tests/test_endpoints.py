@@ -162,9 +162,16 @@ def _samples() -> list[Any]:
     return sorted(p for p in root.rglob("*.yaml") if "stale" not in p.relative_to(root).parts)
 
 
+# Placeholders of the samples: `<...>` markers, and the one-letter bucket `b` of the AWS doc excerpt gw.yaml (not
+# a valid bucket name: S3 names have 3-63 characters).
+PLACEHOLDER_BUCKETS = ("<PLACEHOLDER_MODEL_STORAGE_BUCKET>", "b")
+
+
 def _fill(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _fill(v) for k, v in value.items()}
+        return {
+            k: (SAMPLE_BUCKET if k == "bucketName" and v in PLACEHOLDER_BUCKETS else _fill(v)) for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_fill(v) for v in value]
     if value == "<PLACEHOLDER_MODEL_STORAGE_BUCKET>":
@@ -210,6 +217,8 @@ def sample_variant(sample: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
     if spec.get("inferenceGateway", {}).get("enabled"):
         mapping["hyperpod-inference:gateway"] = {
             "enabled": True,
+            # the gateway the sample names (spec.inferenceGateway.name) is this stack's gateway
+            **({"name": spec["inferenceGateway"]["name"]} if spec["inferenceGateway"].get("name") else {}),
             "spec": {
                 "bbr": {"enabled": False},
                 "schedulers": [

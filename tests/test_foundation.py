@@ -48,7 +48,7 @@ def _errors(mapping: dict, capsys) -> tuple[int, str]:
             "hyperpod-inference:cluster.instanceGroups[1].instanceType: required key is missing",
         ),
         (lambda m: m.pop("hyperpod-inference:operator"), "hyperpod-inference:operator: required key is missing"),
-        (lambda m: m.pop("aws:region"), "hyperpod-inference:aws:region"),
+        (lambda m: m.pop("aws:region"), "aws:region: not set"),
         (
             lambda m: m["hyperpod-inference:network"].__setitem__("cidr", "10.0.0.0/28"),
             "hyperpod-inference:network.cidr",
@@ -92,7 +92,9 @@ def test_all_errors_reported_at_once(run) -> None:
 
 def test_json_schema_file_is_current() -> None:
     on_disk = json.loads(Path(SCHEMA_PATH).read_text(encoding="utf-8"))
-    assert on_disk == stack_config_schema(), "run `python -m components.config.schema` to regenerate stacks/schema.json"
+    assert on_disk == stack_config_schema(), (
+        "run `python -m components.config.schema --write` to regenerate stacks/schema.json"
+    )
 
 
 def test_schema_names_every_config_key() -> None:

@@ -1104,7 +1104,7 @@ def _preflight(c: StubbedClients, tmp_path: Path) -> tuple[int, str]:
     from tools.preflight_global import preflight_global
 
     console = Console(record=True, width=500)
-    code = preflight_global("global", member_outputs=_outputs_file(tmp_path), clients_for=c, console=console)
+    code = preflight_global("global", member_outputs_file=_outputs_file(tmp_path), clients_for=c, console=console)
     return code, console.export_text()
 
 
@@ -1233,7 +1233,7 @@ def test_global_schema_file_is_current_and_accepts_the_reference_stack() -> None
     from components.config.global_gateway import GLOBAL_SCHEMA_PATH, global_stack_schema
 
     schema = json.loads(GLOBAL_SCHEMA_PATH.read_text(encoding="utf-8"))
-    assert schema == global_stack_schema(), "regenerate with components.config.global_gateway.write_global_schema()"
+    assert schema == global_stack_schema(), "regenerate with `python -m components.config.schema --write`"
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "stacks" / "Pulumi.global.yaml").read_text())
     jsonschema.validate(doc, schema)
     doc["config"]["hyperpod-inference:bogus"] = 1

@@ -50,6 +50,8 @@ TABLE_NAMES = [
     "l2-redis-wired",
     "known-addon-defect",
     "tieredstorage-on-non-p-instance",
+    "s3-locations-valid",
+    "endpoint-tags-valid",
     "gateway-requires-jwt",
     "alb-requires-authentication",
     "execution-role-name-prefix",
@@ -75,9 +77,12 @@ TABLE_NAMES = [
     "endpoint-fits-group-capacity-at-max",
     "controllers-have-a-node",
     "endpoint-on-empty-group",
+    "endpoint-node-selection-offline",
 ]
-CAPACITY_NAMES = frozenset(TABLE_NAMES[-7:])
-CAPACITY_ADVISORY = frozenset({"endpoint-fits-group-capacity-at-max", "endpoint-on-empty-group"})
+CAPACITY_NAMES = frozenset(TABLE_NAMES[-8:])
+CAPACITY_ADVISORY = frozenset(
+    {"endpoint-fits-group-capacity-at-max", "endpoint-on-empty-group", "endpoint-node-selection-offline"}
+)
 
 Mutation = Callable[[list[Registration]], None]
 
@@ -375,6 +380,22 @@ ENDPOINT_CASES["sglang-metrics-served"] = (
     ),
     lambda: _reference_spec("prod", 2),
     "sglang",
+)
+ENDPOINT_CASES["s3-locations-valid"] = (
+    "prod",
+    "mandatory",
+    lambda: _edit(
+        prod_kvaware, lambda s: s["modelSourceConfig"]["s3Storage"].update(bucketName="s3://hpi-prod-models/")
+    ),
+    prod_kvaware,
+    "vllm",
+)
+ENDPOINT_CASES["endpoint-tags-valid"] = (
+    "prod",
+    "mandatory",
+    lambda: _edit(prod_kvaware, lambda s: s.update(tags=[{"name": "aws:cost-center", "value": "ml"}])),
+    lambda: _edit(prod_kvaware, lambda s: s.update(tags=[{"name": "cost-center", "value": "ml"}])),
+    "vllm",
 )
 ENDPOINT_CASES["request-limits-require-metrics"] = (
     "prod",
@@ -1091,6 +1112,17 @@ def _everything_broken(regs: list[Registration]) -> None:
     half = _reference_spec("prod", 2)
     half["worker"]["resources"] = {"requests": {"nvidia.com/gpu": "0.5"}, "limits": {"nvidia.com/gpu": "0.5"}}
     regs.append(_cr("raw-half-gpu", half, engine="sglang"))
+    # a node name in the node affinity: cannot be checked offline (endpoint-node-selection-offline)
+    pinned = _reference_spec("prod", 2)
+    pinned.pop("instanceType")
+    pinned["nodeAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["hyperpod-i-0a"]}]}
+            ]
+        }
+    }
+    regs.append(_cr("raw-pinned", pinned, engine="sglang"))
 
 
 @pytest.mark.parametrize("env", ["prod", "dev"])

@@ -628,6 +628,11 @@ def stubbed_clients(cfg: StackConfig, p5_quota: int) -> tuple[Clients, list[Stub
     eks.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
     for stub in (quotas, eks):
         stub.activate()
+    for ep in cfg.endpoints:  # the model buckets the endpoints read (the model-buckets check), in moto
+        s3 = ep.spec_dict()["modelSourceConfig"]["s3Storage"]
+        clients("s3").create_bucket(
+            Bucket=s3["bucketName"], CreateBucketConfiguration={"LocationConstraint": s3["region"]}
+        )
     return clients, [quotas, eks]
 
 
@@ -655,15 +660,15 @@ def test_main_exit_2_on_config_error(tmp_path: Path) -> None:
     mapping["hyperpod-inference:clutser"] = {}
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump({"config": mapping}), encoding="utf-8")
-    code, out = run_main(["--stack", "dev", "--file", str(path)])
+    code, out = run_main(["--stack", "dev", "--stack-file", str(path)])
     assert code == 2
     assert "hyperpod-inference:clutser: unknown key" in out
     assert "hyperpod-inference:cluster.instanceGroups[1].instanceCount" in out
 
 
 def test_main_missing_stack_file_is_exit_2(tmp_path: Path) -> None:
-    code, out = run_main(["--stack", "dev", "--file", str(tmp_path / "nope.yaml")])
-    assert code == 2 and "no stack file" in out
+    code, out = run_main(["--stack", "dev", "--stack-file", str(tmp_path / "nope.yaml")])
+    assert code == 2 and "no such stack file" in out
 
 
 def test_main_without_credentials_says_so(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

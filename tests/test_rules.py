@@ -25,7 +25,10 @@ def base_cr(**labels: str) -> dict[str, Any]:
             "modelName": "m",
             "instanceType": "ml.p5.48xlarge",
             "invocationEndpoint": "v1/completions",
-            "modelSourceConfig": {"modelSourceType": "s3", "s3Storage": {"bucketName": "b", "region": "us-east-1"}},
+            "modelSourceConfig": {
+                "modelSourceType": "s3",
+                "s3Storage": {"bucketName": "model-bucket", "region": "us-east-1"},
+            },
             "metrics": {"enabled": True, "modelMetrics": {"port": 8000}},
             "kvCacheSpec": {"enableL1Cache": True},
             "intelligentRoutingSpec": {"enabled": True, "routingStrategy": "prefixaware"},
@@ -262,6 +265,62 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
         "--enable-metrics",
     ),
     (
+        "image-compatible-with-operator",
+        DEV,
+        _set("spec.worker.image", "lmcache/vllm-openai:latest"),
+        _set("spec.worker.image", "lmcache/vllm-openai:v0.4.3"),
+        "worker.image",
+        "names no version (tag 'latest' is mutable), so whether it is LMCache >= 0.4.3",
+    ),
+    (
+        "image-compatible-with-operator",
+        DEV,
+        _set("spec.worker.image", "vllm/vllm-openai"),
+        _set("spec.worker.image", "vllm/vllm-openai:v0.19.1"),
+        "worker.image",
+        "no tag: Kubernetes pulls :latest, which is mutable",
+    ),
+    (
+        "s3-locations-valid",
+        DEV,
+        _set("spec.modelSourceConfig.s3Storage.bucketName", "s3://my-models/"),
+        _set("spec.modelSourceConfig.s3Storage.bucketName", "my-models"),
+        "modelSourceConfig.s3Storage.bucketName",
+        "'s3://my-models/' is an S3 URI, not a bucket name: write the bucket name only ('my-models')",
+    ),
+    (
+        "s3-locations-valid",
+        DEV,
+        _set("spec.modelSourceConfig.s3Storage.bucketName", "My_Models"),
+        _set("spec.modelSourceConfig.s3Storage.bucketName", "my-models"),
+        "modelSourceConfig.s3Storage.bucketName",
+        "'My_Models' contains 'M' '_'; only lowercase letters, numbers, '.' and '-'",
+    ),
+    (
+        "s3-locations-valid",
+        DEV,
+        _set("spec.modelSourceConfig.modelLocation", "s3://model-bucket/llama"),
+        _set("spec.modelSourceConfig.modelLocation", "llama"),
+        "modelSourceConfig.modelLocation",
+        "modelLocation is the key prefix inside s3Storage.bucketName: write 'llama'",
+    ),
+    (
+        "s3-locations-valid",
+        DEV,
+        _set("spec.tlsConfig", {"tlsCertificateOutputS3Uri": "s3://tls..bucket/certs"}),
+        _set("spec.tlsConfig", {"tlsCertificateOutputS3Uri": "s3://tls-bucket/certs"}),
+        "tlsConfig.tlsCertificateOutputS3Uri",
+        "'tls..bucket' contains two adjacent periods",
+    ),
+    (
+        "endpoint-tags-valid",
+        DEV,
+        _set("spec.tags", [{"name": "team", "value": "ml"}, {"name": "aws:owner", "value": "x"}]),
+        _set("spec.tags", [{"name": "team", "value": "ml"}, {"name": "owner", "value": "x"}]),
+        "tags[1].name",
+        "tag key 'aws:owner': the aws: prefix is reserved for AWS",
+    ),
+    (
         "tieredstorage-on-non-p-instance",
         DEV,
         _all(
@@ -344,10 +403,13 @@ def test_enforcement_levels() -> None:
         "tieredstorage-on-non-p-instance",
         "image-compatible-with-operator",
     }
+    mandatory_in_prod_only = {"sglang-metrics-served"}  # dashboards and alarms read the metrics in prod
     for name, rule in RULES.items():
         assert rule.description and rule.fn.__doc__
         for env in ("dev", "staging", "prod"):
             want = "advisory" if name in advisory else "mandatory"
+            if name in mandatory_in_prod_only:
+                want = "mandatory" if env == "prod" else "advisory"
             assert rule.enforcement[env] == want, (name, env)
     image = RULES["image-compatible-with-operator"]
     kvaware = copy.deepcopy(base_cr())

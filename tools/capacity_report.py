@@ -147,3 +147,9 @@ def capacity_report(registrations: Sequence[Any]) -> CapacityReport:
     groups, workloads, _ = stack_inputs(triples)
     system_pods, note = cap.load_system_pods([(t, inputs) for t, _, inputs in triples])
     return report_from(cap.plan(groups, workloads, system_pods), [note] if note else [])
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.capacity_report", "python -m tools.preview --stack <name> (it prints the capacity table)")

@@ -199,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{DOC_PATH} is out of date; run `python -m tools.config_reference`")
             return 1
         return 0
-    DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
-    DOC_PATH.write_text(text, encoding="utf-8")
+    try:
+        DOC_PATH.parent.mkdir(parents=True, exist_ok=True)
+        DOC_PATH.write_text(text, encoding="utf-8")
+    except OSError as err:
+        print(f"{DOC_PATH}: cannot write: {err.strerror}")
+        return 2
     print(f"wrote {DOC_PATH}")
     return 0
 

@@ -14,3 +14,9 @@ PIPED_WIDTH = 400
 def make_console() -> Console:
     piped = not sys.stdout.isatty()
     return Console(highlight=False, soft_wrap=False, width=PIPED_WIDTH if piped else None)
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.console", "any tool under tools/ (python -m tools.preview --stack <name>)")

@@ -121,3 +121,9 @@ def write_graph(registrations: list[Registration], path: Path) -> list[Path]:
         return [path]
     path.write_text(dot, encoding="utf-8")
     return [path]
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.graph", "python -m tools.preview --stack <name> --graph FILE.dot (or --critical-path)")

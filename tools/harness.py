@@ -55,9 +55,12 @@ def run_stack(
     mapping: dict[str, Any] | None = None,
     *,
     main: Path = MAIN,
+    stack_outputs: dict[str, dict[str, Any]] | None = None,
 ) -> StackRun:
     """Run the program for ``stack``; ``mapping`` overrides the stack file's ``config:`` mapping.
 
+    ``stack_outputs`` are the outputs ``StackReference``s get, by stack name (a global stack's members:
+    ``tools/member_outputs.py``); without it the mocks' test fixtures (``tools.mocks.STACK_OUTPUTS``).
     A :class:`ConfigError` is captured in ``StackRun.config_error`` (nothing is registered then); any
     other exception propagates.
     """
@@ -68,7 +71,7 @@ def run_stack(
 
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    mocks = RecordingMocks(region=region)
+    mocks = RecordingMocks(region=region, stack_outputs=stack_outputs)
     monitor = GraphMonitor(mocks)
     # set_mocks keeps an existing root Stack resource: without this, every run after the first in one process
     # would parent its top-level resources (and read its exports) under the first run's stack URN.
@@ -130,3 +133,9 @@ def _resolved(value: Any) -> tuple[Any, bool]:
         items = [_resolved(v) for v in value]
         return [v for v, _ in items], any(s for _, s in items)
     return value, False
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.harness", "python -m tools.preview --stack <name> or python -m tools.rehearse --stack <name>")

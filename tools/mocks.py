@@ -152,14 +152,14 @@ def _eks_cluster(ctx: MockContext) -> dict[str, Any]:
     }
 
 
+def hyperpod_cluster_arn(region: str, cluster_name: str) -> str:
+    """The ARN these mocks give a HyperPod cluster of that name (its id: a hash of the name, like AWS's 12 chars)."""
+    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:cluster/{_hex(cluster_name, n=12)}"
+
+
 def _sagemaker_cluster(ctx: MockContext) -> dict[str, Any]:
-    name = ctx.inputs.get("clusterName") or ctx.physical_name
-    cid = _hex(name, n=12)
-    return {
-        "id": ctx.arn("sagemaker", f"cluster/{cid}"),
-        "clusterArn": ctx.arn("sagemaker", f"cluster/{cid}"),
-        "clusterStatus": "InService",
-    }
+    arn = hyperpod_cluster_arn(ctx.region, ctx.inputs.get("clusterName") or ctx.physical_name)
+    return {"id": arn, "clusterArn": arn, "clusterStatus": "InService"}
 
 
 def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
@@ -351,9 +351,11 @@ def hyperpod_cluster_read(region: str, arn: str, eks_cluster_arn: str, **overrid
     return read
 
 
-def _member_export(stack: str, region: str) -> dict[str, Any]:
-    """``globalGatewayMember`` as a regional stack with a JWT-protected gateway exports it under these mocks."""
-    cluster_id = _hex(f"hpi-{stack}-hp", n=12)  # what _sagemaker_cluster gives that stack's HyperPod cluster
+def mock_member_export(member: str, region: str) -> dict[str, Any]:
+    """MOCK ``globalGatewayMember`` of a regional stack with a JWT-protected prod gateway in ``region`` (what a
+    stack of this program named like ``member`` would export under these mocks). The offline tools use it only for
+    a member they have no outputs for, and say so (``tools/member_outputs.py``)."""
+    stack = member.rsplit("/", 1)[-1]
     return {
         "gatewayEnabled": True,
         "name": "inference-gateway",
@@ -361,21 +363,23 @@ def _member_export(stack: str, region: str) -> dict[str, Any]:
         "region": region,
         "jwtRequired": True,
         "environment": "prod",
-        "clusterArn": f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:cluster/{cluster_id}",
+        "clusterArn": hyperpod_cluster_arn(region, f"hpi-{stack}-hp"),
     }
 
 
-# Outputs of the stacks a StackReference may name (the members of stacks/Pulumi.global.yaml). Tests patch
-# this mapping to give a member other exports; an unknown stack has no outputs.
+# Test fixtures: the outputs a StackReference gets in a bare `run_stack` (the members of stacks/Pulumi.global.yaml;
+# tests patch this mapping). The offline tools pass their own (`RecordingMocks.stack_outputs`, from
+# --member-outputs, the members' stack files or mock values: tools/member_outputs.py) and report mock values.
 STACK_OUTPUTS: dict[str, dict[str, Any]] = {
-    "acme/hyperpod-inference/prod": {"globalGatewayMember": _member_export("prod", "us-east-1")},
-    "acme/hyperpod-inference/prod-usw2": {"globalGatewayMember": _member_export("prod-usw2", "us-west-2")},
+    "acme/hyperpod-inference/prod": {"globalGatewayMember": mock_member_export("prod", "us-east-1")},
+    "acme/hyperpod-inference/prod-usw2": {"globalGatewayMember": mock_member_export("prod-usw2", "us-west-2")},
 }
 
 
-def _stack_reference(ctx: MockContext) -> dict[str, Any]:
+def _stack_reference(ctx: MockContext, given: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     name = str(ctx.inputs.get("name") or ctx.name)
-    return {"id": name, "outputs": json.loads(json.dumps(STACK_OUTPUTS.get(name, {}))), "secretOutputNames": []}
+    table = STACK_OUTPUTS if given is None else given
+    return {"id": name, "outputs": json.loads(json.dumps(table.get(name, {}))), "secretOutputNames": []}
 
 
 def _dynamic(ctx: MockContext) -> dict[str, Any]:
@@ -458,8 +462,10 @@ OUTPUTS: dict[str, OutputFn] = {
 class RecordingMocks(pulumi.runtime.Mocks):
     """Answers registrations with realistic outputs and records what was registered."""
 
-    def __init__(self, region: str = DEFAULT_REGION) -> None:
+    def __init__(self, region: str = DEFAULT_REGION, stack_outputs: dict[str, dict[str, Any]] | None = None) -> None:
         self.region = region
+        # StackReference outputs by stack name (the offline tools' member outputs); None: STACK_OUTPUTS.
+        self.stack_outputs = stack_outputs
         # Reads of existing clusters (data sources): name/ARN -> fields that differ from the realistic default.
         self.eks_overrides: dict[str, dict[str, Any]] = {}
         self.hyperpod_overrides: dict[str, dict[str, Any]] = {}
@@ -474,7 +480,9 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.inputs_by_key[(args.typ, args.name)] = recorded
         ctx = MockContext(self.region, args.typ, args.name, recorded)
         fn = OUTPUTS.get(args.typ)
-        if fn is not None:
+        if args.typ == "pulumi:pulumi:StackReference":
+            extra = _stack_reference(ctx, self.stack_outputs)
+        elif fn is not None:
             extra = fn(ctx)
         elif args.typ.startswith("aws:"):
             service = args.typ.split(":")[1].split("/")[0]
@@ -590,3 +598,9 @@ def secret_values(registrations: list[Registration], config_placeholders: tuple[
             if isinstance(value, str) and value:
                 found.add(value)
     return frozenset(found)
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.mocks", "python -m tools.preview --stack <name> (the program under these mocks)")

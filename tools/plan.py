@@ -264,3 +264,9 @@ def config_error_plan(
         "policyResults": [],
         "configErrors": errors,
     }
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.plan", "python -m tools.preview --stack <name> --json (the plan) or --out DIR (plan.json)")

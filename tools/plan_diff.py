@@ -308,3 +308,9 @@ def diff_lines(plan: dict[str, Any]) -> list[str]:
         + f", {counts.get('same', 0)} unchanged"
     )
     return lines
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.plan_diff", "python -m tools.preview --stack <name> --diff BASE.json")

@@ -1,6 +1,6 @@
 """Preflight: check the AWS account with read-only calls before ``pulumi up``.
 
-    python -m tools.preflight --stack dev [--file PATH] [--profile NAME]
+    python -m tools.preflight --stack dev [--stack-file FILE] [--profile NAME]
 
 Uses your AWS credentials (the default boto3 chain, or ``--profile``) in the stack's ``aws:region``. Checks
 instance-type offerings per AZ ID, SageMaker cluster quotas, EKS add-on versions, name clashes, the
@@ -8,7 +8,8 @@ ingress certificate and hosted zone, training plans, and for adopted clusters (`
 HyperPod clusters, the OIDC provider, existing prerequisites and add-ons already installed (see
 ``tools/preflight_checks.py`` and ``docs/adoption.md``).
 
-Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error.
+Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error or
+unusable input (``file:line``, no traceback).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ from botocore.exceptions import (
 from rich.console import Console
 from rich.table import Table
 
-from components.config import PROJECT, ConfigError, StackConfig, parse_stack_config
-from components.config.loader import decode_config_value
-from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
+from components.config import PROJECT, ConfigError, ConfigIssue, StackConfig
+from components.config.loader import parse_stack_mapping
+from components.config.stackfile import StackFileError, load_stack_file
+from tools import cli
 from tools.preflight_checks import CheckResult, Clients, run_all
 
 EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
@@ -43,12 +45,11 @@ NO_CREDENTIALS = (
 
 
 def load_config(stack: str, mapping: dict[str, Any]) -> StackConfig:
-    """Validate a stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
-    config, secrets = config_from_mapping(mapping)
-    prefix = f"{PROJECT}:"
-    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
-    secret_keys = {k[len(prefix) :] for k in secrets if k.startswith(prefix)}
-    return parse_stack_config(values, stack=stack, region=config.get("aws:region"), secret_keys=secret_keys)
+    """Validate a regional stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
+    cfg = parse_stack_mapping(stack, mapping)
+    if not isinstance(cfg, StackConfig):
+        raise ConfigError([ConfigIssue("role", "a global stack: use python -m tools.preflight_global")])
+    return cfg
 
 
 def render(results: list[CheckResult], console: Console, title: str) -> None:
@@ -64,20 +65,12 @@ def render(results: list[CheckResult], console: Console, title: str) -> None:
     console.print(", ".join(f"{n} {s}" for s, n in counts.items()), markup=False)
 
 
-def _load(stack: str, path: Path, console: Console) -> StackConfig | None:
-    """The validated config, or None after printing why it is unusable."""
-    if not path.exists():
-        console.print(f"[red]no stack file {path}[/]")
-        return None
-    try:
-        return load_config(stack, load_stack_file(path))
-    except ConfigError as err:
-        console.print(f"[bold red]config error[/] in stack {stack}:")
-        for issue in err.issues:
-            console.print(f"  {issue.render()}", markup=False)
-    except ValueError as err:  # not a stack file at all
-        console.print(str(err), markup=False)
-    return None
+def print_problems(console: Console, heading: str, stack: str, problems: list[str]) -> int:
+    """The error path of the preflight tools: every problem on its own line, exit 2."""
+    console.print(f"[bold red]{heading}[/] in stack {stack}:")
+    for problem in problems:
+        console.print(f"  {problem}", markup=False)
+    return EXIT_CONFIG
 
 
 def _run_checks(cfg: StackConfig, clients: Clients, console: Console) -> list[CheckResult] | None:
@@ -102,21 +95,26 @@ def _run_checks(cfg: StackConfig, clients: Clients, console: Console) -> list[Ch
 def preflight(
     stack: str,
     *,
-    file: Path | None = None,
+    stack_file: Path | None = None,
     profile: str | None = None,
     clients: Clients | None = None,
     console: Console | None = None,
 ) -> int:
     """Load the stack, run every check, print the table; returns the exit code."""
     console = console or Console(highlight=False, soft_wrap=True)
-    path = file or stack_path(stack)
-    if path.exists() and load_stack_file(path).get(f"{PROJECT}:role") == "global":  # tools/preflight_global.py
+    try:
+        path = cli.stack_file(stack, stack_file)
+        mapping = load_stack_file(path)
+    except (StackFileError, cli.InputError) as err:
+        return print_problems(console, "error", stack, cli.input_problems(err))
+    if mapping.get(f"{PROJECT}:role") == "global":  # tools/preflight_global.py
         from tools.preflight_global import preflight_global
 
-        return preflight_global(stack, file=path, profile=profile, console=console)
-    cfg = _load(stack, path, console)
-    if cfg is None:
-        return EXIT_CONFIG
+        return preflight_global(stack, stack_file=path, profile=profile, console=console)
+    try:
+        cfg = load_config(stack, mapping)
+    except ConfigError as err:
+        return print_problems(console, "config error", stack, [i.render() for i in err.issues])
     try:
         clients = clients or Clients(boto3.Session(profile_name=profile), cfg.region)
     except ProfileNotFound as err:
@@ -131,11 +129,10 @@ def preflight(
 
 def main(argv: list[str] | None = None, *, clients: Clients | None = None, console: Console | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
-    parser.add_argument("--file", type=Path, help="read this stack file instead of stacks/Pulumi.<stack>.yaml")
+    cli.add_stack_arguments(parser)
     parser.add_argument("--profile", help="AWS profile (default: the standard boto3 credential chain)")
     args = parser.parse_args(argv)
-    return preflight(args.stack, file=args.file, profile=args.profile, clients=clients, console=console)
+    return preflight(args.stack, stack_file=args.stack_file, profile=args.profile, clients=clients, console=console)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ from pydantic import SecretStr
 from components.config import PROJECT, StackConfig
 from components.config import cluster as cluster_config
 from components.config import operator as operator_config
+from components.config.capacity import zone_names
 from components.config.cluster import InstanceGroup
+from policies import capacity_rules
 
 Status = Literal["PASS", "FAIL", "WARN", "SKIP"]
 
@@ -1094,9 +1096,116 @@ def check_addons_not_installed(clients: Clients, cfg: StackConfig) -> list[Check
     return out
 
 
+# --- what the stack file cannot know: zone names, model buckets' Regions (issue 25) -------------------------
+
+
+def _endpoint_groups(cfg: StackConfig, spec: dict[str, Any]) -> list[InstanceGroup]:
+    """The groups an endpoint may use by instance type (instanceType, instanceTypes, nodeAffinity instance-type)."""
+    types = (
+        {spec["instanceType"]} if isinstance(spec.get("instanceType"), str) else set(spec.get("instanceTypes") or [])
+    )
+    required = (spec.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for expr in term.get("matchExpressions") or []:
+            if expr.get("key") == capacity_rules.INSTANCE_TYPE_LABEL and expr.get("operator") == "In":
+                types.update(str(v) for v in expr.get("values") or [])
+    groups = [g for g in cfg.cluster.instance_groups if g.instance_count > 0]
+    return [g for g in groups if not types or g.instance_type in types]
+
+
+@check("endpoint zone names")
+def check_endpoint_zones(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """An endpoint's ``topology.kubernetes.io/zone`` names must be zones its groups' nodes are in. Zone names map
+    to zone IDs differently in each account (EC2 User Guide, "Availability Zone IDs"), so only the account can say:
+    DescribeAvailabilityZones gives each name's ID, compared with the groups' ``availabilityZoneId``."""
+    wanted = [(i, ep, zone_names(ep.spec_dict())) for i, ep in enumerate(cfg.endpoints)]
+    wanted = [w for w in wanted if w[2]]
+    if not wanted:
+        return [CheckResult("endpoint zone names", "SKIP", "no endpoint selects nodes by zone name")]
+    zones = call(clients("ec2"), "describe_availability_zones")["AvailabilityZones"]
+    ids = {z["ZoneName"]: z["ZoneId"] for z in zones}
+    out: list[CheckResult] = []
+    for i, ep, names in wanted:
+        title = f"zones of endpoints[{i}] {ep.name}"
+        unknown = sorted({z for _, z in names if z not in ids})
+        nodes = {group_az(cfg, g): g.name for g in _endpoint_groups(cfg, ep.spec_dict())}
+        hits = sorted({f"{z} = {ids[z]} (group {nodes[ids[z]]})" for _, z in names if ids.get(z) in nodes})
+        if hits:
+            detail = f"{', '.join(hits)}" + (f"; {', '.join(unknown)} not zones of {cfg.region}" if unknown else "")
+            out.append(CheckResult(title, "WARN" if unknown else "PASS", detail))
+            continue
+        mapped = ", ".join(f"{z} = {ids[z]}" for z in sorted({z for _, z in names if z in ids})) or "none"
+        out.append(
+            CheckResult(
+                title,
+                "FAIL",
+                f"in this account the zone names map to {mapped}"
+                + (f" ({', '.join(unknown)} are not zones of {cfg.region})" if unknown else "")
+                + f"; the endpoint's groups are in {', '.join(sorted(nodes)) or 'no AZ (no running group)'}: "
+                "its pods would stay Pending",
+                f"select the zone names of {', '.join(sorted(nodes))} "
+                f"({', '.join(n for n, zid in sorted(ids.items()) if zid in nodes)}) in endpoints[{i}].spec.nodeAffinity",
+            )
+        )
+    return out
+
+
+def _bucket_region(s3: Any, bucket: str) -> str:
+    """GetBucketLocation's answer as a Region (None means us-east-1, EU means eu-west-1: S3 API Reference)."""
+    constraint = call(s3, "get_bucket_location", Bucket=bucket).get("LocationConstraint")
+    return {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}.get(constraint, str(constraint))
+
+
+@check("model buckets")
+def check_model_buckets(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Each endpoint's model bucket exists and is in the Region ``s3Storage.region`` says (the operator downloads
+    from there); a bucket outside the stack's Region works, but costs inter-Region transfer (a WARN)."""
+    out: list[CheckResult] = []
+    for i, ep in enumerate(cfg.endpoints):
+        s3 = (ep.spec_dict().get("modelSourceConfig") or {}).get("s3Storage")
+        if not isinstance(s3, dict) or not s3.get("bucketName"):
+            continue
+        bucket, said = str(s3["bucketName"]), str(s3.get("region"))
+        title = f"model bucket of endpoints[{i}] {ep.name}"
+        try:
+            real = _bucket_region(clients("s3"), bucket)
+        except ClientError as err:
+            if error_code(err) in ("NoSuchBucket", "404"):
+                out.append(CheckResult(title, "FAIL", f"bucket {bucket} does not exist", "create it or fix bucketName"))
+                continue
+            raise
+        if real != said:
+            out.append(
+                CheckResult(
+                    title,
+                    "FAIL",
+                    f"bucket {bucket} is in {real}, s3Storage.region says {said}",
+                    f"set endpoints[{i}].spec.modelSourceConfig.s3Storage.region to {real}",
+                )
+            )
+        elif real != cfg.region:
+            out.append(
+                CheckResult(
+                    title,
+                    "WARN",
+                    f"bucket {bucket} is in {real}, the stack in {cfg.region}: model downloads cross Regions",
+                    "copy the model to a bucket in the stack's Region to save transfer cost and start-up time",
+                )
+            )
+        else:
+            out.append(CheckResult(title, "PASS", f"bucket {bucket} is in {real}"))
+    return out or [CheckResult("model buckets", "SKIP", "no endpoint reads its model from S3")]
+
+
 def run_all(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     """Every registered check, in order."""
     results: list[CheckResult] = []
     for fn in CHECKS:
         results.extend(fn(clients, cfg))
     return results
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.preflight_checks", "python -m tools.preflight --stack <name>")

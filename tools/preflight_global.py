@@ -1,6 +1,6 @@
 """Preflight of a global stack (``hyperpod-inference:role: global``): read-only AWS calls before ``pulumi up``.
 
-    python -m tools.preflight_global --stack global [--member-outputs FILE] [--profile NAME]
+    python -m tools.preflight_global --stack global [--stack-file FILE] [--member-outputs FILE] [--profile NAME]
     python -m tools.preflight --stack global          # the same, with the default member source
 
 Checks:
@@ -14,18 +14,19 @@ Checks:
    with a ``ClusterArn`` filter, on every global gateway in the global and the members' Regions) —
    CreateGlobalInferenceGateway would fail with ResourceInUse.
 
-Member data: ``--member-outputs FILE`` is a JSON object ``{"<member stack>": <globalGatewayMember>}``
-(``pulumi stack output globalGatewayMember --json -s <stack>`` for each member). Without it, a member whose
-stack file is in this repository (``stacks/Pulumi.<last part of its name>.yaml``) is derived from that
-file (Region, gateway name and namespace, cluster ``hpi-<stack>-hp``); other members are SKIPped.
+Member data (:mod:`tools.member_outputs`, shared with ``tools.preview`` and ``tools.rehearse``): ``--member-outputs
+FILE`` is a JSON object ``{"<member stack>": <globalGatewayMember>}`` (``pulumi stack output globalGatewayMember
+--json -s <stack>`` for each member). Without it, a member whose stack file is in this repository
+(``stacks/Pulumi.<last part of its name>.yaml``) is derived from that file (Region, gateway name and namespace,
+cluster ``hpi-<stack>-hp``); other members are SKIPped (preflight never uses mock values).
 
-Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error.
+Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error or
+unusable input (``file:line``, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -42,11 +43,12 @@ from botocore.exceptions import (
 )
 from rich.console import Console
 
-from components.config import PROJECT, ConfigError
-from components.config.global_gateway import GlobalStackConfig, member_export, parse_global_config
-from components.config.loader import decode_config_value
-from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
+from components.config import PROJECT, ConfigError, ConfigIssue
+from components.config.global_gateway import GlobalStackConfig, member_export
+from components.config.loader import parse_stack_mapping
+from components.config.stackfile import StackFileError, load_stack_file
 from policies.global_policies import cluster_arn_parts, region_is_opt_in
+from tools import cli, member_outputs
 from tools.preflight_checks import CheckResult, Clients, Denied, call, error_code
 
 EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
@@ -59,10 +61,11 @@ def is_global_stack(mapping: Mapping[str, Any]) -> bool:
 
 
 def load_global(stack: str, mapping: Mapping[str, Any]) -> GlobalStackConfig:
-    config, _ = config_from_mapping(dict(mapping))
-    prefix = f"{PROJECT}:"
-    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
-    return parse_global_config(values, stack=stack, region=config.get("aws:region"))
+    """Validate a global stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
+    cfg = parse_stack_mapping(stack, mapping)
+    if not isinstance(cfg, GlobalStackConfig):
+        raise ConfigError([ConfigIssue("role", "not a global stack (role: global): use python -m tools.preflight")])
+    return cfg
 
 
 @dataclass(frozen=True)
@@ -90,18 +93,14 @@ def members_from(cfg: GlobalStackConfig, outputs: Mapping[str, Any] | None) -> l
                     exported.get("name"),
                     exported.get("namespace"),
                     cluster_arn=exported.get("clusterArn"),
-                    source="--member-outputs",
+                    source=member_outputs.FLAG,
                 )
             )
             continue
-        local = ref.stack.rsplit("/", 1)[-1]
-        path = stack_path(local)
-        if not path.exists():
+        regional = member_outputs.regional_config(ref.stack)  # the regional contract, exactly as the program parses it
+        if regional is None:
             out.append(Member(ref.stack, None, None, None, source=""))
             continue
-        from tools.preflight import load_config  # the regional contract, exactly as the program parses it
-
-        regional = load_config(local, load_stack_file(path))
         export = member_export(regional)
         out.append(
             Member(
@@ -110,7 +109,7 @@ def members_from(cfg: GlobalStackConfig, outputs: Mapping[str, Any] | None) -> l
                 export["name"],
                 export["namespace"],
                 cluster_name=f"{regional.name_prefix}-hp",
-                source=str(path.name),
+                source=member_outputs.stack_file_of(ref.stack).name,
             )
         )
     return out
@@ -291,41 +290,42 @@ def run_all(
     return rows
 
 
+def session_clients(profile: str | None) -> ClientsFor:
+    """One :class:`Clients` per Region from the default credential chain (or ``profile``), created once each."""
+    session = boto3.Session(profile_name=profile)
+    cache: dict[str, Clients] = {}
+
+    def clients_for(region: str) -> Clients:
+        if region not in cache:
+            cache[region] = Clients(session, region)
+        return cache[region]
+
+    return clients_for
+
+
 def preflight_global(
     stack: str,
     *,
-    file: Path | None = None,
-    member_outputs: Path | None = None,
+    stack_file: Path | None = None,
+    member_outputs_file: Path | None = None,
     profile: str | None = None,
     clients_for: ClientsFor | None = None,
     console: Console | None = None,
 ) -> int:
-    from tools.preflight import NO_CREDENTIALS, render
+    from tools.preflight import NO_CREDENTIALS, print_problems, render
 
     console = console or Console(highlight=False, soft_wrap=True)
-    path = file or stack_path(stack)
     try:
-        cfg = load_global(stack, load_stack_file(path))
+        mapping = load_stack_file(cli.stack_file(stack, stack_file))
+        outputs = member_outputs.read_member_outputs(member_outputs_file) if member_outputs_file else None
+    except (StackFileError, cli.InputError) as err:
+        return print_problems(console, "error", stack, cli.input_problems(err))
+    try:
+        cfg = load_global(stack, mapping)
     except ConfigError as err:
-        console.print(f"[bold red]config error[/] in stack {stack}:")
-        for issue in err.issues:
-            console.print(f"  {issue.render()}", markup=False)
-        return EXIT_CONFIG
-    outputs = json.loads(member_outputs.read_text(encoding="utf-8")) if member_outputs else None
-    if clients_for is None:
-        try:
-            session = boto3.Session(profile_name=profile)
-        except ProfileNotFound as err:
-            console.print(f"[bold red]{err}[/]: pass an existing --profile or configure it, then rerun")
-            return EXIT_FAIL
-        cache: dict[str, Clients] = {}
-
-        def clients_for(region: str) -> Clients:
-            if region not in cache:
-                cache[region] = Clients(session, region)
-            return cache[region]
-
+        return print_problems(console, "config error", stack, [i.render() for i in err.issues])
     try:
+        clients_for = clients_for or session_clients(profile)
         console.print(
             f"preflight for global stack [bold]{stack}[/] in {cfg.region} as {clients_for(cfg.region).identity.get('Arn', '?')}"
         )
@@ -347,12 +347,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.preflight_global", description=(__doc__ or "").split("\n\n")[0]
     )
-    parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
-    parser.add_argument("--file", type=Path, help="read this stack file instead of stacks/Pulumi.<stack>.yaml")
-    parser.add_argument("--member-outputs", type=Path, help='JSON {"<member stack>": <its globalGatewayMember>}')
+    cli.add_stack_arguments(parser)
+    parser.add_argument(
+        member_outputs.FLAG, type=Path, metavar="FILE", help='JSON {"<member stack>": <its globalGatewayMember>}'
+    )
     parser.add_argument("--profile", help="AWS profile (default: the standard boto3 credential chain)")
     args = parser.parse_args(argv)
-    return preflight_global(args.stack, file=args.file, member_outputs=args.member_outputs, profile=args.profile)
+    return preflight_global(
+        args.stack, stack_file=args.stack_file, member_outputs_file=args.member_outputs, profile=args.profile
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Offline preview: run the real program for a stack under Pulumi mocks, then the policy pack.
 
     python -m tools.preview --stack dev [--stack-file FILE] [--json] [--diff BASE.json] [--out DIR]
-                            [--critical-path] [--graph FILE]
+                            [--critical-path] [--graph FILE] [--member-outputs FILE]
 
 No AWS credentials, Pulumi CLI or provider plugins are needed. Prints the resource tree (type, name, the
 key properties a reviewer checks first), counts by type and every policy result as
@@ -10,9 +10,11 @@ key properties a reviewer checks first), counts by type and every policy result 
 only what changes (:mod:`tools.plan_diff`); ``--out DIR`` writes the plan, the Kubernetes manifests, the
 CloudFormation template, every IAM document and every dashboard body.
 
-Every preview also rehearses the deploy (:mod:`tools.rehearse`: does ``pulumi up`` converge?) and prints the
-capacity table of the HyperPod instance groups (:mod:`tools.capacity_report`); the plan carries both under
-``rehearsal`` and ``capacity``.
+Every preview also rehearses the deploy (:mod:`tools.rehearse`: does ``pulumi up`` converge?), prints the
+capacity table of the HyperPod instance groups (:mod:`tools.capacity_report`) and what cannot be checked offline
+(:mod:`tools.advisories`); the plan carries them under ``rehearsal``, ``capacity`` and ``advisories``. A global
+stack's members' outputs come from ``--member-outputs FILE``, their stack files or mock values
+(:mod:`tools.member_outputs`), and the preview says when mock values were used (``memberOutputs`` in the plan).
 
 Exit codes: 0 no mandatory violation and the rehearsal converges, 1 mandatory violations or a rehearsal
 finding, 2 config error (or unusable arguments).
@@ -36,23 +38,23 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from components.config.stackfile import (
-    StackFileError,
-    list_stacks,
-    load_stack_file,
-    stack_path,
-)
+from components.config import PROJECT, StackConfig
+from components.config.base import ConfigAdvisory
+from components.config.loader import parse_stack_mapping
+from components.config.stackfile import StackFileError, load_stack_file
 from policies.capacity_rules import fit_hook
 from policies.engine import evaluate
 from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, REPLICATION_GROUP
 from policies.pack import POLICIES
+from tools import cli, member_outputs
+from tools.advisories import advisories_of, advisory_report
 from tools.capacity_report import capacity_report
 from tools.console import make_console
 from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
 from tools.mocks import Registration, unwrap_secrets
 from tools.plan import build_plan, config_error_plan, ordered
-from tools.plan_diff import BasePlanError, check_base, diff_lines, diff_plans
+from tools.plan_diff import STATEFUL, BasePlanError, check_base, diff_lines, diff_plans, logical_name
 from tools.rehearse import rehearse
 from tools.render import write_outputs
 
@@ -215,6 +217,45 @@ def _load_base(path: Path) -> dict[str, Any]:
     return check_base(raw, f"--diff {path}")
 
 
+def allow_replacement_check(
+    mapping: dict[str, Any], run: StackRun, base: dict[str, Any] | None
+) -> tuple[list[tuple[str, str, str]], list[ConfigAdvisory]]:
+    """``allowReplacement`` names the stateful resources a change may replace or delete: each must be one this run
+    registers, or (with ``--diff``) one the base plan has. Without ``--diff`` a name this run does not register may
+    be a resource the change deletes: an advisory, decided by ``--diff``."""
+    names = mapping.get(f"{PROJECT}:allowReplacement") or []
+    here = {r.name for r in run.registrations if r.type in STATEFUL}
+    before = {
+        logical_name(str((st.get("newState") or st.get("oldState") or {}).get("urn", "")))
+        for st in (base or {}).get("steps", [])
+        if (st.get("newState") or st.get("oldState") or {}).get("type") in STATEFUL
+    }
+    known = sorted(here | before)
+    issues: list[tuple[str, str, str]] = []
+    advisories: list[ConfigAdvisory] = []
+    for i, name in enumerate(names if isinstance(names, list) else []):
+        if name in here or name in before:
+            continue
+        key = f"allowReplacement[{i}]"
+        nearest = [n for n in known if n.startswith(str(name)[:4])]
+        message = (
+            f"{name!r} names no stateful resource of this stack; its stateful resources: {', '.join(known) or 'none'}"
+            + (f" (did you mean {nearest[0]}?)" if nearest else "")
+        )
+        if base is not None:
+            issues.append((key, message, f"{PROJECT}:{key}: {message}"))
+        else:
+            advisories.append(
+                ConfigAdvisory(
+                    key,
+                    f"{message}; fine only if it is a resource this change deletes",
+                    "allow-replacement-names",
+                    "python -m tools.preview --diff BASE.json (the base plan's resources)",
+                )
+            )
+    return issues, advisories
+
+
 def preview(
     stack: str,
     *,
@@ -226,32 +267,32 @@ def preview(
     graph: Path | None = None,
     diff: Path | None = None,
     stack_file: Path | None = None,
+    member_outputs_file: Path | None = None,
 ) -> int:
     """Run the preview and print it; returns the exit code."""
     console = console or make_console()
-    if mapping is None:
-        path = stack_file or stack_path(stack)
-        if stack_file is None and not path.exists():
-            known = ", ".join(list_stacks()) or "(none)"
-            return _argument_error(
-                console, as_json, stack, f"no stack {stack!r}: {path} does not exist; stacks in stacks/: {known}"
-            )
-        try:
-            mapping = load_stack_file(path)
-        except StackFileError as err:
-            return _fail(console, as_json, stack, [("", str(err), str(err))])
-    if graph is not None and (problem := _graph_problem(graph)) is not None:
-        return _argument_error(console, as_json, stack, problem)
-    base = None
-    if diff is not None:
-        try:
-            base = _load_base(diff)
-        except BasePlanError as err:
-            return _argument_error(console, as_json, stack, str(err))
+    try:
+        if mapping is None:
+            mapping = load_stack_file(cli.stack_file(stack, stack_file))
+        members = member_outputs.for_stack(stack, mapping, member_outputs_file)
+        if graph is not None and (problem := _graph_problem(graph)) is not None:
+            raise cli.InputError(problem)
+        base = _load_base(diff) if diff is not None else None
+    except StackFileError as err:
+        return _fail(console, as_json, stack, [("", p, p) for p in err.problems])
+    except (cli.InputError, BasePlanError) as err:
+        return _argument_error(console, as_json, stack, str(err))
 
-    run = run_stack(stack, mapping)
+    run = run_stack(stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
+    notice = member_outputs.notice(members) if members else None
     if run.config_error is not None:
-        return _fail(console, as_json, stack, [(i.path, i.message, i.render()) for i in run.config_error.issues])
+        issues = [(i.path, i.message, i.render()) for i in run.config_error.issues]
+        if notice is not None:
+            issues.append(("", notice, notice))
+        return _fail(console, as_json, stack, issues)
+    replacement_issues, replacement_advisories = allow_replacement_check(mapping, run, base)
+    if replacement_issues:
+        return _fail(console, as_json, stack, replacement_issues)
 
     environment, region = _environment(mapping), _region(mapping)
     results = evaluate(POLICIES, run.registrations, environment)
@@ -264,8 +305,15 @@ def preview(
     # against the instance groups (both are cheap next to the mock run itself: BENCHMARKS.md).
     rehearsal = rehearse(run, mapping=mapping, environment=environment, fit=fit_hook)
     capacity = capacity_report(run.registrations)
+    cfg = parse_stack_mapping(stack, mapping)
+    advisories = advisory_report(
+        [*(advisories_of(cfg) if isinstance(cfg, StackConfig) else []), *replacement_advisories]
+    )
     plan["rehearsal"] = rehearsal.to_json()
     plan["capacity"] = capacity.data
+    plan["advisories"] = advisories.data
+    if members:
+        plan["memberOutputs"] = [{"stack": m.stack, "source": m.source, "mock": m.mock} for m in members]
 
     written: list[Path] = []
     if out is not None:
@@ -279,14 +327,18 @@ def preview(
     if as_json:
         print(json.dumps(plan, indent=2))
     else:
+        if notice:
+            console.print(notice, style="bold yellow", soft_wrap=True, markup=False)
         _print_human(
             console,
             run,
             plan,
             base_path=diff,
             critical_path=critical_path,
-            # a diff stays short: only the rehearsal's verdict; the full preview has both tables
-            sections=[rehearsal.brief()] if diff is not None else [capacity.renderable, rehearsal],
+            # a diff stays short: only the rehearsal's verdict; the full preview has the tables
+            sections=[rehearsal.brief()]
+            if diff is not None
+            else [capacity.renderable, advisories.renderable, rehearsal],
             written=written,
         )
     return EXIT_VIOLATIONS if mandatory or not rehearsal.converges else EXIT_OK
@@ -364,10 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.freeze()
     gc.set_threshold(100_000, 50, 50)
     parser = argparse.ArgumentParser(prog="python -m tools.preview", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
-    parser.add_argument(
-        "--stack-file", type=Path, help="read the config from this file instead of stacks/Pulumi.<stack>.yaml"
-    )
+    cli.add_stack_arguments(parser)
     parser.add_argument(
         "--out", type=Path, help="write plan.json, Kubernetes YAML, CloudFormation, IAM documents, dashboards here"
     )
@@ -376,6 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--critical-path", action="store_true", help="print the longest chain of typical create times")
     parser.add_argument(
         "--graph", type=Path, help="write the resource graph: FILE.dot, FILE.mmd (Mermaid), FILE.svg/.png (Graphviz)"
+    )
+    parser.add_argument(
+        member_outputs.FLAG,
+        type=Path,
+        metavar="FILE",
+        help='a global stack\'s members: JSON {"<member stack>": <its globalGatewayMember>}',
     )
     args = parser.parse_args(argv)
     return preview(
@@ -386,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         critical_path=args.critical_path,
         graph=args.graph,
         diff=args.diff,
+        member_outputs_file=args.member_outputs,
     )
 
 

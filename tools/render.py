@@ -310,3 +310,9 @@ def write_outputs(registrations: list[Registration], out_dir: Path, region: str 
     for name, body in dashboards(registrations).items():
         written.append(_write_json(out_dir / "dashboards" / f"{name}.json", body))
     return written
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.render", "python -m tools.preview --stack <name> --out DIR")

@@ -12,7 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-PROJECT = "hyperpod-inference"
+from .stackfile import PROJECT, namespaces, provider_config_keys
+
+__all__ = ["PROJECT", "ConfigAdvisory", "ConfigIssue", "Model", "join_path", "stack_file_schema"]
 
 
 class Model(BaseModel):
@@ -36,7 +38,28 @@ class ConfigIssue:
     message: str
 
     def render(self) -> str:
-        return f"{PROJECT}:{self.path}: {self.message}"
+        """``hyperpod-inference:<path>: message``; a key of another namespace (``aws:region``) as it is written."""
+        key = self.path if ":" in self.path.split(".", 1)[0] else f"{PROJECT}:{self.path}"
+        return f"{key}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ConfigAdvisory:
+    """A check the stack file cannot settle offline (or should be looked at), located by its key path.
+
+    The third outcome of every check, next to "holds" and "refused" (:class:`ConfigIssue`): ``checked_by`` names
+    what does decide it (``tools.preflight`` with the AWS call, or the cluster with the ``kubectl`` command).
+    Advisories never change an exit code; the offline tools list them with the capacity and rehearsal tables.
+    """
+
+    path: str
+    message: str
+    rule: str
+    checked_by: str
+
+    def render(self) -> str:
+        key = self.path if ":" in self.path.split(".", 1)[0] else f"{PROJECT}:{self.path}"
+        return f"{key}: {self.message} [{self.rule}; checked by {self.checked_by}]"
 
 
 def join_path(*parts: Any) -> str:
@@ -55,9 +78,14 @@ def join_path(*parts: Any) -> str:
 def stack_file_schema(title: str, props: dict[str, Any], required: list[str], defs: dict[str, Any]) -> dict[str, Any]:
     """JSON Schema of a ``stacks/Pulumi.<stack>.yaml`` file whose ``config:`` holds ``props``.
 
-    Other namespaces (``aws:``, ``kubernetes:``) are free; ours is closed, like the pydantic models. Shared by
-    the regional (``schema.py``) and the global (``global_gateway.py``) stack-file schemas.
+    Only keys something reads are allowed, as the loader does (``stackfile.config_key_problem``): ours (closed,
+    like the pydantic models), the config keys of the providers the program uses (their values are the
+    provider's business) and Pulumi's own ``pulumi:*``. Editors flag a key without a namespace, a misspelt
+    namespace or provider key. Shared by the regional (``schema.py``) and the global (``global_gateway.py``)
+    stack-file schemas.
     """
+    provider_keys = sorted(f"{ns}:{key}" for ns, keys in provider_config_keys().items() for key in keys)
+    pulumi_ns = namespaces()["pulumiNamespace"]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": title,
@@ -67,12 +95,19 @@ def stack_file_schema(title: str, props: dict[str, Any], required: list[str], de
                 "type": "object",
                 "properties": props,
                 "required": required,
-                "propertyNames": {"anyOf": [{"enum": sorted(props)}, {"not": {"pattern": f"^{PROJECT}:"}}]},
+                "propertyNames": {
+                    "anyOf": [
+                        {"enum": sorted(set(props) | set(provider_keys))},
+                        {"pattern": f"^{pulumi_ns}:[^:]+$"},
+                    ]
+                },
                 "additionalProperties": True,
             },
             "secretsprovider": {"type": "string"},
             "encryptedkey": {"type": "string"},
             "encryptionsalt": {"type": "string"},
+            "environment": {"description": "Pulumi ESC environment(s) of the stack."},
         },
+        "additionalProperties": False,
         "$defs": defs,
     }

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from policies import capacity_rules as cap
 
-from .base import ConfigIssue, join_path
-from .checks import cross_check
+from .base import ConfigAdvisory, ConfigIssue, join_path
+from .checks import advisory_check, cross_check
 from .endpoints import custom_resource
 
 if TYPE_CHECKING:
@@ -61,15 +61,53 @@ def allocatable_per_node(cfg: StackConfig) -> dict[str, cap.NodeAllocatable | No
     return capacity_plan(cfg).allocatable
 
 
+def _where(f: cap.Finding) -> str:
+    if f.key.isdigit():
+        base = join_path("endpoints", int(f.key), "spec")
+        return f"{base}.{f.path}" if f.path else join_path("endpoints", int(f.key))
+    return "cluster.instanceGroups"  # controllers: the groups as a whole
+
+
 @cross_check
 def _capacity(cfg: StackConfig) -> Iterator[ConfigIssue]:
     """The mandatory capacity findings, each at the stack key it is about."""
     for f in capacity_plan(cfg).findings:
-        if f.level != "mandatory":
-            continue
-        if f.key.isdigit():
-            base = join_path("endpoints", int(f.key), "spec")
-            where = f"{base}.{f.path}" if f.path else join_path("endpoints", int(f.key))
-        else:
-            where = "cluster.instanceGroups"  # controllers: the groups as a whole
-        yield ConfigIssue(where, f"{f.message} [{f.rule}]")
+        if f.level == "mandatory":
+            yield ConfigIssue(_where(f), f"{f.message} [{f.rule}]")
+
+
+@advisory_check
+def _capacity_unknowns(cfg: StackConfig) -> Iterator[ConfigAdvisory]:
+    """What the capacity rules cannot check offline (node names, zone names, undeclared labels, training plans)."""
+    for f in capacity_plan(cfg).findings:
+        if f.level != "mandatory" and f.checked_by:
+            yield ConfigAdvisory(_where(f), f.message, f.rule, f.checked_by)
+
+
+def zone_names(spec: dict[str, object]) -> list[tuple[str, str]]:
+    """``(spec path, zone name)`` of every ``In`` value on a zone label in ``nodeAffinity`` (required terms)."""
+    out: list[tuple[str, str]] = []
+    affinity = spec.get("nodeAffinity")
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(affinity, dict) else None
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    for i, term in enumerate(terms if isinstance(terms, list) else []):
+        for j, expr in enumerate(term.get("matchExpressions") or [] if isinstance(term, dict) else []):
+            if isinstance(expr, dict) and expr.get("key") in cap.ZONE_LABELS and expr.get("operator") == "In":
+                path = f"{cap.AFFINITY_TERMS}[{i}].matchExpressions[{j}].values"
+                out.extend((f"{path}[{k}]", str(v)) for k, v in enumerate(expr.get("values") or []))
+    return out
+
+
+@cross_check
+def _zone_names_in_region(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """A zone name of another Region never matches a node of this stack (zone names start with their Region:
+    EC2 User Guide, "Regions and Zones"); which zone ID a name of this Region is, only the account knows
+    (tools.preflight, DescribeAvailabilityZones)."""
+    for i, ep in enumerate(cfg.endpoints):
+        for path, zone in zone_names(ep.spec_dict()):
+            if not zone.startswith(cfg.region):
+                yield ConfigIssue(
+                    f"{join_path('endpoints', i, 'spec')}.{path}",
+                    f"zone {zone!r} is not in the stack's Region {cfg.region}: no node of this stack is there "
+                    f"(zone names here look like {cfg.region}a) [endpoint-pod-fits-node]",
+                )

@@ -315,20 +315,36 @@ def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                 key, "prod keeps the EKS API endpoint private (public access off); remove endpointPublicAccessCidrs"
             )
 
+    problem = version_problem(cluster.kubernetes_version, dt.datetime.now(dt.UTC).date())
+    if problem is not None:
+        yield ConfigIssue("cluster.kubernetesVersion", problem)
+    else:
+        yield from _kube_proxy_matches(cluster)
+
+    if cluster.existing is None:  # an adopted cluster's API access is its owner's (docs/adoption.md)
+        yield from _deployer_access_issues(cfg)
+
+
+def _kube_proxy_matches(cluster: ClusterConfig) -> Iterable[ConfigIssue]:
+    """kube-proxy follows the Kubernetes minor. Reported at the key the user wrote: ``addons.kubeProxy`` when it is
+    set, else ``kubernetesVersion`` (the default kube-proxy build belongs to the default version)."""
     proxy_minor = ".".join(cluster.addons.kube_proxy.lstrip("v").split(".")[:2])
-    if proxy_minor != cluster.kubernetes_version:
+    if proxy_minor == cluster.kubernetes_version:
+        return
+    written = "addons" in cluster.model_fields_set and "kube_proxy" in cluster.addons.model_fields_set
+    if written:
         yield ConfigIssue(
             "cluster.addons.kubeProxy",
             f"kube-proxy {cluster.addons.kube_proxy} does not match kubernetesVersion {cluster.kubernetes_version}; "
             f"use a v{cluster.kubernetes_version}.x-eksbuild.N version",
         )
-
-    problem = version_problem(cluster.kubernetes_version, dt.datetime.now(dt.UTC).date())
-    if problem is not None:
-        yield ConfigIssue("cluster.kubernetesVersion", problem)
-
-    if cluster.existing is None:  # an adopted cluster's API access is its owner's (docs/adoption.md)
-        yield from _deployer_access_issues(cfg)
+    else:
+        yield ConfigIssue(
+            "cluster.kubernetesVersion",
+            f"Kubernetes {cluster.kubernetes_version} needs a kube-proxy v{cluster.kubernetes_version}.x-eksbuild.N; "
+            f"the default ({cluster.addons.kube_proxy}) is for {DEFAULT_KUBERNETES_VERSION}: set cluster.addons."
+            f"kubeProxy (and coredns) to builds for {cluster.kubernetes_version} (python -m tools.preflight lists them)",
+        )
 
 
 def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Discriminator, Field, Tag
 from policies import compatibility as compat
 from policies import rules
 
-from .base import ConfigIssue, Model, join_path
-from .checks import cross_check
+from .base import ConfigAdvisory, ConfigIssue, Model, join_path
+from .checks import advisory_check, cross_check
 from .crd import CrdModel, InferenceEndpointConfigSpec, JumpStartModelSpec
 
 if TYPE_CHECKING:
@@ -211,7 +211,12 @@ def rule_context(cfg: StackConfig) -> rules.RuleContext:
         environment=cfg.environment,
         addon_version=cfg.operator.addon_version,
         instance_types=frozenset(g.instance_type for g in cfg.cluster.instance_groups),
+        stack_tags=cfg.common_tags,
     )
+
+
+def _spec_key(i: int, path: str) -> str:
+    return join_path("endpoints", i, "spec", *path.split(".")) if path else join_path("endpoints", i)
 
 
 # Covered by _features_supported with a more precise message; the policy pack still runs it.
@@ -230,8 +235,43 @@ def _endpoint_rules(cfg: StackConfig) -> Iterator[ConfigIssue]:
             if rule.name in _RULES_NOT_AT_CONFIG_TIME or rule.level(cr, ctx) != "mandatory":
                 continue
             for v in rule.check(cr, ctx):
-                where = join_path("endpoints", i, "spec", *v.path.split(".")) if v.path else join_path("endpoints", i)
-                yield ConfigIssue(where, f"{v} [{rule.name}]")
+                yield ConfigIssue(_spec_key(i, v.path), f"{v} [{rule.name}]")
+
+
+@advisory_check
+def _endpoint_rule_advisories(cfg: StackConfig) -> Iterator[ConfigAdvisory]:
+    """What the endpoint rules cannot check offline where their level is not mandatory (the advisories' table)."""
+    if not compat.is_known_addon(cfg.operator.addon_version):
+        return
+    ctx = rule_context(cfg)
+    for i, ep in enumerate(cfg.endpoints):
+        cr = custom_resource(ep, cfg)
+        for rule in rules.RULES.values():
+            if rule.name in _RULES_NOT_AT_CONFIG_TIME or rule.level(cr, ctx) == "mandatory":
+                continue
+            for v in rule.check(cr, ctx):
+                if v.checked_by is not None:
+                    yield ConfigAdvisory(_spec_key(i, v.path), str(v), rule.name, v.checked_by)
+
+
+MODEL_BUCKET_REGION = "model-bucket-region"
+
+
+@advisory_check
+def _model_bucket_region(cfg: StackConfig) -> Iterator[ConfigAdvisory]:
+    """A model bucket in another Region works, but every download crosses Regions (billed inter-Region transfer,
+    slower start); and what Region the bucket really is in only S3 knows (GetBucketLocation)."""
+    for i, ep in enumerate(cfg.endpoints):
+        s3 = _dig(ep.spec_dict(), "modelSourceConfig", "s3Storage")
+        if not isinstance(s3, dict) or not isinstance(s3.get("region"), str) or s3["region"] == cfg.region:
+            continue
+        yield ConfigAdvisory(
+            join_path("endpoints", i, "spec", "modelSourceConfig", "s3Storage", "region"),
+            f"the model bucket {s3.get('bucketName')!r} is in {s3['region']}, the stack in {cfg.region}: every model "
+            "download crosses Regions (inter-Region data transfer is billed; pods start slower)",
+            MODEL_BUCKET_REGION,
+            "tools.preflight (GetBucketLocation: the bucket's real Region)",
+        )
 
 
 @cross_check

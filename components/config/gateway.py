@@ -10,10 +10,10 @@ from pydantic import Field
 from policies import compatibility as compat
 from policies.baselines import GATEWAY_REQUIRES_JWT, gateway_jwt_violations
 
-from .base import ConfigIssue, Model, join_path
-from .checks import cross_check
+from .base import ConfigAdvisory, ConfigIssue, Model, join_path
+from .checks import advisory_check, cross_check
 from .crd import InferenceGatewayConfigSpec
-from .endpoints import opts_into_gateway
+from .endpoints import endpoint_spec, opts_into_gateway
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -77,3 +77,73 @@ def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                 join_path("endpoints", i, "spec", "inferenceGateway", "enabled"),
                 "the endpoint opts into the Inference Gateway but gateway.enabled is false in this stack",
             )
+
+
+# --- names that must point at something this stack has (issue 25) ---------------------------------------------
+
+
+@cross_check
+def _endpoint_gateway_name(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """An endpoint's ``spec.inferenceGateway.name`` names the gateway it joins: this stack's ``gateway.name`` (or
+    leave it out). Another name is no gateway of this stack, so the endpoint would not be served through it."""
+    if not cfg.gateway.enabled:
+        return  # opting in without a gateway is _gateway_auth_checks' error
+    for i, endpoint in enumerate(cfg.endpoints):
+        opt_in = endpoint_spec(endpoint).get("inferenceGateway")
+        name = opt_in.get("name") if isinstance(opt_in, dict) else None
+        if opts_into_gateway(endpoint) and name and name != cfg.gateway.name:
+            yield ConfigIssue(
+                join_path("endpoints", i, "spec", "inferenceGateway", "name"),
+                f"{name!r} is not this stack's Inference Gateway; gateway.name is {cfg.gateway.name!r}: write that, "
+                "or leave inferenceGateway.name out",
+            )
+
+
+def _scheduler_gaps(cfg: StackConfig) -> list[tuple[int, str, list[str]]]:
+    """``(scheduler index, modelName, the served names)`` of every scheduler no endpoint of this stack serves."""
+    if not cfg.gateway.enabled or cfg.gateway.spec is None:
+        return []
+    served = sorted(
+        str(endpoint_spec(ep).get("modelName"))
+        for ep in cfg.endpoints
+        if opts_into_gateway(ep) and endpoint_spec(ep).get("modelName")
+    )
+    return [(j, s.model_name, served) for j, s in enumerate(cfg.gateway.spec.schedulers) if s.model_name not in served]
+
+
+def _scheduler_models_knowable(cfg: StackConfig) -> bool:
+    """Whether this stack's endpoints are all the models the gateway can front: not on an adopted cluster (other
+    models may run there) and no JumpStartModel opts in (the operator names its served model)."""
+    jumpstart = any(opts_into_gateway(ep) and ep.kind == "JumpStartModel" for ep in cfg.endpoints)
+    return cfg.cluster.existing is None and not jumpstart
+
+
+@cross_check
+def _scheduler_model_served(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """A scheduler's ``modelName`` must be the ``spec.modelName`` of an endpoint that opts into the gateway: the
+    body-based router sends a request for that model to that scheduler (D4), and with no such endpoint there is
+    nothing behind it."""
+    if not _scheduler_models_knowable(cfg):
+        return
+    for j, model, served in _scheduler_gaps(cfg):
+        yield ConfigIssue(
+            join_path("gateway", "spec", "schedulers", j, "modelName"),
+            f"{model!r} is served by no endpoint of this stack that opts into the gateway; served: "
+            f"{', '.join(served) or 'none (no endpoint sets spec.inferenceGateway.enabled)'}",
+        )
+
+
+@advisory_check
+def _scheduler_model_elsewhere(cfg: StackConfig) -> Iterator[ConfigAdvisory]:
+    """On an adopted cluster (or with a JumpStartModel behind the gateway) the model may be served by something
+    this stack does not describe: not checked offline."""
+    if _scheduler_models_knowable(cfg):
+        return
+    for j, model, _ in _scheduler_gaps(cfg):
+        yield ConfigAdvisory(
+            join_path("gateway", "spec", "schedulers", j, "modelName"),
+            f"{model!r} is served by no endpoint of this stack; it may be a model another stack runs on the adopted "
+            "cluster, or a JumpStartModel's served name",
+            "scheduler-model-served",
+            "the cluster: `kubectl get inferenceendpointconfigs,jumpstartmodels -A` (spec.modelName)",
+        )

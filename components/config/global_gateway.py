@@ -13,7 +13,7 @@ before the gateway, its role or its policy is registered. The rules themselves l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -150,11 +150,14 @@ def _static_checks(cfg: GlobalStackConfig) -> list[ConfigIssue]:
     return issues
 
 
-def parse_global_config(values: Mapping[str, Any], *, stack: str, region: str | None) -> GlobalStackConfig:
-    """Validate a global stack's decoded config (keys without the project prefix); raises ConfigError."""
+def parse_global_config(
+    values: Mapping[str, Any], *, stack: str, region: str | None, outside: Iterable[ConfigIssue] = ()
+) -> GlobalStackConfig:
+    """Validate a global stack's decoded config (keys without the project prefix); raises ConfigError.
+    ``outside`` are problems already found with the keys of other namespaces (reported with the rest)."""
     from .loader import ConfigError
 
-    issues: list[ConfigIssue] = []
+    issues: list[ConfigIssue] = list(outside)
     for key in values:
         if key not in GLOBAL_CONFIG_KEYS:
             issues.append(
@@ -252,12 +255,3 @@ def global_stack_schema() -> dict[str, Any]:
     }
     required = ["aws:region", *(f"{PROJECT}:{k}" for k in model.get("required", []) if k in GLOBAL_CONFIG_KEYS)]
     return stack_file_schema(f"{PROJECT} global stack file", props, required, defs)
-
-
-def write_global_schema() -> Path:
-    """Regenerate ``stacks/global.schema.json``: ``python -c "from components.config.global_gateway import
-    write_global_schema; write_global_schema()"``."""
-    import json
-
-    GLOBAL_SCHEMA_PATH.write_text(json.dumps(global_stack_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    return GLOBAL_SCHEMA_PATH

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
 
-from .base import ConfigIssue, Model
-from .checks import cross_check
+from .base import ConfigAdvisory, ConfigIssue, Model
+from .checks import advisory_check, cross_check
 from .endpoints import EndpointConfig, endpoint_port, intelligent_routing
 
 if TYPE_CHECKING:
@@ -499,3 +499,34 @@ def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
 
 
 cross_check(_ingress_checks)
+
+
+@advisory_check
+def _guessed_services(cfg: StackConfig) -> Iterable[ConfigAdvisory]:
+    """Outside prod a route may leave the bound Service to the defaults, which no source confirms (see
+    ``OPERATOR_NAMESPACE`` above): the binding then targets a guess, known only once the endpoint is deployed."""
+    if cfg.is_prod or not cfg.ingress.enabled:
+        return
+    by_name = {e.name: e for e in cfg.endpoints}
+    for i, route in enumerate(cfg.ingress.routes):
+        endpoint = by_name.get(route.endpoint)
+        if endpoint is None:
+            continue
+        target = service_target(route, endpoint)
+        checked_by = f"the cluster, after the endpoint's first deploy: `kubectl get svc -n {target.namespace}`"
+        if target.router and not target.port_configured:
+            yield ConfigAdvisory(
+                f"ingress.routes[{i}].servicePort",
+                f"the port of the router Service {target.namespace}/{target.name} is not documented; the binding "
+                f"guesses {target.port} (the worker's containerPort)",
+                "ingress-service-known",
+                checked_by,
+            )
+        if not target.router and not (target.name_configured and target.port_configured):
+            yield ConfigAdvisory(
+                f"ingress.routes[{i}].serviceName",
+                f"no source names the Service the operator creates for endpoint {endpoint.name!r}; the binding guesses "
+                f"{target.namespace}/{target.name}:{target.port}",
+                "ingress-service-known",
+                checked_by,
+            )

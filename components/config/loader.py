@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pulumi
@@ -20,6 +20,7 @@ from .base import PROJECT, ConfigIssue, join_path
 from .checks import run_checks
 from .global_gateway import GlobalStackConfig, parse_global_config
 from .stack import CONFIG_KEYS, StackConfig
+from .stackfile import config_from_mapping, config_key_problem
 
 # Keys whose values must arrive as Pulumi secrets, with the top-level key that carries them.
 SECRET_PATHS: dict[str, tuple[str, ...]] = {
@@ -57,32 +58,59 @@ def decode_config_value(value: Any) -> Any:
     return value
 
 
-def load_stack_config() -> StackConfig:
-    """Validate the running stack's ``hyperpod-inference:*`` config (raises :class:`ConfigError`)."""
-    everything = _all_runtime_config()
+def namespace_issues(keys: Iterable[str]) -> list[ConfigIssue]:
+    """Config keys nothing reads (no namespace, an unknown or misspelt namespace, a provider key that provider does
+    not have): the rule of ``stackfile.config_key_problem``, here for the config the engine passes the program."""
+    return [ConfigIssue(str(key), problem) for key in keys if (problem := config_key_problem(key)) is not None]
+
+
+def parse_config(
+    everything: Mapping[str, Any], *, stack: str, secret_keys: Iterable[str] = ()
+) -> StackConfig | GlobalStackConfig:
+    """The validated config of a stack from all its config keys (``{"ns:key": value}``, values as the runtime gives
+    them), by its role: ``hyperpod-inference:role: global`` is a global stack. Raises :class:`ConfigError`."""
     prefix = f"{PROJECT}:"
+    stray = namespace_issues(everything)
     values = {k[len(prefix) :]: decode_config_value(v) for k, v in everything.items() if k.startswith(prefix)}
-    secret = {k for k in values if runtime_config.is_config_secret(prefix + k)}
     region = everything.get("aws:region")
-    return parse_stack_config(values, stack=pulumi.get_stack(), region=region, secret_keys=secret)
+    if values.get("role") == "global":
+        return parse_global_config(values, stack=stack, region=region, outside=stray)
+    secret = {k[len(prefix) :] for k in secret_keys if k.startswith(prefix)}
+    return parse_stack_config(values, stack=stack, region=region, secret_keys=secret, outside=stray)
+
+
+def parse_stack_mapping(stack: str, mapping: Mapping[str, Any]) -> StackConfig | GlobalStackConfig:
+    """A stack file's ``config:`` mapping (``stackfile.load_stack_file``) validated exactly as the program does."""
+    config, secrets = config_from_mapping(dict(mapping))
+    return parse_config(config, stack=stack, secret_keys=secrets)
+
+
+def load_stack_config() -> StackConfig:
+    """Validate the running stack's config, a regional stack (raises :class:`ConfigError`)."""
+    cfg = load_program_config()
+    if not isinstance(cfg, StackConfig):
+        raise ConfigError([ConfigIssue("role", "this is a global stack (role: global), not a regional one")])
+    return cfg
 
 
 def load_program_config() -> StackConfig | GlobalStackConfig:
     """The running stack's config, by its role: ``hyperpod-inference:role: global`` is a global stack."""
     everything = _all_runtime_config()
-    if decode_config_value(everything.get(f"{PROJECT}:role")) == "global":
-        values = {
-            k[len(PROJECT) + 1 :]: decode_config_value(v) for k, v in everything.items() if k.startswith(f"{PROJECT}:")
-        }
-        return parse_global_config(values, stack=pulumi.get_stack(), region=everything.get("aws:region"))
-    return load_stack_config()
+    secret = [k for k in everything if runtime_config.is_config_secret(k)]
+    return parse_config(everything, stack=pulumi.get_stack(), secret_keys=secret)
 
 
 def parse_stack_config(
-    values: dict[str, Any], *, stack: str, region: str | None, secret_keys: set[str] | frozenset[str] = frozenset()
+    values: dict[str, Any],
+    *,
+    stack: str,
+    region: str | None,
+    secret_keys: set[str] | frozenset[str] = frozenset(),
+    outside: Iterable[ConfigIssue] = (),
 ) -> StackConfig:
-    """Validate decoded config values (keys without the project prefix)."""
-    issues: list[ConfigIssue] = []
+    """Validate decoded config values (keys without the project prefix); ``outside`` are problems already found
+    with the keys of other namespaces (reported with the rest)."""
+    issues: list[ConfigIssue] = list(outside)
     if values.get("role") == "regional":  # the default role, written out
         values = {k: v for k, v in values.items() if k != "role"}
     for key in values:

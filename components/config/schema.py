@@ -1,8 +1,11 @@
 """JSON Schema for ``stacks/Pulumi.<stack>.yaml``, generated from the pydantic contract.
 
 Editors with the YAML language server autocomplete and check stack files against ``stacks/schema.json``
-(each reference stack names it in a ``yaml-language-server`` comment). A test keeps the file current;
-regenerate it with ``python -m components.config.schema``.
+(each reference stack names it in a ``yaml-language-server`` comment). A test keeps the files current:
+
+    python -m components.config.schema            # print the regional schema (writes nothing)
+    python -m components.config.schema --write    # regenerate stacks/schema.json and stacks/global.schema.json
+    python -m components.config.schema --check    # exit 1 when either file is out of date
 """
 
 from __future__ import annotations
@@ -79,10 +82,37 @@ def stack_config_schema() -> dict[str, Any]:
     return stack_file_schema(f"{PROJECT} stack file", props, required, defs)
 
 
-def main() -> None:
-    SCHEMA_PATH.write_text(json.dumps(stack_config_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {SCHEMA_PATH}")
+def _rendered() -> dict[Path, str]:
+    from .global_gateway import GLOBAL_SCHEMA_PATH, global_stack_schema
+
+    return {
+        SCHEMA_PATH: json.dumps(stack_config_schema(), indent=2, sort_keys=True) + "\n",
+        GLOBAL_SCHEMA_PATH: json.dumps(global_stack_schema(), indent=2, sort_keys=True) + "\n",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m components.config.schema", description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="rewrite stacks/schema.json and stacks/global.schema.json")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a schema file is out of date")
+    args = parser.parse_args(argv)
+    files = _rendered()
+    if args.write:
+        for path, text in files.items():
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+        return 0
+    if args.check:
+        stale = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+        for path in stale:
+            print(f"{path} is out of date; run `python -m components.config.schema --write`")
+        return 1 if stale else 0
+    print(files[SCHEMA_PATH], end="")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

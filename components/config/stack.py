@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Literal
 
 from pydantic import Field
 
+from policies import aws_names
+
 from . import capacity as _capacity  # noqa: F401 - registers the scheduling-feasibility cross-check
-from .base import Model
+from .base import ConfigIssue, Model, join_path
+from .checks import cross_check
 from .cluster import ClusterConfig
 from .endpoints import EndpointConfig
 from .gateway import GatewayConfig
@@ -57,14 +61,18 @@ class StackConfig(Model):
         return self.environment == "prod"
 
     @property
-    def common_tags(self) -> dict[str, str]:
-        """Tags every taggable AWS resource of the stack carries."""
+    def stack_tags(self) -> dict[str, str]:
+        """The tags the stack itself adds to every taggable AWS resource (they win over ``tags``)."""
         return {
-            **self.tags,
             "hyperpod-inference:stack": self.stack,
             "hyperpod-inference:environment": self.environment,
             "managed-by": "pulumi",
         }
+
+    @property
+    def common_tags(self) -> dict[str, str]:
+        """Tags every taggable AWS resource of the stack carries."""
+        return {**self.tags, **self.stack_tags}
 
     @property
     def name_prefix(self) -> str:
@@ -76,3 +84,12 @@ class StackConfig(Model):
 CONFIG_KEYS: tuple[str, ...] = tuple(
     (f.alias or n) for n, f in StackConfig.model_fields.items() if n not in ("stack", "region")
 )
+
+
+@cross_check
+def _tags_follow_aws_rules(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """``tags`` go on every taggable AWS resource: AWS's tag rules apply (no ``aws:`` prefix, lengths, characters,
+    at most 50 with the stack's own), and a key the stack sets itself would be overwritten silently
+    (``policies/aws_names.py``: Tag Editor user guide, "Tag naming limits and requirements")."""
+    for key, problem in aws_names.tag_problems(cfg.tags, cfg.stack_tags):
+        yield ConfigIssue(join_path("tags", key) if key else "tags", f"{problem} ({aws_names.TAG_RULES})")

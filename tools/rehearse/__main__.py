@@ -1,8 +1,12 @@
 """Deploy rehearsal CLI: run the program for a stack under mocks and rehearse its create or destroy.
 
-    python -m tools.rehearse --stack X [--stack-file FILE] [--json] [--destroy]
+    python -m tools.rehearse --stack X [--stack-file FILE] [--json] [--destroy] [--member-outputs FILE]
 
-Exit codes: 0 converges, 1 at least one finding, 2 config error.
+Prints the rehearsal, then what cannot be checked offline (:mod:`tools.advisories`); ``--json`` carries both
+(``advisories``). A global stack's members come from ``--member-outputs FILE``, their stack files or mock
+values, and the rehearsal says when mock values were used (:mod:`tools.member_outputs`).
+
+Exit codes: 0 converges, 1 at least one finding, 2 config error or unusable input (``file:line``, no traceback).
 """
 
 from __future__ import annotations
@@ -12,43 +16,67 @@ import gc
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from components.config.stackfile import load_stack_file, stack_path
+from components.config import StackConfig
+from components.config.loader import parse_stack_mapping
+from components.config.stackfile import StackFileError, load_stack_file
+from tools import cli, member_outputs
+from tools.advisories import advisories_of, advisory_report
 from tools.console import make_console
 from tools.harness import run_stack
 from tools.rehearse import EXIT_CONFIG, rehearse
+
+
+def _config_error(stack: str, issues: list[str], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"stack": stack, "configErrors": issues}, indent=2))
+    else:
+        make_console().print(f"[bold red]config error[/] in stack {stack}:")
+        for issue in issues:
+            make_console().print(f"  {issue}", markup=False)
+    return EXIT_CONFIG
 
 
 def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()  # as tools.preview: the SDK's long-lived objects need no re-scanning
     parser = argparse.ArgumentParser(prog="python -m tools.rehearse", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stack", required=True, help="stack name: stacks/Pulumi.<stack>.yaml")
-    parser.add_argument("--stack-file", type=Path, help="read the config from this file instead")
+    cli.add_stack_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--destroy", action="store_true", help="rehearse pulumi destroy (the reverse walk)")
+    parser.add_argument(
+        member_outputs.FLAG,
+        type=Path,
+        metavar="FILE",
+        help='a global stack\'s members: JSON {"<member stack>": <its globalGatewayMember>}',
+    )
     args = parser.parse_args(argv)
     console = make_console()
-    path = args.stack_file or stack_path(args.stack)
-    if not path.exists():
-        console.print(f"[red]no stack file {path}[/]")
-        return EXIT_CONFIG
-    mapping = load_stack_file(path)
-    run = run_stack(args.stack, mapping)
+    try:
+        mapping = load_stack_file(cli.stack_file(args.stack, args.stack_file))
+        members = member_outputs.for_stack(args.stack, mapping, args.member_outputs)
+    except (StackFileError, cli.InputError) as err:
+        return _config_error(args.stack, cli.input_problems(err), args.json)
+    run = run_stack(args.stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
+    notice = member_outputs.notice(members) if members else None
     if run.config_error is not None:
-        issues = [i.render() for i in run.config_error.issues]
-        if args.json:
-            print(json.dumps({"stack": args.stack, "configErrors": issues}, indent=2))
-        else:
-            console.print(f"[bold red]config error[/] in stack {args.stack}:")
-            for issue in issues:
-                console.print(f"  {issue}", markup=False)
-        return EXIT_CONFIG
+        return _config_error(
+            args.stack, [i.render() for i in run.config_error.issues] + ([notice] if notice else []), args.json
+        )
     result = rehearse(run, mapping=mapping, destroy=args.destroy)
+    cfg = parse_stack_mapping(args.stack, mapping)
+    advisories = advisory_report(advisories_of(cfg) if isinstance(cfg, StackConfig) else [])
     if args.json:
-        print(json.dumps(result.to_json(), indent=2, default=str))
+        data: dict[str, Any] = {**result.to_json(), "advisories": advisories.data}
+        if members:
+            data["memberOutputs"] = [{"stack": m.stack, "source": m.source, "mock": m.mock} for m in members]
+        print(json.dumps(data, indent=2, default=str))
     else:
+        if notice:
+            console.print(notice, style="bold yellow", soft_wrap=True, markup=False)
         console.print(result)
+        console.print(advisories.renderable)
     return result.exit_code
 
 

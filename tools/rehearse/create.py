@@ -639,3 +639,9 @@ def simulate_create(
         "entries": ctx.entries,
         "context": ctx,
     }
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.rehearse.create", "python -m tools.rehearse --stack <name>")

@@ -144,3 +144,9 @@ def simulate_destroy(graph: CompleteGraph, readiness: Readiness, *, is_prod: boo
                         source=wait.source,
                     )
     return DestroyResult(out.all(), waves, protected, notes)
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.rehearse.destroy", "python -m tools.rehearse --stack <name> --destroy")

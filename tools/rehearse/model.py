@@ -224,3 +224,9 @@ class CompleteGraph:
 
     def customs(self) -> list[Registration]:
         return [self.nodes[u] for u in self.order]
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.rehearse.model", "python -m tools.rehearse --stack <name>")

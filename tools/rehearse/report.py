@@ -183,3 +183,9 @@ class Rehearsal:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield Group(*self._sections())
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.rehearse.report", "python -m tools.rehearse --stack <name>")

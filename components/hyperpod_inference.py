@@ -104,6 +104,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 alb_mode=cfg.operator.load_balancer_controller.mode,
                 keda_mode=cfg.operator.keda.mode,
                 gateway_enabled=cfg.gateway.enabled,
+                gated_model_namespaces=[e.namespace for e in cfg.endpoints],
                 protect_bucket=cfg.is_prod,
                 tags=cfg.common_tags,
             ),

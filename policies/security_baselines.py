@@ -13,6 +13,7 @@ table (prod = the level in code; ``config.<env>.json`` carries the same levels);
 | s3-bucket-access-logging | S3.9 | mandatory | advisory |
 | s3-bucket-lifecycle-rules | S3.13 | mandatory | advisory |
 | elasticache-automatic-backups | ElastiCache.1 | waived (disabled) | waived (disabled) |
+| alb-tls-policy-recommended | ELB.17 | mandatory | advisory |
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .graph import BUCKETS, REPLICATION_GROUP, as_list, depends_on, get, of_type, truthy
+from .graph import BUCKETS, LISTENERS, REPLICATION_GROUP, as_list, depends_on, get, of_type, truthy
 
 MANDATORY = EnforcementLevel.MANDATORY
 
@@ -259,6 +260,56 @@ elasticache_automatic_backups = ResourceValidationPolicy(
     severity=Severity.LOW,
 )
 
+# --- alb-tls-policy-recommended (ELB.17) ---------------------------------------------------------------
+
+# FSBP ELB.17's `sslPolicies` parameter ("not customizable"), AWS Security Hub user guide, elb-controls.md#elb-17
+# (current copy). An older copy of the page also listed ELBSecurityPolicy-TLS13-1-2-2021-06 and
+# ELBSecurityPolicy-TLS13-1-2-FIPS-2023-04; the current one does not, so a listener on those now fails ELB.17.
+ELB17_POLICIES: tuple[str, ...] = (
+    "ELBSecurityPolicy-TLS13-1-3-2021-06",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
+    "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
+    "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-2023-04",
+    "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-PQ-2025-09",
+)
+# What ELB uses when an HTTPS listener is created without a policy through the API, CloudFormation or the CDK
+# (Elastic Load Balancing user guide, "Security policies for your Application Load Balancer", Considerations).
+ELB_API_DEFAULT_POLICY = "ELBSecurityPolicy-2016-08"
+ALB_TLS_POLICY_RECOMMENDED = "alb-tls-policy-recommended"
+
+
+def elb17_violation(ssl_policy: str | None) -> str | None:
+    """Why ``ssl_policy`` on an HTTPS/TLS listener fails FSBP ELB.17, or None (shared with the config check)."""
+    if ssl_policy in ELB17_POLICIES:
+        return None
+    shown = ssl_policy or f"none set (ELB then uses {ELB_API_DEFAULT_POLICY})"
+    return f"security policy {shown} is not one FSBP ELB.17 recommends; use one of {', '.join(ELB17_POLICIES)}"
+
+
+def _alb_tls_policy_recommended(args: StackValidationArgs, report: ReportViolation) -> None:
+    for listener in of_type(args, *LISTENERS):
+        if str(get(listener.props, "protocol", default="")).upper() not in ("HTTPS", "TLS"):
+            continue
+        policy = get(listener.props, "sslPolicy")
+        message = elb17_violation(str(policy) if policy else None)
+        if message:
+            report(f"{str(get(listener.props, 'protocol')).upper()} listener: {message}", listener.urn)
+
+
+alb_tls_policy_recommended = StackValidationPolicy(
+    name=ALB_TLS_POLICY_RECOMMENDED,
+    description="FSBP ELB.17: HTTPS (ALB) and TLS (NLB) listeners must use a recommended security policy "
+    "(TLS 1.3-only, or TLS 1.2+ restricted ciphers: ELBSecurityPolicy-TLS13-1-2-Res-2021-06 and its FIPS/PQ "
+    "variants). AWS docs: Security Hub elb-controls (ELB.17, elbv2-predefined-security-policy-ssl-check); Elastic "
+    "Load Balancing 'Security policies for your Application Load Balancer'.",
+    validate=_alb_tls_policy_recommended,
+    enforcement_level=MANDATORY,
+    severity=Severity.MEDIUM,
+)
+
 SECURITY_BASELINE_POLICIES = [
     alb_waf_attached,
     vpc_flow_logs_enabled,
@@ -266,6 +317,7 @@ SECURITY_BASELINE_POLICIES = [
     s3_bucket_access_logging,
     s3_bucket_lifecycle_rules,
     elasticache_automatic_backups,
+    alb_tls_policy_recommended,
 ]
 
 # The one table of levels per environment (the config files must say the same; a test checks).
@@ -277,6 +329,7 @@ LEVELS: dict[str, dict[str, str]] = {
     "s3-bucket-access-logging": _STRICT_IN_PROD,
     "s3-bucket-lifecycle-rules": _STRICT_IN_PROD,
     "elasticache-automatic-backups": {"prod": "disabled", "staging": "disabled", "dev": "disabled"},
+    ALB_TLS_POLICY_RECOMMENDED: _STRICT_IN_PROD,
 }
 FSBP_CONTROLS: dict[str, str] = {
     "alb-waf-attached": "ELB.16",
@@ -285,6 +338,7 @@ FSBP_CONTROLS: dict[str, str] = {
     "s3-bucket-access-logging": "S3.9",
     "s3-bucket-lifecycle-rules": "S3.13",
     "elasticache-automatic-backups": "ElastiCache.1",
+    ALB_TLS_POLICY_RECOMMENDED: "ELB.17",
 }
 WAIVERS: dict[str, str] = {
     "elasticache-automatic-backups": ELASTICACHE_WAIVER,

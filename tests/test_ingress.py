@@ -51,7 +51,8 @@ def prod(stack_runs) -> StackRun:
 def test_https_listener_authenticates_then_forwards(prod: StackRun) -> None:
     https = inputs(prod, LISTENER, "front-door-https")
     assert (https["port"], https["protocol"]) == (443, "HTTPS")
-    assert https["sslPolicy"] == DEFAULT_TLS_POLICY == "ELBSecurityPolicy-TLS13-1-2-2021-06"
+    # FSBP ELB.17 recommends TLS13-1-2-Res (restricted ciphers), not TLS13-1-2-2021-06 (the old default)
+    assert https["sslPolicy"] == DEFAULT_TLS_POLICY == "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
     actions = https["defaultActions"]
     assert [a["type"] for a in actions] == ["authenticate-oidc", "forward"]
     assert [a["order"] for a in actions] == [1, 2]
@@ -360,6 +361,11 @@ def _drop(path: list[Any]) -> Any:
             _set(["sslPolicy"], "ELBSecurityPolicy-2016-08"),
             "hyperpod-inference:ingress.sslPolicy: 'ELBSecurityPolicy-2016-08' is not a TLS 1.2+",
         ),
+        (
+            _set(["sslPolicy"], "ELBSecurityPolicy-TLS13-1-2-2021-06"),
+            "hyperpod-inference:ingress.sslPolicy: prod: security policy ELBSecurityPolicy-TLS13-1-2-2021-06 is not "
+            "one FSBP ELB.17 recommends; use one of ELBSecurityPolicy-TLS13-1-3-2021-06, ",
+        ),
         (_drop(["hostedZoneName"]), "hyperpod-inference:ingress.hostedZoneName: required when ingress is enabled"),
         (_drop(["allowedCidrs"]), "hyperpod-inference:ingress.allowedCidrs: required for an internet-facing ALB"),
         (_drop(["oidc"]), "hyperpod-inference:ingress.oidc: required when authentication is oidc"),
@@ -379,6 +385,7 @@ def _drop(path: list[Any]) -> Any:
         "route-host-outside-zone",
         "unknown-endpoint",
         "tls10-policy",
+        "elb17-not-recommended-in-prod",
         "no-zone-name",
         "internet-facing-without-cidrs",
         "oidc-missing",

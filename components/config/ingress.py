@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
 
+from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICIES, elb17_violation
+
 from .base import ConfigIssue, Model
 from .checks import cross_check
 from .endpoints import EndpointConfig, endpoint_port, intelligent_routing
@@ -28,23 +30,31 @@ if TYPE_CHECKING:
     from .stack import StackConfig
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
-# Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide.
-TLS12_PLUS_POLICIES: tuple[str, ...] = (
-    "ELBSecurityPolicy-TLS13-1-2-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-Ext1-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-Ext2-2021-06",
-    "ELBSecurityPolicy-TLS13-1-3-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-FIPS-2023-04",
-    "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-2023-04",
-    "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
-    "ELBSecurityPolicy-TLS-1-2-2017-01",
-    "ELBSecurityPolicy-TLS-1-2-Ext-2018-06",
-    "ELBSecurityPolicy-FS-1-2-2019-08",
-    "ELBSecurityPolicy-FS-1-2-Res-2019-08",
-    "ELBSecurityPolicy-FS-1-2-Res-2020-10",
+# Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide; the
+# post-quantum (PQ) ones are those FSBP ELB.17 names (policies/security_baselines.py ELB17_POLICIES).
+TLS12_PLUS_POLICIES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (
+            "ELBSecurityPolicy-TLS13-1-2-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-Ext1-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-Ext2-2021-06",
+            "ELBSecurityPolicy-TLS13-1-3-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-FIPS-2023-04",
+            "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-2023-04",
+            "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
+            "ELBSecurityPolicy-TLS-1-2-2017-01",
+            "ELBSecurityPolicy-TLS-1-2-Ext-2018-06",
+            "ELBSecurityPolicy-FS-1-2-2019-08",
+            "ELBSecurityPolicy-FS-1-2-Res-2019-08",
+            "ELBSecurityPolicy-FS-1-2-Res-2020-10",
+            *ELB17_POLICIES,
+        )
+    )
 )
-DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+# TLS 1.3 and TLS 1.2 with restricted ciphers: one FSBP ELB.17 recommends (ELBSecurityPolicy-TLS13-1-2-2021-06,
+# the default before, is no longer on that list). Prod must use an ELB.17 policy (rule alb-tls-policy-recommended).
+DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
 
 # What the ALB targets per endpoint (TargetGroupBinding ``serviceRef``; the binding lives in the Service's
 # namespace because ``serviceRef`` has only name and port: kubernetes-sigs/aws-load-balancer-controller@ac0e1ffc
@@ -291,7 +301,7 @@ class IngressConfig(Model):
     )
     ssl_policy: str = Field(
         default=DEFAULT_TLS_POLICY,
-        description="ELB security policy of the HTTPS listener (TLS 1.2+ only).",
+        description="ELB security policy of the HTTPS listener (TLS 1.2+ only; prod: one FSBP ELB.17 recommends).",
         json_schema_extra={"enum": list(TLS12_PLUS_POLICIES)},
     )
     idle_timeout: int = Field(
@@ -388,6 +398,10 @@ def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     if ing.authentication == "cognito" and ing.cognito is None:
         yield ConfigIssue("ingress.cognito", "required when authentication is cognito (userPoolArn, clientId, domain)")
 
+    if cfg.is_prod:
+        message = elb17_violation(ing.ssl_policy)
+        if message:
+            yield ConfigIssue("ingress.sslPolicy", f"prod: {message} [{ALB_TLS_POLICY_RECOMMENDED}]")
     if ing.domain_name is None:
         yield ConfigIssue("ingress.domainName", "required when ingress is enabled (the alias record's name)")
     if ing.hosted_zone_id is None:

@@ -20,6 +20,7 @@ from .config import StackConfig
 from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
 from .config.observability import access_log_retention, flow_log_retention
+from .config.vpc_endpoints import interface_endpoint_services
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
@@ -76,6 +77,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 eks_cluster_name=f"{cfg.name_prefix}-eks",
                 flow_logs=cfg.observability.vpc_flow_logs,
                 flow_log_retention_days=flow_log_retention(cfg),
+                interface_endpoint_services=interface_endpoint_services(cfg),
                 tags=cfg.common_tags,
             ),
             opts=child,

@@ -16,7 +16,7 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
 
@@ -147,6 +147,15 @@ class RouteConfig(Model):
         ge=1,
         le=65535,
         description="Service port. Default: worker.modelInvocationPort.containerPort (a guess; required in prod).",
+    )
+    target_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="The port the bound Service's pods listen on (its targetPort): the ALB's health checks and "
+        "traffic go there. Default: worker.modelInvocationPort.containerPort for worker targets; unknown for the "
+        "router (no source names it: the ALB may then reach, and the binding opens, every TCP port; required in "
+        "prod for router targets).",
     )
 
     @property
@@ -341,7 +350,11 @@ class IngressConfig(Model):
 
 @dataclass(frozen=True)
 class ServiceTarget:
-    """The Kubernetes Service a route's target group is bound to, and whether each part is configured."""
+    """The Kubernetes Service a route's target group is bound to, and whether each part is configured.
+
+    ``pod_port`` is the port the Service's pods listen on — what the LB controller registers for ``ip`` targets
+    and where the ALB's ``traffic-port`` health checks go — or None when no source and no config names it.
+    """
 
     namespace: str
     name: str
@@ -349,6 +362,29 @@ class ServiceTarget:
     router: bool
     name_configured: bool
     port_configured: bool
+    pod_port: int | None = None
+
+
+# When a TargetGroupBinding's networking rule names no port, the LB controller opens 0-65535 TCP from the ALB's
+# security group on the pods' (kubernetes-sigs/aws-load-balancer-controller@225f4456
+# pkg/networking/networking_manager.go:436-451; CRD: "if port is unspecified, it defaults to all ports").
+ALL_TCP: tuple[int, int] = (0, 65535)
+
+
+def target_port_range(target: ServiceTarget) -> tuple[int, int]:
+    """The TCP ports the ALB must reach on the target's pods: its pod port, else every port (ALL_TCP).
+
+    One rule for both sides: the ALB security group's egress (components/ingress.py) and the binding's
+    networking rule (:func:`binding_ports`) open the same range, so health checks and traffic pass both.
+    """
+    return (target.pod_port, target.pod_port) if target.pod_port is not None else ALL_TCP
+
+
+def binding_ports(target: ServiceTarget) -> list[dict[str, Any]]:
+    """``spec.networking.ingress[].ports`` of the binding (required by the CRD): the pod port, or all TCP ports."""
+    if target.pod_port is None:
+        return [{"protocol": "TCP"}]
+    return [{"protocol": "TCP", "port": target.pod_port}]
 
 
 def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarget:
@@ -367,6 +403,9 @@ def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarge
         router=router,
         name_configured=route.service_name is not None,
         port_configured=route.service_port is not None,
+        # The worker Service targets the container port (CRD: modelInvocationPort "will be referred to by the Load
+        # Balancer Service"); the router's pod port is not published anywhere.
+        pod_port=route.target_port if route.target_port is not None else (None if router else endpoint_port(endpoint)),
     )
 
 
@@ -493,6 +532,14 @@ def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                     f"required in prod: no source names the Service the operator creates for endpoint "
                     f"{endpoint.name!r} (intelligent routing off); set it from `kubectl get svc -n {endpoint.namespace}`",
                 )
+            if target.router and route.target_port is None:
+                yield ConfigIssue(
+                    f"ingress.routes[{i}].targetPort",
+                    f"required in prod for router targets: no source names the port the router pods behind "
+                    f"{target.name} listen on, and without it the ALB security group must allow every TCP port into "
+                    f"the VPC; set it from `kubectl get svc -n {target.namespace} {target.name} "
+                    "-o jsonpath='{.spec.ports[*].targetPort}'`",
+                )
             if not target.port_configured:
                 what = f"the router Service {target.name}" if target.router else "that Service"
                 yield ConfigIssue(
@@ -501,14 +548,14 @@ def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                     f"set it from `kubectl get svc -n {target.namespace}`",
                 )
     # One endpoint is one target group: its Service binding must not differ between routes.
-    bindings: dict[str, tuple[str | None, int | None, str | None]] = {}
+    bindings: dict[str, tuple[str | None, int | None, str | None, int | None]] = {}
     for i, route in enumerate(ing.routes):
-        binding = (route.service_name, route.service_port, route.service_namespace)
+        binding = (route.service_name, route.service_port, route.service_namespace, route.target_port)
         if bindings.setdefault(route.endpoint, binding) != binding:
             yield ConfigIssue(
                 f"ingress.routes[{i}]",
-                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort/serviceNamespace "
-                "than an earlier route",
+                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort/serviceNamespace/"
+                "targetPort than an earlier route",
             )
 
 

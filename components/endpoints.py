@@ -21,7 +21,7 @@ without Outputs; the component only resolves the owned values and registers the 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +102,16 @@ class InferenceEndpointsArgs:
     gateway: pulumi.Resource | None = field(
         default=None, metadata={"doc": "The InferenceGateway; endpoints that opt in are created after it."}
     )
+    gateway_factory: Callable[[Mapping[str, k8s.core.v1.Namespace]], pulumi.Resource] | None = field(
+        default=None,
+        metadata={
+            "doc": "Builds the InferenceGateway once the Namespaces exist (it lives in its endpoints' namespace and "
+            "waits for it); used instead of ``gateway``."
+        },
+    )
+    extra_namespaces: Sequence[str] = field(
+        default=(), metadata={"doc": "Namespaces to create besides the endpoints' (the gateway's, when set apart)."}
+    )
 
 
 class InferenceEndpoints(pulumi.ComponentResource):
@@ -109,6 +119,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
 
     resources: dict[str, k8s.apiextensions.CustomResource]
     namespaces: dict[str, k8s.core.v1.Namespace]
+    gateway: pulumi.Resource | None
     names: dict[str, str]
 
     def __init__(self, name: str, args: InferenceEndpointsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -116,7 +127,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
         base = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
 
         self.namespaces = {}
-        for ns in dict.fromkeys(e.namespace for e in args.endpoints):
+        for ns in dict.fromkeys([*(e.namespace for e in args.endpoints), *args.extra_namespaces]):
             if ns in SYSTEM_NAMESPACES:
                 continue
             self.namespaces[ns] = k8s.core.v1.Namespace(
@@ -127,6 +138,8 @@ class InferenceEndpoints(pulumi.ComponentResource):
                 opts=base,
             )
 
+        gateway = args.gateway_factory(self.namespaces) if args.gateway_factory is not None else args.gateway
+        self.gateway = gateway
         self.resources = {}
         for endpoint in args.endpoints:
             needs_redis = wants_stack_redis(endpoint)
@@ -146,8 +159,8 @@ class InferenceEndpoints(pulumi.ComponentResource):
             depends: list[pulumi.Resource] = list(args.depends_on)
             if endpoint.namespace in self.namespaces:
                 depends.append(self.namespaces[endpoint.namespace])
-            if args.gateway is not None and opts_into_gateway(endpoint):
-                depends.append(args.gateway)
+            if gateway is not None and opts_into_gateway(endpoint):
+                depends.append(gateway)
             self.resources[endpoint.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{endpoint.namespace}-{endpoint.name}",
                 api_version=API_VERSION,

@@ -9,6 +9,7 @@ exports :attr:`HyperPodInference.exports`; another Pulumi program can do the sam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ import pulumi_aws as aws
 
 from .access_logs import AccessLogBucket, AccessLogBucketArgs
 from .config import StackConfig
+from .config.gateway import gateway_namespace
 from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
 from .config.observability import access_log_retention, flow_log_retention
@@ -180,16 +182,23 @@ class HyperPodInference(pulumi.ComponentResource):
         elif cfg.kv_cache.external_url is not None:
             # kvCache.redis.external: no ElastiCache; its URL (a Pulumi secret) is wired exactly like the stack's own.
             redis_url = pulumi.Output.secret(cfg.kv_cache.external_url)
-        inference_gateway = None
-        if cfg.gateway.enabled:
-            inference_gateway = InferenceGateway(
+        gateway_ns = gateway_namespace(cfg)
+
+        def make_gateway(namespaces: Mapping[str, pulumi.Resource]) -> InferenceGateway:
+            """The gateway in its endpoints' namespace, after that Namespace (built by InferenceEndpoints)."""
+            assert gateway_ns is not None  # config.gateway: a namespace is required when enabled
+            created = [namespaces[gateway_ns]] if gateway_ns in namespaces else []
+            return InferenceGateway(
                 "inference-gateway",
                 InferenceGatewayArgs(
-                    gateway=cfg.gateway, k8s_provider=eks.k8s_provider, depends_on=[inference_operator]
+                    gateway=cfg.gateway,
+                    namespace=gateway_ns,
+                    k8s_provider=eks.k8s_provider,
+                    depends_on=[inference_operator, *created],
                 ),
                 opts=child,
             )
-            self._export("inferenceGatewayName", inference_gateway.name)
+
         endpoints = InferenceEndpoints(
             "endpoints",
             InferenceEndpointsArgs(
@@ -199,10 +208,14 @@ class HyperPodInference(pulumi.ComponentResource):
                 redis_url=redis_url,
                 k8s_provider=eks.k8s_provider,
                 depends_on=[inference_operator],
-                gateway=inference_gateway,
+                gateway_factory=make_gateway if cfg.gateway.enabled else None,
+                extra_namespaces=[gateway_ns] if cfg.gateway.enabled and gateway_ns else [],
             ),
             opts=child,
         )
+        if isinstance(endpoints.gateway, InferenceGateway):
+            self._export("inferenceGatewayName", endpoints.gateway.name)
+            self._export("inferenceGatewayNamespace", endpoints.gateway.namespace)
 
         # --- ALB front door with OIDC ---
         front_door = None

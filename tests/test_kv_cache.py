@@ -67,7 +67,11 @@ InferenceEndpoints(
     ),
 )
 if cfg.gateway.enabled:
-    InferenceGateway("gateway", InferenceGatewayArgs(gateway=cfg.gateway, depends_on=[addon]))
+    from components.config.gateway import gateway_namespace
+
+    InferenceGateway(
+        "gateway", InferenceGatewayArgs(gateway=cfg.gateway, namespace=gateway_namespace(cfg), depends_on=[addon])
+    )
 """
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"

@@ -357,7 +357,7 @@ def _member_export(stack: str, region: str) -> dict[str, Any]:
     return {
         "gatewayEnabled": True,
         "name": "inference-gateway",
-        "namespace": "hyperpod-inference-system",
+        "namespace": "inference",  # the gateway sits with its endpoints (components/config/gateway.py)
         "region": region,
         "jwtRequired": True,
         "environment": "prod",

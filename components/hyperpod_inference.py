@@ -21,11 +21,12 @@ from .config import StackConfig
 from .config.gateway import gateway_namespace
 from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
+from .config.kvcache import split_redis_url
 from .config.observability import access_log_retention, flow_log_retention
 from .config.vpc_endpoints import interface_endpoint_services
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
 from .eks_cluster import EksCluster, EksClusterArgs
-from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
+from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
 from .existing_hyperpod_cluster import ExistingHyperPodCluster, ExistingHyperPodClusterArgs
 from .hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
@@ -159,7 +160,7 @@ class HyperPodInference(pulumi.ComponentResource):
 
         # --- serving layer: KV cache L2, inference gateway, endpoints ---
         kv_cache = None
-        redis_url: pulumi.Input[str] | None = None
+        redis: RedisConnection | None = None
         if cfg.kv_cache.creates_redis:
             if layer.node_security_group_id is None:  # unreachable: the config requires it (cluster.py)
                 raise ValueError("the Redis L2 cache needs the HyperPod nodes' security group")
@@ -176,12 +177,19 @@ class HyperPodInference(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            redis_url = kv_cache.connection_url
+            redis = RedisConnection(address=kv_cache.url, username=kv_cache.username, password=kv_cache.password)
             self._export("kvCacheUrl", kv_cache.url)
-            self._export("kvCacheAuthToken", kv_cache.auth_token)  # secret
+            if kv_cache.password is not None:
+                self._export("kvCacheUsername", kv_cache.username)
+                self._export("kvCachePassword", kv_cache.password)  # secret
         elif cfg.kv_cache.external_url is not None:
-            # kvCache.redis.external: no ElastiCache; its URL (a Pulumi secret) is wired exactly like the stack's own.
-            redis_url = pulumi.Output.secret(cfg.kv_cache.external_url)
+            # kvCache.redis.external: no ElastiCache. Its credentials (if the URL has any) go to the same Secret.
+            address, username, password = split_redis_url(cfg.kv_cache.external_url)
+            redis = RedisConnection(
+                address=address,
+                username=pulumi.Output.secret(username or ""),
+                password=pulumi.Output.secret(password) if password is not None else None,
+            )
         gateway_ns = gateway_namespace(cfg)
 
         def make_gateway(namespaces: Mapping[str, pulumi.Resource]) -> InferenceGateway:
@@ -205,7 +213,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 endpoints=cfg.endpoints,
                 tags=cfg.common_tags,
                 tls_bucket=operator_iam.tls_bucket_name,
-                redis_url=redis_url,
+                redis=redis,
                 k8s_provider=eks.k8s_provider,
                 depends_on=[inference_operator],
                 gateway_factory=make_gateway if cfg.gateway.enabled else None,

@@ -67,11 +67,10 @@ def test_prod_endpoints_wired_after_the_addon_with_the_tls_bucket(stack_runs: di
     assert sglang["inferenceGateway"] == {"enabled": True, "name": "inference-gateway"}
     assert "intelligentRoutingSpec" not in sglang and "kvCacheSpec" not in sglang
     assert crs["qwen-sglang"].inputs["metadata"]["labels"]["hyperpod-inference/engine"] == "sglang"
-    # Only the endpoint that asked for redis carries the (secret) URL.
-    assert SECRET_SIG in crs["llama-70b-kvaware"].inputs["spec"]
+    # Only the endpoint that asked for redis carries the URL, whose credentials are Secret references only.
     assert str(
         _spec(crs["llama-70b-kvaware"].inputs["spec"])["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"]
-    ).startswith("rediss://:")
+    ).startswith("rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@")
     namespaces = [
         r for r in run.registrations if r.type == "kubernetes:core/v1:Namespace" and r.name.startswith("endpoints-ns-")
     ]

@@ -238,7 +238,8 @@ def test_reference_prod_stack_is_clean_and_dev_only_advises_protection(stack_run
     prod = evaluate(POLICIES, stack_runs["prod"].registrations, "prod")
     assert [r.render() for r in prod] == []
     dev = evaluate(POLICIES, stack_runs["dev"].registrations, "dev")
-    assert {r.policy for r in dev} <= {"stateful-resources-protected"}
+    # interface VPC endpoints are off by default outside prod (billed per AZ-hour): advised, not required
+    assert {r.policy for r in dev} <= {"stateful-resources-protected", "vpc-interface-endpoints"}
     assert all(r.level == "advisory" for r in dev)
 
 

@@ -1,4 +1,4 @@
-"""RedisKvCache: encryption, network isolation, secrecy of the AUTH token, and where its URL goes.
+"""RedisKvCache: encryption, network isolation, its RBAC user and group, and how the URL and credentials reach LMCache.
 
 The components run inside a small program (``SERVING_PROGRAM``: the real Network, a stand-in node SG and
 add-on, then RedisKvCache, InferenceEndpoints and InferenceGateway exactly as ``__main__.py`` wires them)

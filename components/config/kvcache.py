@@ -2,8 +2,8 @@
 
 Three ways to give endpoints an L2 tier:
 
-* ``l2Backend: redis`` — the stack creates an ElastiCache (Valkey/Redis OSS) group and wires its URL (with the
-  AUTH token) into every endpoint that asks for ``l2CacheBackend: redis`` without a URL;
+* ``l2Backend: redis`` — the stack creates an ElastiCache (Valkey/Redis OSS) group and wires its URL (its RBAC
+  user's credentials by Secret reference, see the end of this module) into every endpoint that asks for ``l2CacheBackend: redis`` without a URL;
 * ``l2Backend: redis`` with ``redis.external.url`` — a Redis the stack does not create (your own ElastiCache,
   an in-cluster Redis, ...). The URL is a Pulumi secret (it may carry the AUTH token) and is wired into the
   same endpoints, exactly as the stack's own Redis; no ElastiCache resource is created;
@@ -176,7 +176,7 @@ def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
         if not redis.transit_encryption:
             yield ConfigIssue(
                 "kvCache.redis.transitEncryption",
-                "must be true in prod: KV blocks are derived from user prompts and the AUTH token needs TLS",
+                "must be true in prod: KV blocks are derived from user prompts and the Redis credentials need TLS",
             )
     for i, endpoint in enumerate(cfg.endpoints):
         spec = endpoint_spec(endpoint)

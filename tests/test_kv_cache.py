@@ -375,3 +375,21 @@ def test_real_program_admits_only_the_hyperpod_node_sg(stack_runs: dict[str, Sta
     ]
     assert run.outputs["kvCacheUrl"].startswith("rediss://master.hpi-prod-kv.")
     assert stack_runs["dev"].of_type(RG) == []
+
+
+def test_readiness_knows_every_new_serving_type(prod_serving: StackRun) -> None:
+    """Each type this layer added has its own readiness entry (not the generic fallbacks)."""
+    from policies.readiness import load_readiness
+
+    readiness = load_readiness()
+    expected = {
+        USER: "ElastiCache RBAC user",
+        USER_GROUP: "ElastiCache RBAC user group",
+        SECRET: "Secret (Redis credentials for LMCache)",
+        "kubernetes:rbac.authorization.k8s.io/v1:Role": "Role (endpoint viewer)",
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": "RoleBinding (endpoint viewers group)",
+    }
+    for typ, label in expected.items():
+        found = prod_serving.of_type(typ)
+        assert found, f"prod's serving program registers no {typ}"
+        assert readiness.entry_for(typ, found[0].inputs).label == label

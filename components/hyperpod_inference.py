@@ -9,6 +9,7 @@ exports :attr:`HyperPodInference.exports`; another Pulumi program can do the sam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +18,15 @@ import pulumi_aws as aws
 
 from .access_logs import AccessLogBucket, AccessLogBucketArgs
 from .config import StackConfig
+from .config.gateway import gateway_namespace
 from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
+from .config.kvcache import split_redis_url
 from .config.observability import access_log_retention, flow_log_retention
+from .config.vpc_endpoints import interface_endpoint_services
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
 from .eks_cluster import EksCluster, EksClusterArgs
-from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
+from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
 from .existing_hyperpod_cluster import ExistingHyperPodCluster, ExistingHyperPodClusterArgs
 from .hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
@@ -76,6 +80,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 eks_cluster_name=f"{cfg.name_prefix}-eks",
                 flow_logs=cfg.observability.vpc_flow_logs,
                 flow_log_retention_days=flow_log_retention(cfg),
+                interface_endpoint_services=interface_endpoint_services(cfg),
                 tags=cfg.common_tags,
             ),
             opts=child,
@@ -104,6 +109,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 alb_mode=cfg.operator.load_balancer_controller.mode,
                 keda_mode=cfg.operator.keda.mode,
                 gateway_enabled=cfg.gateway.enabled,
+                gated_model_namespaces=[e.namespace for e in cfg.endpoints],
                 protect_bucket=cfg.is_prod,
                 tags=cfg.common_tags,
             ),
@@ -154,7 +160,7 @@ class HyperPodInference(pulumi.ComponentResource):
 
         # --- serving layer: KV cache L2, inference gateway, endpoints ---
         kv_cache = None
-        redis_url: pulumi.Input[str] | None = None
+        redis: RedisConnection | None = None
         if cfg.kv_cache.creates_redis:
             if layer.node_security_group_id is None:  # unreachable: the config requires it (cluster.py)
                 raise ValueError("the Redis L2 cache needs the HyperPod nodes' security group")
@@ -171,35 +177,53 @@ class HyperPodInference(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-            redis_url = kv_cache.connection_url
+            redis = RedisConnection(address=kv_cache.url, username=kv_cache.username, password=kv_cache.password)
             self._export("kvCacheUrl", kv_cache.url)
-            self._export("kvCacheAuthToken", kv_cache.auth_token)  # secret
+            if kv_cache.password is not None:
+                self._export("kvCacheUsername", kv_cache.username)
+                self._export("kvCachePassword", kv_cache.password)  # secret
         elif cfg.kv_cache.external_url is not None:
-            # kvCache.redis.external: no ElastiCache; its URL (a Pulumi secret) is wired exactly like the stack's own.
-            redis_url = pulumi.Output.secret(cfg.kv_cache.external_url)
-        inference_gateway = None
-        if cfg.gateway.enabled:
-            inference_gateway = InferenceGateway(
+            # kvCache.redis.external: no ElastiCache. Its credentials (if the URL has any) go to the same Secret.
+            address, username, password = split_redis_url(cfg.kv_cache.external_url)
+            redis = RedisConnection(
+                address=address,
+                username=pulumi.Output.secret(username or ""),
+                password=pulumi.Output.secret(password) if password is not None else None,
+            )
+        gateway_ns = gateway_namespace(cfg)
+
+        def make_gateway(namespaces: Mapping[str, pulumi.Resource]) -> InferenceGateway:
+            """The gateway in its endpoints' namespace, after that Namespace (built by InferenceEndpoints)."""
+            assert gateway_ns is not None  # config.gateway: a namespace is required when enabled
+            created = [namespaces[gateway_ns]] if gateway_ns in namespaces else []
+            return InferenceGateway(
                 "inference-gateway",
                 InferenceGatewayArgs(
-                    gateway=cfg.gateway, k8s_provider=eks.k8s_provider, depends_on=[inference_operator]
+                    gateway=cfg.gateway,
+                    namespace=gateway_ns,
+                    k8s_provider=eks.k8s_provider,
+                    depends_on=[inference_operator, *created],
                 ),
                 opts=child,
             )
-            self._export("inferenceGatewayName", inference_gateway.name)
+
         endpoints = InferenceEndpoints(
             "endpoints",
             InferenceEndpointsArgs(
                 endpoints=cfg.endpoints,
                 tags=cfg.common_tags,
                 tls_bucket=operator_iam.tls_bucket_name,
-                redis_url=redis_url,
+                redis=redis,
                 k8s_provider=eks.k8s_provider,
                 depends_on=[inference_operator],
-                gateway=inference_gateway,
+                gateway_factory=make_gateway if cfg.gateway.enabled else None,
+                extra_namespaces=[gateway_ns] if cfg.gateway.enabled and gateway_ns else [],
             ),
             opts=child,
         )
+        if isinstance(endpoints.gateway, InferenceGateway):
+            self._export("inferenceGatewayName", endpoints.gateway.name)
+            self._export("inferenceGatewayNamespace", endpoints.gateway.namespace)
 
         # --- ALB front door with OIDC ---
         front_door = None

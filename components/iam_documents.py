@@ -7,6 +7,7 @@ the tests lint with parliament (``tests/iam_lint.py``): one source, nothing hand
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +28,16 @@ def load_lbc_policy() -> Document:
     return doc
 
 
-def irsa_statement(oidc_provider_arn: str, oidc_issuer: str, subject: str) -> Document:
-    """Allow one Kubernetes service account (``system:serviceaccount:<ns>:<name>``; ``*`` allowed) to assume.
+def irsa_statement(oidc_provider_arn: str, oidc_issuer: str, subject: str | Sequence[str]) -> Document:
+    """Allow Kubernetes service accounts (``system:serviceaccount:<ns>:<name>``; ``*`` allowed) to assume.
 
-    ``aud`` is pinned to STS so a token minted for another audience cannot be replayed; wildcards in the
-    subject switch the operator to ``StringLike`` (exact subjects stay ``StringEquals``).
+    ``subject`` is one subject or a list of them (any may match). ``aud`` is pinned to STS so a token minted
+    for another audience cannot be replayed; wildcards in a subject switch the operator to ``StringLike``
+    (exact subjects stay ``StringEquals``).
     """
-    op = "StringLike" if "*" in subject else "StringEquals"
-    condition: Document = {op: {f"{oidc_issuer}:sub": subject}}
+    subjects = [subject] if isinstance(subject, str) else list(subject)
+    op = "StringLike" if any("*" in s for s in subjects) else "StringEquals"
+    condition: Document = {op: {f"{oidc_issuer}:sub": subjects[0] if len(subjects) == 1 else subjects}}
     condition.setdefault("StringEquals", {})[f"{oidc_issuer}:aud"] = "sts.amazonaws.com"
     return {
         "Effect": "Allow",
@@ -51,20 +54,40 @@ def irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subjects: list[str]) ->
     }
 
 
-def sagemaker_and_irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subject: str, account_id: str) -> Document:
-    """Trust SageMaker (confused-deputy guarded by ``aws:SourceAccount``) and one service account."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "sagemaker.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
-            },
-            irsa_statement(oidc_provider_arn, oidc_issuer, subject),
-        ],
-    }
+def sagemaker_and_irsa_trust(
+    oidc_provider_arn: str, oidc_issuer: str, subject: str | Sequence[str], account_id: str
+) -> Document:
+    """Trust SageMaker (confused-deputy guarded by ``aws:SourceAccount``) and service accounts.
+
+    With no subjects (an empty list) only SageMaker is trusted: no service account may assume the role.
+    """
+    subjects = [subject] if isinstance(subject, str) else list(subject)
+    statements: list[Document] = [
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+        }
+    ]
+    if subjects:
+        statements.append(irsa_statement(oidc_provider_arn, oidc_issuer, subjects))
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+GATED_MODEL_SA_PREFIX = "hyperpod-inference-service-account"
+
+
+def gated_model_subjects(namespaces: Iterable[str]) -> list[str]:
+    """The JumpStart gated-model role's service accounts: ``hyperpod-inference-service-account*`` per namespace.
+
+    AWS documents the trust as ``system:serviceaccount:*:hyperpod-inference-service-account*`` (operator-facts
+    §10, from the add-on setup page D6): the operator names the model pods' service accounts with that prefix.
+    A pod can only run as a service account of its own namespace (Kubernetes: ``spec.serviceAccountName``
+    names a ServiceAccount in the pod's namespace), so the namespaces this stack deploys endpoints into bound
+    who needs the role; ``*`` would let a pod in any namespace that gets such a service account assume it.
+    """
+    return [f"system:serviceaccount:{ns}:{GATED_MODEL_SA_PREFIX}*" for ns in sorted(set(namespaces))]
 
 
 def keda_policy(region: str, account_id: str) -> Document:

@@ -37,7 +37,7 @@ from .config.endpoints import (
     endpoint_port,
     endpoint_routing_algorithm,
 )
-from .config.ingress import IngressConfig, ServiceTarget, service_target
+from .config.ingress import ALL_TCP, IngressConfig, ServiceTarget, binding_ports, service_target, target_port_range
 from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 # Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.
@@ -287,9 +287,9 @@ class IngressAlb(pulumi.ComponentResource):
     ) -> None:
         """The LB controller registers the Service's pod IPs in the target group and opens their SG to the ALB.
 
-        Router targets: the router pods' port is not documented, so the security-group rule names no port
-        (the controller then opens all TCP ports, from this ALB's security group only: LBC v2.13.2
-        targetgroupbinding_types.go ``NetworkingIngressRule.Ports``). Worker targets: the container port.
+        The networking rule's ports are :func:`binding_ports`: the pod port (worker targets: the container port;
+        router targets: ``targetPort`` when configured), else no port (the controller then opens all TCP ports,
+        from this ALB's security group only). The ALB security group's egress opens the same range.
         """
         ep, svc = t.endpoint, t.service
         depends: list[pulumi.Resource] = list(args.k8s_depends_on)
@@ -297,9 +297,7 @@ class IngressAlb(pulumi.ComponentResource):
             depends.append(args.namespaces[svc.namespace])
         if ep.name in args.endpoint_resources:
             depends.append(args.endpoint_resources[ep.name])
-        rule: dict[str, Any] = {"from": [{"securityGroup": {"groupID": sg.id}}]}
-        if not svc.router:
-            rule["ports"] = [{"protocol": "TCP", "port": t.target_port}]
+        rule: dict[str, Any] = {"from": [{"securityGroup": {"groupID": sg.id}}], "ports": binding_ports(svc)}
         k8s.apiextensions.CustomResource(
             f"{name}-tgb-{ep.name}",
             api_version="elbv2.k8s.aws/v1beta1",
@@ -346,15 +344,25 @@ class IngressAlb(pulumi.ComponentResource):
                     description=f"HTTP{'S' if port == 443 else ' (redirected to HTTPS)'} from {cidr}",
                     opts=child,
                 )
-        for port in sorted({t.target_port for t in targets}):
+        # Where health checks and traffic go: each target's pod port, or every TCP port for a router target whose
+        # port no one names (the binding opens the same range on the pods: config.ingress.target_port_range).
+        ranges = {target_port_range(t.service) for t in targets}
+        if ALL_TCP in ranges:
+            ranges = {ALL_TCP}
+        for low, high in sorted(ranges):
+            all_tcp = (low, high) == ALL_TCP
             aws.vpc.SecurityGroupEgressRule(
-                f"{name}-sg-out-{port}",
+                f"{name}-sg-out-{'all-tcp' if all_tcp else low}",
                 security_group_id=sg.id,
                 ip_protocol="tcp",
-                from_port=port,
-                to_port=port,
+                from_port=low,
+                to_port=high,
                 cidr_ipv4=args.vpc_cidr,
-                description=f"model servers (port {port}) in the VPC",
+                description=(
+                    "router pods in the VPC (their port is unknown: all TCP, as the binding opens)"
+                    if all_tcp
+                    else f"model servers (port {low}) in the VPC"
+                ),
                 opts=child,
             )
         if cfg.authentication != "none":

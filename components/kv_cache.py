@@ -7,15 +7,16 @@ Why it looks the way it does:
 - **Encrypted both ways.** TLS in transit (``transit_encryption_mode="required"``, so a plaintext client is
   refused rather than silently accepted) and at rest with a customer-managed KMS key this component creates
   (rotation on; protected against deletion in prod).
-- **AUTH token, not an RBAC user group.** LMCache's Redis connector takes one connection URL
-  (``LMCACHE_REMOTE_URL`` / ``remote_url``) and the operator's CRD has exactly one field for it
-  (``kvCacheSpec.l2CacheSpec.l2CacheLocalUrl``); an AUTH token travels in that URL
-  (``rediss://:<token>@host:port``) with no user name, which every Redis client parses. RBAC would add a
-  user, a user group and a second secret for no gain: all workers share one identity either way.
-  The token comes from ``pulumi_random.RandomPassword`` — alphanumeric only (ElastiCache rejects
-  ``@ " /`` and spaces; ``# ? &`` would break the URL) and 64 characters (ElastiCache allows 16-128).
-  It is a Pulumi secret end to end: ``auth_token`` and ``connection_url`` are secret Outputs, ``url``
-  carries no credentials.
+- **An RBAC user with only LMCache's commands, not the AUTH token.** With TLS on, the group authenticates
+  through an ElastiCache user group (``user_group_ids``): a ``default`` user switched off (``off -@all``; every
+  user group must contain a user named ``default``) and one LMCache user whose access string allows only the
+  commands LMCache's Redis connector sends (``on ~* -@all +get +set +exists +del``:
+  ``components/config/kvcache.py`` ``LMCACHE_REDIS_COMMANDS`` cites LMCache v0.4.3's source). A leaked
+  password then cannot FLUSHALL, CONFIG, KEYS or SCAN the cache. Users and the group use engine ``redis``,
+  which ElastiCache accepts for Valkey and Redis OSS groups alike (ElastiCache RBAC page). Passwords come from
+  ``pulumi_random.RandomPassword`` — alphanumeric (no character that needs URL-encoding) and 64 characters —
+  and are Pulumi secrets end to end: ``password`` and ``connection_url`` are secret Outputs, ``url`` carries no
+  credentials. How they reach the workers without entering the custom resource: ``components/endpoints.py``.
 - **A cache, not a database.** ``maxmemory-policy allkeys-lru`` evicts the coldest KV blocks when full and
   no snapshots are kept (``snapshot_retention_limit=0``): a lost cache only costs prefill compute.
 - **Highly available in prod.** Multi-AZ with automatic failover (the config contract refuses prod with
@@ -24,15 +25,22 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_random as random
 
-from .config.kvcache import RedisConfig, parameter_group_family
+from .config.kvcache import (
+    DEFAULT_USER_ACCESS_STRING,
+    LMCACHE_ACCESS_STRING,
+    RedisConfig,
+    parameter_group_family,
+)
 
-AUTH_TOKEN_LENGTH = 64
+PASSWORD_LENGTH = 64
+RBAC_ENGINE = "redis"  # users and user groups: "redis" works for Valkey and Redis OSS replication groups
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,8 @@ class RedisKvCache(pulumi.ComponentResource):
 
     url: pulumi.Output[str]
     connection_url: pulumi.Output[str]
-    auth_token: pulumi.Output[str]
+    username: str
+    password: pulumi.Output[str] | None
     primary_endpoint: pulumi.Output[str]
     port: int
     security_group_id: pulumi.Output[str]
@@ -114,16 +123,11 @@ class RedisKvCache(pulumi.ComponentResource):
             opts=child,
         )
 
-        token: pulumi.Output[str] | None = None
+        user_group: aws.elasticache.UserGroup | None = None
+        self.username = f"{rg_id}-lmcache"
+        self.password = None
         if cfg.transit_encryption:
-            password = random.RandomPassword(
-                f"{name}-auth-token",
-                length=AUTH_TOKEN_LENGTH,
-                special=False,
-                opts=child,
-            )
-            token = pulumi.Output.secret(password.result)
-
+            user_group = self._rbac(name, rg_id, tags)
         highly_available = cfg.replicas >= 1
         group = aws.elasticache.ReplicationGroup(
             f"{name}-rg",
@@ -143,28 +147,27 @@ class RedisKvCache(pulumi.ComponentResource):
             kms_key_id=key.arn,
             transit_encryption_enabled=cfg.transit_encryption,
             transit_encryption_mode="required" if cfg.transit_encryption else None,
-            auth_token=token,
+            user_group_ids=[user_group.user_group_id] if user_group is not None else None,
             snapshot_retention_limit=0,
             auto_minor_version_upgrade=True,
             apply_immediately=not args.is_prod,
             tags=tags("rg"),
             # Protected in prod: re-creating a Multi-AZ group takes long and cold-starts every worker's L2 tier.
-            opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod, additional_secret_outputs=["authToken"]),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod),
         )
 
         scheme = "rediss" if cfg.transit_encryption else "redis"
         self.port = cfg.port
         self.primary_endpoint = group.primary_endpoint_address
         self.url = group.primary_endpoint_address.apply(lambda host: f"{scheme}://{host}:{cfg.port}")
-        if token is not None:
-            self.auth_token = token
+        if self.password is not None:
+            user, password = self.username, self.password
             self.connection_url = pulumi.Output.secret(
-                pulumi.Output.all(group.primary_endpoint_address, token).apply(
-                    lambda v: f"{scheme}://:{v[1]}@{v[0]}:{cfg.port}"
+                pulumi.Output.all(group.primary_endpoint_address, password).apply(
+                    lambda v: f"{scheme}://{user}:{v[1]}@{v[0]}:{cfg.port}"
                 )
             )
         else:
-            self.auth_token = pulumi.Output.secret("")
             self.connection_url = self.url
         self.security_group_id = sg.id
         self.kms_key_arn = key.arn
@@ -173,8 +176,48 @@ class RedisKvCache(pulumi.ComponentResource):
             {
                 "url": self.url,
                 "connectionUrl": self.connection_url,
-                "authToken": self.auth_token,
+                "username": self.username,
+                "password": self.password,
                 "securityGroupId": self.security_group_id,
                 "kmsKeyArn": self.kms_key_arn,
             }
+        )
+
+    def _rbac(self, name: str, rg_id: str, tags: Callable[[str], dict[str, str]]) -> aws.elasticache.UserGroup:
+        """The user group: ``default`` switched off, and the LMCache user limited to LMCache's commands."""
+        child = pulumi.ResourceOptions(parent=self)
+        passwords = {
+            who: random.RandomPassword(f"{name}-{who}-password", length=PASSWORD_LENGTH, special=False, opts=child)
+            for who in ("default", "lmcache")
+        }
+        default_password: pulumi.Output[str] = pulumi.Output.secret(passwords["default"].result)
+        lmcache_password: pulumi.Output[str] = pulumi.Output.secret(passwords["lmcache"].result)
+        default = aws.elasticache.User(
+            f"{name}-default-user",
+            user_id=f"{rg_id}-default",
+            user_name="default",
+            engine=RBAC_ENGINE,
+            access_string=DEFAULT_USER_ACCESS_STRING,
+            passwords=[default_password],
+            tags=tags("default-user"),
+            opts=child,
+        )
+        lmcache = aws.elasticache.User(
+            f"{name}-lmcache-user",
+            user_id=self.username,
+            user_name=self.username,
+            engine=RBAC_ENGINE,
+            access_string=LMCACHE_ACCESS_STRING,
+            passwords=[lmcache_password],
+            tags=tags("lmcache-user"),
+            opts=child,
+        )
+        self.password = lmcache_password
+        return aws.elasticache.UserGroup(
+            f"{name}-users",
+            user_group_id=f"{rg_id}-users",
+            engine=RBAC_ENGINE,
+            user_ids=[default.user_id, lmcache.user_id],
+            tags=tags("users"),
+            opts=child,
         )

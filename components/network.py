@@ -28,6 +28,7 @@ import pulumi_aws as aws
 
 from .config.network import NetworkConfig, plan_subnets
 from .config.observability import FlowLogsConfig
+from .vpc_endpoints import VpcInterfaceEndpoints, VpcInterfaceEndpointsArgs
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class NetworkArgs:
     eks_cluster_name: str = field(metadata={"doc": "Tagged on subnets so EKS and the LB controller discover them."})
     flow_logs: FlowLogsConfig = field(default_factory=FlowLogsConfig)
     flow_log_retention_days: int = 365
+    interface_endpoint_services: tuple[str, ...] = field(
+        default=(), metadata={"doc": "Interface VPC endpoints to create (config.vpc_endpoints); empty: none."}
+    )
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -95,6 +99,7 @@ class Network(pulumi.ComponentResource):
             self.s3_endpoint_id: pulumi.Output[str] | None = None
         else:
             self._create_vpc(name, args)
+        self.interface_endpoints = self._interface_endpoints(name, args)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -239,4 +244,24 @@ class Network(pulumi.ComponentResource):
             tags=tags("flow-log"),
             # The flow log is created only if the role can already write to the group.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+        )
+
+    # --- interface VPC endpoints (components/vpc_endpoints.py; kept apart from the subnets and routes) ---------
+
+    def _interface_endpoints(self, name: str, args: NetworkArgs) -> VpcInterfaceEndpoints | None:
+        """Interface endpoints in the private subnets (new or existing VPC), when the config asks for them."""
+        if not args.interface_endpoint_services:
+            return None
+        return VpcInterfaceEndpoints(
+            f"{name}-endpoints",
+            VpcInterfaceEndpointsArgs(
+                services=args.interface_endpoint_services,
+                region=args.region,
+                vpc_id=self.vpc_id,
+                vpc_cidr=self.vpc_cidr,
+                subnet_ids=list(self.private_subnet_ids.values()),
+                name_prefix=name,
+                tags=args.tags,
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
         )

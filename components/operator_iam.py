@@ -3,7 +3,7 @@
 Why IRSA (not EKS Pod Identity) for every role here: the operator's execution role trust is documented as
 OIDC web identity for ``hyperpod-inference-controller-manager`` (D6, operator-facts §10), the add-on's KEDA
 values take ``auth.aws.irsa`` and its ALB values a role ARN annotated on the service account it creates, and
-the JumpStart gated-model role must trust a *wildcard* of service accounts (``*:hyperpod-inference-service-
+the JumpStart gated-model role must trust a *wildcard* of service accounts (``<ns>:hyperpod-inference-service-
 account*``), which Pod Identity associations (one namespace + one service account each) cannot express.
 One mechanism for the whole layer keeps the trust policies reviewable in one place.
 
@@ -14,7 +14,7 @@ role                   service account                                          
 =====================  ===============================================================  =====================
 execution (operator)   hyperpod-inference-system:hyperpod-inference-controller-manager  AmazonSageMakerHyper-
                        (+ sagemaker.amazonaws.com)                                      PodInferenceAccess
-JumpStart gated model  *:hyperpod-inference-service-account* (+ SageMaker)              ...GatedModelAccess
+JumpStart gated model  <endpoint ns>:hyperpod-inference-service-account* (+ SageMaker)   ...GatedModelAccess
 gateway certificates   hyperpod-inference-system:inference-gateway-controller           ...InferenceGatewayAccess
 ALB controller         <ns>:aws-load-balancer-controller                                LBC iam_policy v2.13.0
 KEDA                   <ns>:keda-operator                                               CloudWatch + AMP read
@@ -22,11 +22,14 @@ KEDA                   <ns>:keda-operator                                       
 
 ``<ns>`` is ``hyperpod-inference-system`` when the add-on bundles the controller, ``kube-system`` /
 ``keda`` when this package installs the chart. Nothing is created for ``existing`` controllers.
+``<endpoint ns>``: one subject per namespace of ``endpoints[]`` (AWS documents ``*`` for the namespace;
+:func:`components.iam_documents.gated_model_subjects` says why the stack's namespaces bound it).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -39,7 +42,6 @@ from .private_bucket import PrivateBucket, PrivateBucketArgs
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
 EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"  # required by the add-on's Helm template (isAddOn)
 OPERATOR_SA = f"system:serviceaccount:{OPERATOR_NAMESPACE}:hyperpod-inference-controller-manager"
-GATED_MODEL_SA = "system:serviceaccount:*:hyperpod-inference-service-account*"
 GATEWAY_SA = f"system:serviceaccount:{OPERATOR_NAMESPACE}:inference-gateway-controller"
 # Where each controller's service account lives, by install mode (operator-facts §10 for "bundled").
 LBC_SERVICE_ACCOUNT = {
@@ -73,6 +75,9 @@ class OperatorIamArgs:
     alb_mode: Mode = "bundled"
     keda_mode: Mode = "bundled"
     gateway_enabled: bool = False
+    gated_model_namespaces: Sequence[str] = field(
+        default=(), metadata={"doc": "The endpoints' namespaces: the gated-model role trusts their service accounts."}
+    )
     protect_bucket: bool = False
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -111,7 +116,9 @@ class OperatorIam(pulumi.ComponentResource):
             f"{args.name_prefix}-jumpstart-gated-models",
             "Downloads gated JumpStart models for inference pods (add-on jumpstartGatedModelDownloadRoleArn).",
             pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
-                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], GATED_MODEL_SA, v[2])
+                lambda v: docs.sagemaker_and_irsa_trust(
+                    v[0], v[1], docs.gated_model_subjects(args.gated_model_namespaces), v[2]
+                )
             ),
             [GATED_MODEL_ACCESS],
         )

@@ -87,6 +87,49 @@ gateway_requires_jwt = ResourceValidationPolicy(
     severity=Severity.HIGH,
 )
 
+# --- gateway-fronts-its-endpoints --------------------------------------------------------------------
+
+GATEWAY_FRONTS_ITS_ENDPOINTS = "gateway-fronts-its-endpoints"
+
+
+def _gateway_fronts_its_endpoints(args: StackValidationArgs, report: ReportViolation) -> None:
+    gateways = {
+        (get(r.props, "metadata", "namespace", default="default"), get(r.props, "metadata", "name"))
+        for r in args.resources
+        if crd_kind(r.resource_type) == "InferenceGatewayConfig"
+    }
+    if not gateways:
+        return  # no gateway of this stack (a disabled one is the config's `gateway.enabled` check)
+    for resource in args.resources:
+        if crd_kind(resource.resource_type) not in ("InferenceEndpointConfig", "JumpStartModel"):
+            continue
+        opt_in = get(resource.props, "spec", "inferenceGateway", default={})
+        if not truthy(get(opt_in, "enabled", default=False)):
+            continue
+        namespace = get(resource.props, "metadata", "namespace", default="default")
+        name = get(opt_in, "name")
+        if (namespace, name) in gateways:
+            continue
+        where = ", ".join(f"{ns}/{n}" for ns, n in sorted(gateways, key=str))
+        report(
+            f"opts into Inference Gateway {name or '(unnamed: the operator generates one)'} in {namespace}, but "
+            f"this stack's InferenceGatewayConfig is {where}: an InferencePool selects pods in its own namespace only",
+            resource.urn,
+        )
+
+
+gateway_fronts_its_endpoints = StackValidationPolicy(
+    name=GATEWAY_FRONTS_ITS_ENDPOINTS,
+    description="An endpoint that opts into the managed Inference Gateway must be in the same namespace as the "
+    "stack's InferenceGatewayConfig and name it: an InferencePool selects pods in its own namespace only "
+    "(gateway-api-inference-extension API reference, InferencePoolSpec.selector), and AWS docs/guide create the "
+    "gateway in the model namespace (sagemaker-hyperpod-model-deployment-inference-gateway; "
+    "awslabs ai-on-sagemaker-hyperpod inference gateway).",
+    validate=_gateway_fronts_its_endpoints,
+    enforcement_level=MANDATORY,
+    severity=Severity.HIGH,
+)
+
 # --- alb-requires-authentication --------------------------------------------------------------------
 
 AUTH_ACTIONS = ("authenticate-oidc", "authenticate-cognito")
@@ -493,6 +536,7 @@ RELAXED_OUTSIDE_PROD = frozenset(
 
 BASELINE_POLICIES = [
     gateway_requires_jwt,
+    gateway_fronts_its_endpoints,
     alb_requires_authentication,
     execution_role_name_prefix,
     efa_security_group_self_rules,

@@ -13,6 +13,8 @@ table (prod = the level in code; ``config.<env>.json`` carries the same levels);
 | s3-bucket-access-logging | S3.9 | mandatory | advisory |
 | s3-bucket-lifecycle-rules | S3.13 | mandatory | advisory |
 | elasticache-automatic-backups | ElastiCache.1 | waived (disabled) | waived (disabled) |
+| alb-tls-policy-recommended | ELB.17 | mandatory | advisory |
+| vpc-interface-endpoints | EC2.10, EC2.55, EC2.56 (+ HyperPod docs) | mandatory | advisory |
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .graph import BUCKETS, REPLICATION_GROUP, as_list, depends_on, get, of_type, truthy
+from .graph import BUCKETS, LISTENERS, REPLICATION_GROUP, as_list, depends_on, get, of_type, truthy
 
 MANDATORY = EnforcementLevel.MANDATORY
 
 LOAD_BALANCERS = ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer")
 WEB_ACL_ASSOCIATION = "aws:wafv2/webAclAssociation:WebAclAssociation"
 VPC = "aws:ec2/vpc:Vpc"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 FLOW_LOG = "aws:ec2/flowLog:FlowLog"
 DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
 BUCKET_LOGGING = ("aws:s3/bucketLogging:BucketLogging", "aws:s3/bucketLoggingV2:BucketLoggingV2")
@@ -259,6 +262,120 @@ elasticache_automatic_backups = ResourceValidationPolicy(
     severity=Severity.LOW,
 )
 
+# --- alb-tls-policy-recommended (ELB.17) ---------------------------------------------------------------
+
+# FSBP ELB.17's `sslPolicies` parameter ("not customizable"), AWS Security Hub user guide, elb-controls.md#elb-17
+# (current copy). An older copy of the page also listed ELBSecurityPolicy-TLS13-1-2-2021-06 and
+# ELBSecurityPolicy-TLS13-1-2-FIPS-2023-04; the current one does not, so a listener on those now fails ELB.17.
+ELB17_POLICIES: tuple[str, ...] = (
+    "ELBSecurityPolicy-TLS13-1-3-2021-06",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
+    "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
+    "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-2023-04",
+    "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-3-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-PQ-2025-09",
+    "ELBSecurityPolicy-TLS13-1-3-FIPS-PQ-2025-09",
+)
+# What ELB uses when an HTTPS listener is created without a policy through the API, CloudFormation or the CDK
+# (Elastic Load Balancing user guide, "Security policies for your Application Load Balancer", Considerations).
+ELB_API_DEFAULT_POLICY = "ELBSecurityPolicy-2016-08"
+ALB_TLS_POLICY_RECOMMENDED = "alb-tls-policy-recommended"
+
+
+def elb17_violation(ssl_policy: str | None) -> str | None:
+    """Why ``ssl_policy`` on an HTTPS/TLS listener fails FSBP ELB.17, or None (shared with the config check)."""
+    if ssl_policy in ELB17_POLICIES:
+        return None
+    shown = ssl_policy or f"none set (ELB then uses {ELB_API_DEFAULT_POLICY})"
+    return f"security policy {shown} is not one FSBP ELB.17 recommends; use one of {', '.join(ELB17_POLICIES)}"
+
+
+def _alb_tls_policy_recommended(args: StackValidationArgs, report: ReportViolation) -> None:
+    for listener in of_type(args, *LISTENERS):
+        if str(get(listener.props, "protocol", default="")).upper() not in ("HTTPS", "TLS"):
+            continue
+        policy = get(listener.props, "sslPolicy")
+        message = elb17_violation(str(policy) if policy else None)
+        if message:
+            report(f"{str(get(listener.props, 'protocol')).upper()} listener: {message}", listener.urn)
+
+
+alb_tls_policy_recommended = StackValidationPolicy(
+    name=ALB_TLS_POLICY_RECOMMENDED,
+    description="FSBP ELB.17: HTTPS (ALB) and TLS (NLB) listeners must use a recommended security policy "
+    "(TLS 1.3-only, or TLS 1.2+ restricted ciphers: ELBSecurityPolicy-TLS13-1-2-Res-2021-06 and its FIPS/PQ "
+    "variants). AWS docs: Security Hub elb-controls (ELB.17, elbv2-predefined-security-policy-ssl-check); Elastic "
+    "Load Balancing 'Security policies for your Application Load Balancer'.",
+    validate=_alb_tls_policy_recommended,
+    enforcement_level=MANDATORY,
+    severity=Severity.MEDIUM,
+)
+
+# --- vpc-interface-endpoints (EC2.10, EC2.55, EC2.56; HyperPod private subnets) ---------------------------
+
+# Interface endpoint services (com.amazonaws.<region>.<service>) a VPC of this package gets, and why. `required`:
+# a documented control or requirement; the policy checks those. sts is created by default (IRSA token exchange
+# stays off the NAT path) but no control requires it.
+INTERFACE_ENDPOINT_SERVICES: dict[str, tuple[bool, str]] = {
+    "ec2": (True, "FSBP EC2.10 (serviceNames ec2, not customizable), Security Hub ec2-controls"),
+    "ecr.api": (True, "FSBP EC2.55 'VPCs should be configured with an interface endpoint for ECR API'"),
+    "ecr.dkr": (True, "FSBP EC2.56 'VPCs should be configured with an interface endpoint for Docker Registry'"),
+    "sts": (False, "IRSA: AssumeRoleWithWebIdentity from the pods (no control requires it)"),
+    "sagemaker.api": (
+        True,
+        "AWS docs sagemaker-eks-operator-install: nodes in a private VPC need PrivateLink endpoints for the "
+        "SageMaker AI API (com.amazonaws.<region>.sagemaker.api) and EKS Auth, or 'the add-on installation can fail'",
+    ),
+    "eks-auth": (True, "AWS docs sagemaker-eks-operator-install (as sagemaker.api): EKS Pod Identity's EKS Auth API"),
+}
+REQUIRED_INTERFACE_ENDPOINTS: tuple[str, ...] = tuple(s for s, (req, _) in INTERFACE_ENDPOINT_SERVICES.items() if req)
+VPC_INTERFACE_ENDPOINTS = "vpc-interface-endpoints"
+
+
+def _service_suffix(service_name: Any) -> str:
+    """``com.amazonaws.us-east-1.ecr.api`` -> ``ecr.api`` (the part after the region)."""
+    parts = str(service_name or "").split(".")
+    return ".".join(parts[3:]) if len(parts) > 3 and parts[:2] == ["com", "amazonaws"] else ""
+
+
+def _vpc_interface_endpoints(args: StackValidationArgs, report: ReportViolation) -> None:
+    endpoints = of_type(args, VPC_ENDPOINT)
+    for vpc in of_type(args, VPC):
+        mine = [
+            e
+            for e in endpoints
+            if _refers(e, "vpcId", vpc, "id") and str(get(e.props, "vpcEndpointType", default="Gateway")) == "Interface"
+        ]
+        found = {_service_suffix(get(e.props, "serviceName")): e for e in mine}
+        missing = [s for s in REQUIRED_INTERFACE_ENDPOINTS if s not in found]
+        if missing:
+            report(
+                f"VPC has no interface endpoint for {', '.join(missing)} (FSBP EC2.10/EC2.55/EC2.56; HyperPod add-ons "
+                "in private subnets need sagemaker.api and eks-auth); enable network.interfaceEndpoints",
+                vpc.urn,
+            )
+        for service in REQUIRED_INTERFACE_ENDPOINTS:
+            endpoint = found.get(service)
+            if endpoint is not None and not truthy(get(endpoint.props, "privateDnsEnabled", default=False)):
+                report(
+                    f"interface endpoint for {service} has private DNS off: clients keep resolving the public "
+                    "hostname and go through the NAT gateway",
+                    endpoint.urn,
+                )
+
+
+vpc_interface_endpoints = StackValidationPolicy(
+    name=VPC_INTERFACE_ENDPOINTS,
+    description="FSBP EC2.10, EC2.55, EC2.56: every VPC needs interface endpoints for EC2, ECR API and ECR Docker "
+    "Registry; HyperPod nodes in private subnets also need the SageMaker API and EKS Auth endpoints. Private DNS "
+    "must be on. AWS docs: Security Hub ec2-controls (EC2.10, EC2.55, EC2.56); SageMaker 'Installing the training "
+    "operator' (sagemaker-eks-operator-install, private VPC endpoints).",
+    validate=_vpc_interface_endpoints,
+    enforcement_level=MANDATORY,
+    severity=Severity.MEDIUM,
+)
+
 SECURITY_BASELINE_POLICIES = [
     alb_waf_attached,
     vpc_flow_logs_enabled,
@@ -266,6 +383,8 @@ SECURITY_BASELINE_POLICIES = [
     s3_bucket_access_logging,
     s3_bucket_lifecycle_rules,
     elasticache_automatic_backups,
+    alb_tls_policy_recommended,
+    vpc_interface_endpoints,
 ]
 
 # The one table of levels per environment (the config files must say the same; a test checks).
@@ -277,6 +396,8 @@ LEVELS: dict[str, dict[str, str]] = {
     "s3-bucket-access-logging": _STRICT_IN_PROD,
     "s3-bucket-lifecycle-rules": _STRICT_IN_PROD,
     "elasticache-automatic-backups": {"prod": "disabled", "staging": "disabled", "dev": "disabled"},
+    ALB_TLS_POLICY_RECOMMENDED: _STRICT_IN_PROD,
+    VPC_INTERFACE_ENDPOINTS: _STRICT_IN_PROD,
 }
 FSBP_CONTROLS: dict[str, str] = {
     "alb-waf-attached": "ELB.16",
@@ -285,6 +406,8 @@ FSBP_CONTROLS: dict[str, str] = {
     "s3-bucket-access-logging": "S3.9",
     "s3-bucket-lifecycle-rules": "S3.13",
     "elasticache-automatic-backups": "ElastiCache.1",
+    ALB_TLS_POLICY_RECOMMENDED: "ELB.17",
+    VPC_INTERFACE_ENDPOINTS: "EC2.10, EC2.55, EC2.56",
 }
 WAIVERS: dict[str, str] = {
     "elasticache-automatic-backups": ELASTICACHE_WAIVER,

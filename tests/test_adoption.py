@@ -196,9 +196,10 @@ def test_attach_wires_the_adopted_clusters(attach: StackRun) -> None:
 
 def test_attach_external_redis_is_wired_like_the_stacks_own(attach: StackRun) -> None:
     llama = iec(attach, "llama-8b")
-    spec, secret = unwrap(llama.inputs["spec"])
-    assert secret, "the spec carries the Redis URL (and its token): secret"
+    spec, _ = unwrap(llama.inputs["spec"])
+    # offline the URL is the placeholder (no credentials in it): wired as it is, no Secret needed
     assert spec["kvCacheSpec"]["l2CacheSpec"] == {"l2CacheBackend": "redis", "l2CacheLocalUrl": OFFLINE_URL}
+    assert attach.of_type("kubernetes:core/v1:Secret") == []
     qwen = iec(attach, "qwen-sglang")
     qwen_spec, qwen_secret = unwrap(qwen.inputs["spec"])
     assert "kvCacheSpec" not in qwen_spec and not qwen_secret, "only endpoints that ask for redis get the URL"
@@ -226,8 +227,15 @@ def test_a_real_external_url_is_wired_as_a_secret() -> None:
     cfg = parse_stack_config(values, stack="attach", region="us-west-2", secret_keys={"kvCache"})
     direct = run_component(cfg)
     assert direct.error is None
-    spec, secret = unwrap(iec(direct, "llama-8b").inputs["spec"])
-    assert secret and spec["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] == real
+    spec, _ = unwrap(iec(direct, "llama-8b").inputs["spec"])
+    # the token moves to the Secret; the custom resource names it by reference only
+    url = "rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@redis.ml-platform.internal:6380"
+    assert spec["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] == url
+    assert "s3cr3tT0ken" not in str(spec)
+    assert {"name": "LMCACHE_REMOTE_URL", "value": url} in spec["worker"]["environmentVariables"]
+    (secret,) = [r for r in direct.registrations if r.type == "kubernetes:core/v1:Secret"]
+    data, is_secret = unwrap(secret.inputs["stringData"])
+    assert is_secret and data == {"username": "", "password": "s3cr3tT0ken"}
     assert not any(r.type == "aws:elasticache/replicationGroup:ReplicationGroup" for r in direct.registrations)
 
 
@@ -560,7 +568,7 @@ def test_the_shared_sample_with_its_own_redis_renders_unchanged(sample: dict[str
 def test_the_sample_render_function_keeps_its_url(sample: dict[str, Any]) -> None:
     cfg = load_config("dev", _dev_with_sample(sample))
     endpoint = cfg.endpoints[-1]
-    cr = render_endpoint(endpoint, OwnedValues(tls_bucket="hyperpod-tls-x", redis_url=None))
+    cr = render_endpoint(endpoint, OwnedValues(tls_bucket="hyperpod-tls-x", redis=None))
     assert (
         cr["spec"]["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] == "redis://redis.ns-team-a.svc.cluster.local:6379"
     )

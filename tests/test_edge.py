@@ -45,7 +45,9 @@ NEW_POLICIES = {
     "s3-bucket-access-logging",
     "s3-bucket-lifecycle-rules",
     "elasticache-automatic-backups",
+    "alb-tls-policy-recommended",
 }
+LISTENER = "aws:lb/listener:Listener"
 
 
 @pytest.fixture(scope=cached_scope("module"))
@@ -573,3 +575,46 @@ def test_prod_plan_passes_every_new_policy(prod: StackRun) -> None:
     assert prod.of_type(WEBACL) and prod.of_type(FLOW_LOG) and prod.of_type(DEFAULT_SG)
     assert prod.of_type(BUCKET_LOGGING) and prod.of_type(LIFECYCLE)
     assert [r.render() for r in evaluate(POLICIES, prod.registrations, "prod") if r.policy in NEW_POLICIES] == []
+
+
+# --- alb-tls-policy-recommended (FSBP ELB.17) ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("env", "level"), [("prod", "mandatory"), ("staging", "advisory"), ("dev", "advisory")])
+def test_elb17_old_default_policy_caught_alone_at_the_env_level(stack_runs, env: str, level: str) -> None:
+    old_default = _set(sslPolicy="ELBSecurityPolicy-TLS13-1-2-2021-06")
+    results = _only(
+        _added(stack_runs, _edit(LISTENER, "front-door-https", old_default), env), "alb-tls-policy-recommended", level
+    )
+    assert [r.resource_name for r in results] == ["front-door-https"]
+    assert results[0].message.startswith(
+        "HTTPS listener: security policy ELBSecurityPolicy-TLS13-1-2-2021-06 is not one FSBP ELB.17 recommends"
+    )
+
+
+def test_elb17_listener_without_a_policy_is_reported_with_the_api_default(stack_runs) -> None:
+    def drop_policy(props: dict[str, Any]) -> None:
+        del props["sslPolicy"]
+
+    (result,) = _only(
+        _added(stack_runs, _edit(LISTENER, "front-door-https", drop_policy)), "alb-tls-policy-recommended", "mandatory"
+    )
+    assert "none set (ELB then uses ELBSecurityPolicy-2016-08)" in result.message
+
+
+def test_elb17_nearest_valid_variants(stack_runs) -> None:
+    # TLS 1.3 only, and a post-quantum restricted policy, are recommended; an HTTP listener has no policy to check
+    for policy in ("ELBSecurityPolicy-TLS13-1-3-2021-06", "ELBSecurityPolicy-TLS13-1-2-Res-PQ-2025-09"):
+        assert _added(stack_runs, _edit(LISTENER, "front-door-https", _set(sslPolicy=policy))) == []
+    assert _added(stack_runs, _edit(LISTENER, "front-door-http", _set(sslPolicy="ELBSecurityPolicy-2016-08"))) == []
+
+
+def test_elb17_is_a_config_error_in_prod_only(run) -> None:
+    mapping = _dev_with_ingress(sslPolicy="ELBSecurityPolicy-TLS13-1-2-2021-06")
+    dev = registered(run("dev", mapping))
+    assert inputs(dev, LISTENER, "front-door-https")["sslPolicy"] == "ELBSecurityPolicy-TLS13-1-2-2021-06"
+    prod = stack_mapping("prod")
+    prod[ING]["sslPolicy"] = "ELBSecurityPolicy-TLS13-1-3-2021-06"
+    assert inputs(registered(run("prod", prod)), LISTENER, "front-door-https")["sslPolicy"] == (
+        "ELBSecurityPolicy-TLS13-1-3-2021-06"
+    )

@@ -21,6 +21,7 @@ from components.endpoints import (
     ENGINE_LABEL,
     MANAGED_BY_LABEL,
     OwnedValues,
+    RedisWiring,
     render_endpoint,
     tls_output_uri,
 )
@@ -29,7 +30,24 @@ from tests.conftest import CRDS, STACKS, stack_mapping
 from tests.crd_schema import crd_path, validate_cr, validate_spec
 from tools.harness import StackRun
 
-REDIS_URL = "rediss://:tok3n@master.hpi-x-kv.abc123.use1.cache.amazonaws.com:6379"
+REDIS_ADDRESS = "rediss://master.hpi-x-kv.abc123.use1.cache.amazonaws.com:6379"
+# What l2CacheLocalUrl holds when the Redis takes credentials: references the kubelet expands, no credential.
+REDIS_URL = (
+    "rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@master.hpi-x-kv.abc123.use1.cache.amazonaws.com:6379"
+)
+# The variables the package appends to the worker's environment for it (components/config/kvcache.py).
+CREDENTIAL_ENV = [
+    {
+        "name": "HPI_KV_CACHE_USERNAME",
+        "valueFrom": {"secretKeyRef": {"name": "hpi-kv-cache-credentials", "key": "username"}},
+    },
+    {
+        "name": "HPI_KV_CACHE_PASSWORD",
+        "valueFrom": {"secretKeyRef": {"name": "hpi-kv-cache-credentials", "key": "password"}},
+    },
+    {"name": "LMCACHE_REMOTE_URL", "value": REDIS_URL},
+    {"name": "LMCACHE_LOG_LEVEL", "value": "WARNING"},
+]
 TLS_BUCKET = "hyperpod-tls-123456789012-x"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 KINDS = ("InferenceEndpointConfig", "JumpStartModel")
@@ -47,9 +65,8 @@ def stack_config(mapping: dict[str, Any], stack: str) -> StackConfig:
 
 
 def owned(cfg: StackConfig) -> OwnedValues:
-    return OwnedValues(
-        tls_bucket=TLS_BUCKET, redis_url=REDIS_URL if cfg.kv_cache.l2_backend == "redis" else None, tags=cfg.common_tags
-    )
+    redis = RedisWiring(url=REDIS_URL, credentials=True) if cfg.kv_cache.l2_backend == "redis" else None
+    return OwnedValues(tls_bucket=TLS_BUCKET, redis=redis, tags=cfg.common_tags)
 
 
 # --- every stack's endpoints against the CRDs ---
@@ -105,7 +122,12 @@ def test_metadata_labels_and_owned_fields_prod() -> None:
     assert kv["metadata"]["labels"][MANAGED_BY_LABEL] == "pulumi"
     assert by_name["qwen-sglang"]["metadata"]["labels"][ENGINE_LABEL] == "sglang"
     assert kv["spec"]["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] == REDIS_URL
+    assert kv["spec"]["worker"]["environmentVariables"] == CREDENTIAL_ENV
     assert "l2CacheSpec" not in by_name["llama-70b-dpd"]["spec"]["kvCacheSpec"]
+    # the DPD endpoint's own variables are untouched (it does not use the Redis)
+    assert by_name["llama-70b-dpd"]["spec"]["worker"]["environmentVariables"] == [
+        {"name": "PD_BUFFER_SIZE", "value": "8589934592"}
+    ]
     assert kv["spec"]["tlsConfig"] == {
         "tlsCertificateOutputS3Uri": f"s3://{TLS_BUCKET}/endpoints/inference/llama-70b-kvaware"
     }
@@ -217,8 +239,8 @@ def sample_variant(sample: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
     if spec.get("inferenceGateway", {}).get("enabled"):
         mapping["hyperpod-inference:gateway"] = {
             "enabled": True,
-            # the gateway the sample names (spec.inferenceGateway.name) is this stack's gateway
-            **({"name": spec["inferenceGateway"]["name"]} if spec["inferenceGateway"].get("name") else {}),
+            # the endpoint names its gateway; the stack's must carry that name (components/config/gateway.py)
+            "name": spec["inferenceGateway"].get("name", "inference-gateway"),
             "spec": {
                 "bbr": {"enabled": False},
                 "schedulers": [
@@ -253,6 +275,11 @@ def _owned_paths(spec: dict[str, Any]) -> dict[str, Any]:
     l2 = out.get("kvCacheSpec", {}).get("l2CacheSpec")
     if isinstance(l2, dict):
         l2.pop("l2CacheLocalUrl", None)
+    worker = out.get("worker")
+    if isinstance(worker, dict) and isinstance(worker.get("environmentVariables"), list):
+        worker["environmentVariables"] = [e for e in worker["environmentVariables"] if e not in CREDENTIAL_ENV]
+        if not worker["environmentVariables"]:
+            del worker["environmentVariables"]
     return out
 
 
@@ -313,3 +340,50 @@ def test_unknown_spec_field_is_a_config_error_naming_the_path(run) -> None:
         r.startswith("hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.redisUrl: unknown key")
         for r in rendered
     ), rendered
+
+
+# --- who may read the endpoints (issue 23 item 6) ----------------------------------------------------------
+
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev"])
+def test_a_read_only_viewer_role_without_secrets_per_endpoint_namespace(stack: str, stack_runs) -> None:
+    run = stack_runs[stack]
+    (role,) = run.of_type(ROLE)
+    assert role.inputs["metadata"]["name"] == "hpi-endpoint-viewer"
+    assert role.inputs["metadata"]["namespace"] == "inference"
+    assert role.inputs["rules"] == [
+        {
+            "apiGroups": ["inference.sagemaker.aws.amazon.com"],
+            "resources": [
+                "inferenceendpointconfigs",
+                "inferenceendpointconfigs/status",
+                "jumpstartmodels",
+                "jumpstartmodels/status",
+            ],
+            "verbs": ["get", "list", "watch"],
+        },
+        {"apiGroups": [""], "resources": ["pods", "services", "events"], "verbs": ["get", "list", "watch"]},
+    ]
+    (binding,) = run.of_type(BINDING)
+    assert binding.inputs["metadata"] == {**role.inputs["metadata"]}
+    assert binding.inputs["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": "hpi-endpoint-viewer",
+    }
+    assert binding.inputs["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "hpi-endpoint-viewers"}
+    ]
+    assert role.urn in binding.dependencies
+    assert run.named("kubernetes:core/v1:Namespace", "endpoints-ns-inference").urn in role.dependencies
+
+
+def test_no_viewer_role_in_the_operator_namespace(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:endpoints"][0]["namespace"] = "hyperpod-inference-system"
+    result = run("dev", mapping)
+    assert result.config_error is None and result.registrations
+    assert result.of_type(ROLE) == [] and result.of_type(BINDING) == []

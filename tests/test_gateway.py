@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import stack_mapping
+from tests.conftest import registered, stack_mapping
 from tools.harness import StackRun
 
 GW_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1alpha1:InferenceGatewayConfig"
 IEC_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
+NS_TYPE = "kubernetes:core/v1:Namespace"
+GW = "hyperpod-inference:gateway"
+EPS = "hyperpod-inference:endpoints"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 
 
@@ -29,7 +32,8 @@ def test_prod_gateway_config_with_jwt(stack_runs: dict[str, StackRun]) -> None:
     (gw,) = run.of_type(GW_TYPE)
     assert gw.inputs["apiVersion"] == "inference.sagemaker.aws.amazon.com/v1alpha1"
     assert gw.inputs["metadata"]["name"] == "inference-gateway"
-    assert gw.inputs["metadata"]["namespace"] == "hyperpod-inference-system"
+    # with the endpoint it fronts (qwen-sglang in `inference`): an InferencePool selects pods in its own namespace
+    assert gw.inputs["metadata"]["namespace"] == "inference"
     provider = gw.inputs["spec"]["auth"]["jwt"]["provider"]
     assert provider["issuer"] == "https://login.example.com/oauth2/default"
     assert provider["remoteJWKS"] == {"uri": "https://login.example.com/oauth2/default/v1/keys"}
@@ -39,6 +43,9 @@ def test_prod_gateway_config_with_jwt(stack_runs: dict[str, StackRun]) -> None:
     # Ordered after the inference add-on (its CRD and gateway controller) and on the cluster's provider.
     assert gw.provider is not None and gw.provider.startswith("urn:")
     assert _addon_urns(run) <= set(gw.dependencies)
+    # ...and after the Namespace this package creates for it and its endpoints
+    assert run.named(NS_TYPE, "endpoints-ns-inference").urn in gw.dependencies
+    assert run.outputs["inferenceGatewayNamespace"] == "inference"
 
 
 def test_prod_endpoints_wired_after_the_addon_with_the_tls_bucket(stack_runs: dict[str, StackRun]) -> None:
@@ -60,11 +67,10 @@ def test_prod_endpoints_wired_after_the_addon_with_the_tls_bucket(stack_runs: di
     assert sglang["inferenceGateway"] == {"enabled": True, "name": "inference-gateway"}
     assert "intelligentRoutingSpec" not in sglang and "kvCacheSpec" not in sglang
     assert crs["qwen-sglang"].inputs["metadata"]["labels"]["hyperpod-inference/engine"] == "sglang"
-    # Only the endpoint that asked for redis carries the (secret) URL.
-    assert SECRET_SIG in crs["llama-70b-kvaware"].inputs["spec"]
+    # Only the endpoint that asked for redis carries the URL, whose credentials are Secret references only.
     assert str(
         _spec(crs["llama-70b-kvaware"].inputs["spec"])["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"]
-    ).startswith("rediss://:")
+    ).startswith("rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@")
     namespaces = [
         r for r in run.registrations if r.type == "kubernetes:core/v1:Namespace" and r.name.startswith("endpoints-ns-")
     ]
@@ -126,3 +132,71 @@ def test_gateway_needs_the_v2_addon(run) -> None:
     assert any(
         i.startswith("hyperpod-inference:gateway.enabled: the managed Inference Gateway needs") for i in issues
     ), issues
+
+
+# --- the gateway's namespace (issue 23 item 3) -------------------------------------------------------------
+
+
+def _qwen(mapping: dict[str, Any]) -> dict[str, Any]:
+    endpoint: dict[str, Any] = next(e for e in mapping[EPS] if e["name"] == "qwen-sglang")
+    return endpoint
+
+
+def test_explicit_system_namespace_away_from_its_endpoint_is_a_config_error(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping[GW]["namespace"] = "hyperpod-inference-system"
+    issues = _rendered_issues(run, mapping)
+    assert issues == [
+        "hyperpod-inference:endpoints[2].namespace: inference, but gateway.namespace is hyperpod-inference-system: "
+        "the gateway's InferencePools select pods in their own namespace only, so this endpoint would get no "
+        "traffic; put both in one namespace"
+    ]
+
+
+def test_opted_in_endpoints_in_two_namespaces_are_named(run) -> None:
+    mapping = stack_mapping("prod")
+    second = {**_qwen(mapping), "name": "qwen-b", "namespace": "team-b"}
+    mapping[EPS].append(second)
+    issues = [i for i in _rendered_issues(run, mapping) if ".namespace:" in i]
+    listed = "endpoints[2] qwen-sglang in inference, endpoints[3] qwen-b in team-b"
+    assert [i.split(":", 2)[1] for i in issues] == ["endpoints[2].namespace", "endpoints[3].namespace"]
+    assert all(listed in i and "must share one namespace" in i for i in issues), issues
+
+
+def test_gateway_follows_its_endpoints_into_another_namespace(run) -> None:
+    mapping = stack_mapping("prod")
+    _qwen(mapping)["namespace"] = "team-b"
+    result = registered(run("prod", mapping))
+    (gw,) = result.of_type(GW_TYPE)
+    assert gw.inputs["metadata"]["namespace"] == "team-b"
+    assert result.named(NS_TYPE, "endpoints-ns-team-b").urn in gw.dependencies
+    assert result.outputs["globalGatewayMember"]["namespace"] == "team-b"
+
+
+def test_gateway_without_opted_in_endpoints_needs_a_namespace_and_gets_it_created(run) -> None:
+    mapping = stack_mapping("prod")
+    _qwen(mapping)["spec"].pop("inferenceGateway")
+    assert _rendered_issues(run, mapping) == [
+        "hyperpod-inference:gateway.namespace: required when no endpoint opts into the gateway "
+        "(spec.inferenceGateway.enabled): the namespace of the models it fronts (an InferencePool selects pods in "
+        "its own namespace only)"
+    ]
+    mapping[GW]["namespace"] = "models"
+    result = registered(run("prod", mapping))
+    (gw,) = result.of_type(GW_TYPE)
+    assert gw.inputs["metadata"]["namespace"] == "models"
+    assert result.named(NS_TYPE, "endpoints-ns-models").urn in gw.dependencies
+
+
+def test_opted_in_endpoint_must_name_this_gateway(run) -> None:
+    mapping = stack_mapping("prod")
+    _qwen(mapping)["spec"]["inferenceGateway"] = {"enabled": True}
+    (issue,) = _rendered_issues(run, mapping)
+    assert issue == (
+        "hyperpod-inference:endpoints[2].spec.inferenceGateway.name: names no gateway (the operator then generates "
+        "inf-igw-<uuid>); this stack's gateway is 'inference-gateway': any other name makes the operator create a "
+        "gateway without this stack's spec (no JWT authentication); set name: inference-gateway"
+    )
+    _qwen(mapping)["spec"]["inferenceGateway"] = {"enabled": True, "name": "other"}
+    (issue,) = _rendered_issues(run, mapping)
+    assert issue.startswith("hyperpod-inference:endpoints[2].spec.inferenceGateway.name: names 'other';")

@@ -57,7 +57,7 @@ GW_ID = "k3x9p2m7q1ab"
 MEMBER_A = {
     "stack": "acme/hyperpod-inference/prod",
     "name": "inference-gateway",
-    "namespace": "hyperpod-inference-system",
+    "namespace": "inference",
     "clusterArn": CLUSTER_A,
     "region": "us-east-1",
     "jwtRequired": True,
@@ -147,7 +147,7 @@ def test_create_request_validates_against_the_model() -> None:
     }
     assert request["Gateways"][1] == {
         "Name": "inference-gateway",
-        "Namespace": "hyperpod-inference-system",
+        "Namespace": "inference",
         "ClusterArn": CLUSTER_B,
     }
     assert request["Tags"] == [{"Key": "managed-by", "Value": "pulumi"}, {"Key": "team", "Value": "ml"}]
@@ -236,8 +236,8 @@ def expect_create(rig: Rig) -> None:
             "Name": "hpi-global",
             "ExecutionRoleArn": ROLE,
             "Gateways": [
-                {"Name": "inference-gateway", "Namespace": "hyperpod-inference-system", "ClusterArn": CLUSTER_A},
-                {"Name": "inference-gateway", "Namespace": "hyperpod-inference-system", "ClusterArn": CLUSTER_B},
+                {"Name": "inference-gateway", "Namespace": "inference", "ClusterArn": CLUSTER_A},
+                {"Name": "inference-gateway", "Namespace": "inference", "ClusterArn": CLUSTER_B},
             ],
             "Routing": {"Weights": {"KVHeadroom": 0.4, "QueueDepth": 0.3, "RegionProximity": 0.2, "ErrorRate": 0.1}},
             "ClientToken": TOKEN,
@@ -463,7 +463,7 @@ def test_update_member_in_use(rig: Rig) -> None:
     rig.stub.add_client_error("add_inference_gateway", service_error_code="ResourceInUse", service_message="member")
     with pytest.raises(
         GatewayError,
-        match="AddInferenceGateway: resource in use — gateway hyperpod-inference-system/inference-gateway on "
+        match="AddInferenceGateway: resource in use — gateway inference/inference-gateway on "
         + re.escape(member_c["clusterArn"])
         + " already belongs to another global inference gateway",
     ):
@@ -690,7 +690,7 @@ def test_global_stack_registers_the_gateway_role_and_invoke_policy(global_run: S
         {
             "stack": "acme/hyperpod-inference/prod",
             "name": "inference-gateway",
-            "namespace": "hyperpod-inference-system",
+            "namespace": "inference",
             "clusterArn": "arn:aws:sagemaker:us-east-1:123456789012:cluster/" + mocks._hex("hpi-prod-hp", n=12),
             "region": "us-east-1",
             "jwtRequired": True,
@@ -699,7 +699,7 @@ def test_global_stack_registers_the_gateway_role_and_invoke_policy(global_run: S
         {
             "stack": "acme/hyperpod-inference/prod-usw2",
             "name": "inference-gateway",
-            "namespace": "hyperpod-inference-system",
+            "namespace": "inference",
             "clusterArn": "arn:aws:sagemaker:us-west-2:123456789012:cluster/" + mocks._hex("hpi-prod-usw2-hp", n=12),
             "region": "us-west-2",
             "jwtRequired": True,
@@ -963,7 +963,7 @@ def test_regional_prod_exports_what_a_member_needs(stack_runs: dict[str, StackRu
     assert exported == {
         "gatewayEnabled": True,
         "name": "inference-gateway",
-        "namespace": "hyperpod-inference-system",
+        "namespace": "inference",
         "region": "us-east-1",
         "jwtRequired": True,
         "environment": "prod",
@@ -1088,7 +1088,7 @@ def _stub_members(c: StubbedClients, *, owner_of_b: bool = False, b_missing: boo
                 "InferenceGatewaySummaries": [
                     {
                         "Name": "inference-gateway",
-                        "Namespace": "hyperpod-inference-system",
+                        "Namespace": "inference",
                         "ClusterArn": arn,
                         "Status": "ACTIVE",
                     }
@@ -1184,7 +1184,7 @@ def test_preflight_derives_members_from_local_stack_files() -> None:
     found = members_from(parse(), None)
     assert found[0].region == "us-east-1"
     assert found[0].cluster_name == "hpi-prod-hp"
-    assert (found[0].namespace, found[0].name) == ("hyperpod-inference-system", "inference-gateway")
+    assert (found[0].namespace, found[0].name) == ("inference", "inference-gateway")
     assert found[1].region is None  # no stacks/Pulumi.prod-usw2.yaml here: SKIPped, with a hint
 
 

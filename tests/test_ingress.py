@@ -51,7 +51,8 @@ def prod(stack_runs) -> StackRun:
 def test_https_listener_authenticates_then_forwards(prod: StackRun) -> None:
     https = inputs(prod, LISTENER, "front-door-https")
     assert (https["port"], https["protocol"]) == (443, "HTTPS")
-    assert https["sslPolicy"] == DEFAULT_TLS_POLICY == "ELBSecurityPolicy-TLS13-1-2-2021-06"
+    # FSBP ELB.17 recommends TLS13-1-2-Res (restricted ciphers), not TLS13-1-2-2021-06 (the old default)
+    assert https["sslPolicy"] == DEFAULT_TLS_POLICY == "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
     actions = https["defaultActions"]
     assert [a["type"] for a in actions] == ["authenticate-oidc", "forward"]
     assert [a["order"] for a in actions] == [1, 2]
@@ -191,8 +192,10 @@ def test_one_target_group_and_binding_per_routed_endpoint(prod: StackRun) -> Non
         arn = prod.named(TG, f"front-door-tg-{endpoint}").outputs["arn"]
         assert tgb["spec"]["targetGroupARN"] == arn
         sg = prod.named("aws:ec2/securityGroup:SecurityGroup", "front-door-sg").outputs["arn"].rsplit("/", 1)[1]
-        # router pods' port is not documented: no port list (all TCP, from the ALB's SG only)
-        assert tgb["spec"]["networking"]["ingress"] == [{"from": [{"securityGroup": {"groupID": sg}}]}]
+        # prod names the router pods' port (routes[].targetPort): the binding opens exactly it, from the ALB's SG
+        assert tgb["spec"]["networking"]["ingress"] == [
+            {"from": [{"securityGroup": {"groupID": sg}}], "ports": [{"protocol": "TCP", "port": 8000}]}
+        ]
     # the bindings go through the EKS cluster's provider, not an ambient kubeconfig
     for reg in prod.of_type(TGB):
         assert reg.provider is not None and "eks" in reg.provider
@@ -360,6 +363,11 @@ def _drop(path: list[Any]) -> Any:
             _set(["sslPolicy"], "ELBSecurityPolicy-2016-08"),
             "hyperpod-inference:ingress.sslPolicy: 'ELBSecurityPolicy-2016-08' is not a TLS 1.2+",
         ),
+        (
+            _set(["sslPolicy"], "ELBSecurityPolicy-TLS13-1-2-2021-06"),
+            "hyperpod-inference:ingress.sslPolicy: prod: security policy ELBSecurityPolicy-TLS13-1-2-2021-06 is not "
+            "one FSBP ELB.17 recommends; use one of ELBSecurityPolicy-TLS13-1-3-2021-06, ",
+        ),
         (_drop(["hostedZoneName"]), "hyperpod-inference:ingress.hostedZoneName: required when ingress is enabled"),
         (_drop(["allowedCidrs"]), "hyperpod-inference:ingress.allowedCidrs: required for an internet-facing ALB"),
         (_drop(["oidc"]), "hyperpod-inference:ingress.oidc: required when authentication is oidc"),
@@ -379,6 +387,7 @@ def _drop(path: list[Any]) -> Any:
         "route-host-outside-zone",
         "unknown-endpoint",
         "tls10-policy",
+        "elb17-not-recommended-in-prod",
         "no-zone-name",
         "internet-facing-without-cidrs",
         "oidc-missing",
@@ -482,6 +491,70 @@ def test_prod_worker_target_requires_service_name_and_port(run, route: dict[str,
     assert {k.rsplit(".", 1)[1] for k in keys if k.startswith("ingress.routes[0].")} == missing
     assert all(
         "required in prod" in i.message for i in result.config_error.issues if i.path.startswith("ingress.routes[0]")
+    )
+
+
+def _egress(result: StackRun) -> dict[str, tuple[int, int, str]]:
+    return {
+        r.name: (r.inputs["fromPort"], r.inputs["toPort"], r.inputs["cidrIpv4"])
+        for r in result.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+        if r.name.startswith("front-door-sg-out-") and r.name != "front-door-sg-out-idp"
+    }
+
+
+def _binding_range(tgb: dict[str, Any]) -> tuple[int, int]:
+    """What the LB controller opens on the pods for a binding: the named port, else 0-65535 (LBC@225f4456
+    pkg/networking/networking_manager.go:436-451)."""
+    (rule,) = tgb["spec"]["networking"]["ingress"]
+    (port,) = rule["ports"]
+    assert port["protocol"] == "TCP"
+    return (port["port"], port["port"]) if "port" in port else (0, 65535)
+
+
+def test_router_target_without_a_port_opens_all_tcp_on_both_sides(run) -> None:
+    """Outside prod the router's port may stay unknown: the ALB may then reach every TCP port in the VPC, exactly
+    what the binding opens on the router pods (it used to allow egress to the worker port only, so health checks
+    failed whenever the router listened elsewhere)."""
+    result = registered(run("dev", _dev_with_ingress()))
+    tgb = _tgb(result, "llama-8b")
+    sg = result.named("aws:ec2/securityGroup:SecurityGroup", "front-door-sg").outputs["arn"].rsplit("/", 1)[1]
+    assert tgb["spec"]["networking"]["ingress"] == [
+        {"from": [{"securityGroup": {"groupID": sg}}], "ports": [{"protocol": "TCP"}]}
+    ]
+    assert _egress(result) == {"front-door-sg-out-all-tcp": (0, 65535, "10.192.0.0/16")}
+
+
+def test_router_target_port_is_opened_on_both_sides(run) -> None:
+    mapping = _dev_with_ingress(routes=[{"endpoint": "llama-8b", "path": "/v1/*", "targetPort": 9000}])
+    result = registered(run("dev", mapping))
+    tgb = _tgb(result, "llama-8b")
+    assert tgb["spec"]["networking"]["ingress"][0]["ports"] == [{"protocol": "TCP", "port": 9000}]
+    assert _egress(result) == {"front-door-sg-out-9000": (9000, 9000, "10.192.0.0/16")}
+    # the target group keeps the worker port as its default; ip targets are registered with the pod port
+    assert inputs(result, TG, "front-door-tg-llama-8b")["port"] == 8000
+
+
+@pytest.mark.parametrize("stack", ["prod", "staging"])
+def test_every_binding_range_is_an_alb_egress_rule(stack_runs: dict[str, StackRun], stack: str) -> None:
+    result = stack_runs[stack]
+    tgbs = [plain(r.inputs) for r in result.of_type(TGB)]
+    assert tgbs, f"{stack} has no TargetGroupBinding"
+    egress = {(low, high) for low, high, _ in _egress(result).values()}
+    for tgb in tgbs:
+        low, high = _binding_range(tgb)
+        assert any(a <= low and high <= b for a, b in egress), (tgb["metadata"]["name"], egress)
+
+
+def test_prod_router_target_requires_the_target_port(run) -> None:
+    mapping = stack_mapping("prod")
+    del mapping[ING]["routes"][0]["targetPort"]
+    result = run("prod", mapping)
+    assert result.config_error is not None and result.registrations == []
+    issues = {i.path: i.message for i in result.config_error.issues}
+    assert set(issues) == {"ingress.routes[0].targetPort"}
+    assert issues["ingress.routes[0].targetPort"].startswith(
+        "required in prod for router targets: no source names the port the router pods behind "
+        "llama-70b-kvaware-inference-routing-service listen on"
     )
 
 

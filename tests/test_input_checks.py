@@ -134,8 +134,9 @@ REFUSED: list[tuple[str, str, Mutation, str]] = [
         "gateway-name-not-the-stacks",
         "prod",
         lambda m: _ep(m, 2)["inferenceGateway"].update(name="my-gateway"),
-        "hyperpod-inference:endpoints[2].spec.inferenceGateway.name: 'my-gateway' is not this stack's Inference "
-        "Gateway; gateway.name is 'inference-gateway': write that, or leave inferenceGateway.name out",
+        "hyperpod-inference:endpoints[2].spec.inferenceGateway.name: names 'my-gateway'; this stack's gateway is "
+        "'inference-gateway': any other name makes the operator create a gateway without this stack's spec (no JWT "
+        "authentication); set name: inference-gateway",
     ),
     (
         "scheduler-model-served-by-no-endpoint",

@@ -1,4 +1,4 @@
-"""RedisKvCache: encryption, network isolation, secrecy of the AUTH token, and where its URL goes.
+"""RedisKvCache: encryption, network isolation, its RBAC user and group, and how the URL and credentials reach LMCache.
 
 The components run inside a small program (``SERVING_PROGRAM``: the real Network, a stand-in node SG and
 add-on, then RedisKvCache, InferenceEndpoints and InferenceGateway exactly as ``__main__.py`` wires them)
@@ -20,7 +20,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config import load_stack_config
-from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs
+from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from components.inference_gateway import InferenceGateway, InferenceGatewayArgs
 from components.kv_cache import RedisKvCache, RedisKvCacheArgs
 from components.network import Network, NetworkArgs
@@ -51,7 +51,7 @@ if cfg.kv_cache.l2_backend == "redis":
     pulumi.export(
         "secretness",
         pulumi.Output.all(
-            pulumi.Output.from_input(redis.auth_token.is_secret()),
+            pulumi.Output.from_input(redis.password.is_secret() if redis.password is not None else False),
             pulumi.Output.from_input(redis.connection_url.is_secret()),
             pulumi.Output.from_input(redis.url.is_secret()),
         ),
@@ -62,12 +62,16 @@ InferenceEndpoints(
         endpoints=cfg.endpoints,
         tags=cfg.common_tags,
         tls_bucket="hyperpod-tls-standin",
-        redis_url=redis.connection_url if redis else None,
+        redis=RedisConnection(address=redis.url, username=redis.username, password=redis.password) if redis else None,
         depends_on=[addon],
     ),
 )
 if cfg.gateway.enabled:
-    InferenceGateway("gateway", InferenceGatewayArgs(gateway=cfg.gateway, depends_on=[addon]))
+    from components.config.gateway import gateway_namespace
+
+    InferenceGateway(
+        "gateway", InferenceGatewayArgs(gateway=cfg.gateway, namespace=gateway_namespace(cfg), depends_on=[addon])
+    )
 """
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
@@ -146,38 +150,133 @@ def test_security_group_admits_redis_port_only_from_the_node_sg(prod_serving: St
     assert rg["securityGroupIds"] == [sg_id]
 
 
-def test_auth_token_is_secret_end_to_end(prod_serving: StackRun) -> None:
-    password = prod_serving.named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token")
-    assert password.inputs["special"] is False and 32 <= password.inputs["length"] <= 128
+USER = "aws:elasticache/user:User"
+USER_GROUP = "aws:elasticache/userGroup:UserGroup"
+PASSWORD = "random:index/randomPassword:RandomPassword"
+IEC = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
+SECRET = "kubernetes:core/v1:Secret"
+# LMCache v0.4.3's Redis connector sends GET, SET, EXISTS and DEL only (components/config/kvcache.py cites it).
+LMCACHE_ACCESS = "on ~* -@all +get +set +exists +del"
+CREDENTIAL_URL = "rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@{host}:6379"
+
+
+def test_rbac_user_group_replaces_the_auth_token(prod_serving: StackRun) -> None:
     rg = prod_serving.named(RG, "kv-cache-rg").inputs
-    assert is_secret_input(rg["authToken"])
-    assert unwrap(rg["authToken"]) == password.outputs["result"]
-    # auth_token and connection_url are secret Outputs; the plain url carries no credentials.
+    assert "authToken" not in rg
+    assert rg["userGroupIds"] == ["hpi-prod-kv-users"]
+    group = prod_serving.named(USER_GROUP, "kv-cache-users").inputs
+    assert (group["userGroupId"], group["engine"]) == ("hpi-prod-kv-users", "redis")
+    assert group["userIds"] == ["hpi-prod-kv-default", "hpi-prod-kv-lmcache"]
+    default = prod_serving.named(USER, "kv-cache-default-user").inputs
+    assert (default["userId"], default["userName"], default["engine"]) == ("hpi-prod-kv-default", "default", "redis")
+    assert default["accessString"] == "off -@all", "a connection that does not AUTH as LMCache can do nothing"
+    lmcache = prod_serving.named(USER, "kv-cache-lmcache-user").inputs
+    assert (lmcache["userId"], lmcache["userName"]) == ("hpi-prod-kv-lmcache", "hpi-prod-kv-lmcache")
+    assert lmcache["accessString"] == LMCACHE_ACCESS
+    results = set()
+    for who, user in (("default", default), ("lmcache", lmcache)):
+        password = prod_serving.named(PASSWORD, f"kv-cache-{who}-password")
+        assert password.inputs["special"] is False and password.inputs["length"] == 64
+        assert is_secret_input(user["passwords"])
+        assert unwrap(user["passwords"]) == [password.outputs["result"]]
+        results.add(password.outputs["result"])
+    assert len(results) == 2
+    # password and connection_url are secret Outputs; the plain url carries no credentials.
     assert prod_serving.outputs["secretness"] == [True, True, False]
-    url = prod_serving.outputs["kvCacheUrl"]
     host = prod_serving.named(RG, "kv-cache-rg").outputs["primaryEndpointAddress"]
-    assert url == f"rediss://{host}:6379"
-    assert password.outputs["result"] not in url
+    assert prod_serving.outputs["kvCacheUrl"] == f"rediss://{host}:6379"
 
 
-def test_redis_url_reaches_exactly_the_endpoints_that_asked(prod_serving: StackRun) -> None:
-    crs = {
-        r.inputs["metadata"]["name"]: r
-        for r in prod_serving.registrations
-        if r.type.endswith(":InferenceEndpointConfig")
-    }
+def test_rbac_requests_validate_against_the_elasticache_model(prod_serving: StackRun) -> None:
+    """The users and the group as CreateUser/CreateUserGroup requests (botocore's model is the API's contract)."""
+    import botocore.session
+    from botocore.validate import validate_parameters
+
+    model = botocore.session.get_session().get_service_model("elasticache")
+    for name in ("kv-cache-default-user", "kv-cache-lmcache-user"):
+        u = prod_serving.named(USER, name).inputs
+        params = {
+            "UserId": u["userId"],
+            "UserName": u["userName"],
+            "Engine": u["engine"],
+            "AccessString": u["accessString"],
+            "Passwords": unwrap(u["passwords"]),
+        }
+        validate_parameters(params, model.operation_model("CreateUser").input_shape)
+    g = prod_serving.named(USER_GROUP, "kv-cache-users").inputs
+    validate_parameters(
+        {"UserGroupId": g["userGroupId"], "Engine": g["engine"], "UserIds": g["userIds"]},
+        model.operation_model("CreateUserGroup").input_shape,
+    )
+
+
+def test_the_custom_resource_carries_no_credential(prod_serving: StackRun) -> None:
+    crs = {r.inputs["metadata"]["name"]: r for r in prod_serving.registrations if r.type == IEC}
     assert set(crs) == {"llama-70b-kvaware", "llama-70b-dpd", "qwen-sglang"}
-    token = prod_serving.named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token").outputs["result"]
+    password = prod_serving.named(PASSWORD, "kv-cache-lmcache-password").outputs["result"]
     host = prod_serving.named(RG, "kv-cache-rg").outputs["primaryEndpointAddress"]
     asked = crs["llama-70b-kvaware"].inputs["spec"]
-    assert is_secret_input(asked), "a spec carrying the AUTH token must be a secret"
-    l2 = unwrap(asked)["kvCacheSpec"]["l2CacheSpec"]
-    assert l2 == {"l2CacheBackend": "redis", "l2CacheLocalUrl": f"rediss://:{token}@{host}:6379"}
+    assert not is_secret_input(asked), "no credential in the spec: it need not be a secret"
+    assert password not in str(asked)
+    url = CREDENTIAL_URL.format(host=host)
+    assert asked["kvCacheSpec"]["l2CacheSpec"] == {"l2CacheBackend": "redis", "l2CacheLocalUrl": url}
+    ref = {"name": "hpi-kv-cache-credentials"}
+    assert asked["worker"]["environmentVariables"] == [
+        {"name": "HPI_KV_CACHE_USERNAME", "valueFrom": {"secretKeyRef": {**ref, "key": "username"}}},
+        {"name": "HPI_KV_CACHE_PASSWORD", "valueFrom": {"secretKeyRef": {**ref, "key": "password"}}},
+        {"name": "LMCACHE_REMOTE_URL", "value": url},
+        {"name": "LMCACHE_LOG_LEVEL", "value": "WARNING"},
+    ]
     for name in ("llama-70b-dpd", "qwen-sglang"):
         spec = crs[name].inputs["spec"]
-        assert not is_secret_input(spec)
         assert "l2CacheSpec" not in spec.get("kvCacheSpec", {})
-        assert token not in str(spec)
+        assert "HPI_KV_CACHE" not in str(spec) and password not in str(spec)
+
+
+def test_the_credentials_secret(prod_serving: StackRun) -> None:
+    (secret,) = prod_serving.of_type(SECRET)
+    assert secret.inputs["metadata"]["name"] == "hpi-kv-cache-credentials"
+    assert secret.inputs["metadata"]["namespace"] == "inference"
+    assert secret.inputs["type"] == "Opaque"
+    assert is_secret_input(secret.inputs["stringData"])
+    password = prod_serving.named(PASSWORD, "kv-cache-lmcache-password").outputs["result"]
+    assert unwrap(secret.inputs["stringData"]) == {"username": "hpi-prod-kv-lmcache", "password": password}
+    cr = next(r for r in prod_serving.registrations if r.type == IEC and r.name.endswith("llama-70b-kvaware"))
+    assert secret.urn in cr.dependencies, "the Secret exists before the pod that reads it"
+    ns = prod_serving.named("kubernetes:core/v1:Namespace", "endpoints-ns-inference")
+    assert ns.urn in secret.dependencies
+
+
+def test_plaintext_dev_redis_has_no_users_and_no_secret(serving_program: Path) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:environment"] = "dev"
+    mapping["hyperpod-inference:kvCache"]["redis"]["transitEncryption"] = False
+    run = registered(run_stack("prod", mapping, main=serving_program))
+    assert run.of_type(USER) == [] and run.of_type(USER_GROUP) == [] and run.of_type(SECRET) == []
+    assert "userGroupIds" not in run.named(RG, "kv-cache-rg").inputs
+    host = run.named(RG, "kv-cache-rg").outputs["primaryEndpointAddress"]
+    cr = next(r for r in run.registrations if r.type == IEC and r.name.endswith("llama-70b-kvaware"))
+    assert cr.inputs["spec"]["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] == f"redis://{host}:6379"
+    assert "environmentVariables" not in cr.inputs["spec"]["worker"]
+
+
+def test_an_endpoint_setting_the_wired_variables_is_a_config_error() -> None:
+    mapping = stack_mapping("prod")
+    worker = mapping["hyperpod-inference:endpoints"][0]["spec"]["worker"]
+    worker["environmentVariables"] = [{"name": "LMCACHE_REMOTE_URL", "value": "rediss://other:6379"}]
+    issues = _issues(mapping)
+    assert (
+        "hyperpod-inference:endpoints[0].spec.worker.environmentVariables[0].name: LMCACHE_REMOTE_URL is wired by this "
+        "stack for the Redis L2 cache (its URL and credentials come from the Secret hpi-kv-cache-credentials); "
+        "remove it"
+    ) in issues
+
+
+def test_an_endpoint_choosing_its_own_lmcache_log_level_keeps_it() -> None:
+    from components.config.kvcache import credential_env
+
+    env = credential_env([{"name": "LMCACHE_LOG_LEVEL", "value": "DEBUG"}], "rediss://u")
+    assert [e["name"] for e in env] == ["HPI_KV_CACHE_USERNAME", "HPI_KV_CACHE_PASSWORD", "LMCACHE_REMOTE_URL"]
 
 
 def test_dev_has_no_redis_and_tieredstorage_needs_no_url(serving_program: Path) -> None:
@@ -284,3 +383,21 @@ def test_real_program_admits_only_the_hyperpod_node_sg(stack_runs: dict[str, Sta
     ]
     assert run.outputs["kvCacheUrl"].startswith("rediss://master.hpi-prod-kv.")
     assert stack_runs["dev"].of_type(RG) == []
+
+
+def test_readiness_knows_every_new_serving_type(prod_serving: StackRun) -> None:
+    """Each type this layer added has its own readiness entry (not the generic fallbacks)."""
+    from policies.readiness import load_readiness
+
+    readiness = load_readiness()
+    expected = {
+        USER: "ElastiCache RBAC user",
+        USER_GROUP: "ElastiCache RBAC user group",
+        SECRET: "Secret (Redis credentials for LMCache)",
+        "kubernetes:rbac.authorization.k8s.io/v1:Role": "Role (endpoint viewer)",
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": "RoleBinding (endpoint viewers group)",
+    }
+    for typ, label in expected.items():
+        found = prod_serving.of_type(typ)
+        assert found, f"prod's serving program registers no {typ}"
+        assert readiness.entry_for(typ, found[0].inputs).label == label

@@ -5,13 +5,14 @@ so these tests can run it; ``systemctl`` and ``sleep`` are stubs on ``PATH`` tha
 Amazon Linux 2 (EKS AMIs up to Kubernetes 1.32: bootstrap.sh copies the template
 ``/etc/eks/containerd/containerd-config.toml`` to ``/etc/containerd/config.toml``) and Amazon Linux 2023
 (from 1.33: nodeadm generates ``/etc/containerd/config.toml``), each with files present, absent and already
-configured; no volume; a late volume; an unknown OS. shellcheck must report nothing (and must be installed).
+configured; no volume; a late volume; an unknown OS. The kubelet's root directory moves onto the volume as in
+AWS's script (awslabs/awsome-distributed-ai@95b939cd LifecycleScripts/base-config/on_create_main.sh:118-133),
+idempotently. shellcheck must report nothing (and must be installed).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -21,6 +22,10 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "components" / "lifecycle" / "on_create.sh"
 NEW_ROOT_LINE = 'root = "/opt/sagemaker/containerd/data-root"'
+KUBELET = "var/lib/kubelet"
+NEW_KUBELET = "opt/sagemaker/kubelet"
+# The kubelet steps when the kubelet runs (the stub answers is-active for every unit alike).
+KUBELET_CALLS = ["systemctl is-active --quiet kubelet", "systemctl stop kubelet", "systemctl start kubelet"]
 AL2_TEMPLATE = """version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -86,6 +91,23 @@ class Node:
     def exists(self, rel: str) -> bool:
         return (self.root / rel).exists()
 
+    def link(self, rel: str, target: str) -> None:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(target)
+
+    def kubelet_moved(self) -> None:
+        """The layout a previous run leaves: /var/lib/kubelet -> /opt/sagemaker/kubelet."""
+        (self.root / NEW_KUBELET).mkdir(parents=True, exist_ok=True)
+        self.link(KUBELET, "/opt/sagemaker/kubelet")
+
+    def run_helper(self) -> subprocess.CompletedProcess[str]:
+        """Run the AL2023 helper the script wrote, as systemd would before containerd starts (in the fake root)."""
+        env = {**os.environ, "HPI_LIFECYCLE_ROOT": str(self.root)}
+        return subprocess.run(
+            ["sh", str(self.root / HELPER)], env=env, capture_output=True, text=True, timeout=30, check=False
+        )
+
     def run(self, tries: int = 2) -> subprocess.CompletedProcess[str]:
         env = {
             **os.environ,
@@ -132,11 +154,12 @@ def test_al2_files_present_moves_root_in_template_and_live_config_with_contents(
     assert node.read(f"{new}/io.containerd.content.v1.content/blobs/sha256/pause") == "pause-image-layer"
     assert node.read(f"{new}/io.containerd.metadata.v1.bolt/meta.db") == "metadata"
     assert node.exists("var/lib/containerd/io.containerd.content.v1.content/blobs/sha256/pause")
-    # containerd was running: stopped before the copy, started after.
+    # containerd was running: stopped before the copy, started after; then the kubelet's move, likewise.
     assert node.systemctl() == [
         "systemctl is-active --quiet containerd",
         "systemctl stop containerd",
         "systemctl start containerd",
+        *KUBELET_CALLS,
     ]
 
 
@@ -150,6 +173,7 @@ def test_al2_template_without_root_line_gets_one_before_the_first_table(tmp_path
     )
     assert not node.exists("etc/containerd/config.toml"), "no live config is invented"
     assert "systemctl stop containerd" not in node.systemctl()
+    assert "systemctl stop kubelet" not in node.systemctl()
 
 
 def test_al2_root_keys_inside_tables_are_not_touched(tmp_path) -> None:
@@ -172,6 +196,7 @@ def test_al2_commented_root_line_is_replaced(tmp_path) -> None:
 def test_al2_files_absent_leaves_containerd_alone(tmp_path) -> None:
     node = Node(tmp_path, AL2)
     _old_store(node)
+    node.kubelet_moved()
     _ok(node.run())
     assert not node.exists("etc/containerd/config.toml")
     assert not node.exists("etc/eks/containerd/containerd-config.toml")
@@ -186,6 +211,7 @@ def test_al2_already_configured_changes_nothing(tmp_path) -> None:
     live = node.write("etc/containerd/config.toml", configured)
     node.write("opt/sagemaker/containerd/data-root/existing", "kept")
     _old_store(node)
+    node.kubelet_moved()
     _ok(node.run())
     assert template.read_text(encoding="utf-8") == configured
     assert live.read_text(encoding="utf-8") == configured
@@ -211,12 +237,28 @@ DROPIN = "etc/systemd/system/containerd.service.d/50-hyperpod-inference-root.con
 HELPER = "usr/local/sbin/hyperpod-inference-containerd-config"
 
 
-def _helper_sed_script(helper_text: str) -> str:
-    match = re.search(
-        r"^sed -E '(.+)' /etc/containerd/config\.toml >/opt/sagemaker/containerd/config\.toml$", helper_text, re.M
-    )
-    assert match, helper_text
-    return match.group(1)
+DERIVED = "opt/sagemaker/containerd/config.toml"
+# A containerd config whose runtime plugin has a `root =` of its own (containerd 1.x io.containerd.runtime.v1.linux,
+# containerd docs/man/containerd-config.toml.5.md): only the top-level key is containerd's data root.
+NESTED_ROOT = """version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+
+[plugins."io.containerd.runtime.v1.linux"]
+shim = "containerd-shim"
+root = "/run/containerd/runc"
+
+[plugins."io.containerd.grpc.v1.cri"]
+sandbox_image = "localhost/kubernetes/pause"
+"""
+
+
+def _derive(node: Node, nodeadm_config: str) -> str:
+    """What the helper derives from ``nodeadm_config`` when containerd starts."""
+    node.write("etc/containerd/config.toml", nodeadm_config)
+    result = node.run_helper()
+    assert result.returncode == 0, result.stdout + result.stderr
+    return node.read(DERIVED)
 
 
 @pytest.mark.parametrize("nodeadm_config", [True, False], ids=["config-generated", "config-absent"])
@@ -242,15 +284,6 @@ def test_al2023_drop_in_runs_containerd_with_a_derived_config(tmp_path, nodeadm_
         assert node.read("etc/containerd/config.toml") == AL2023_NODEADM
     else:
         assert not node.exists("etc/containerd/config.toml")
-    # What the helper derives from nodeadm's config at containerd start: only the root changes.
-    derived = subprocess.run(
-        ["sed", "-E", _helper_sed_script(helper.read_text(encoding="utf-8"))],
-        input=AL2023_NODEADM,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    assert derived == AL2023_NODEADM.replace('root = "/var/lib/containerd"', NEW_ROOT_LINE)
     assert node.read("opt/sagemaker/containerd/data-root/io.containerd.content.v1.content/blobs/sha256/pause") == (
         "pause-image-layer"
     )
@@ -259,12 +292,34 @@ def test_al2023_drop_in_runs_containerd_with_a_derived_config(tmp_path, nodeadm_
         "systemctl stop containerd",
         "systemctl daemon-reload",
         "systemctl start containerd",
+        *KUBELET_CALLS,
     ]
+    # What the helper derives from nodeadm's config at containerd start: only the root changes.
+    assert _derive(node, AL2023_NODEADM) == AL2023_NODEADM.replace('root = "/var/lib/containerd"', NEW_ROOT_LINE)
+
+
+def test_al2023_helper_keeps_a_root_key_inside_a_table(tmp_path) -> None:
+    """The helper follows the script's own top-level-only rule: a plugin's `root =` survives (it used to be
+    rewritten too, by a sed over every `root =` line)."""
+    node = Node(tmp_path, AL2023, containerd_active=False)
+    _ok(node.run())
+    assert _derive(node, NESTED_ROOT) == NESTED_ROOT.replace('root = "/var/lib/containerd"', NEW_ROOT_LINE, 1)
+    assert 'root = "/run/containerd/runc"' in node.read(DERIVED)
+
+
+def test_al2023_helper_adds_a_root_line_when_nodeadm_wrote_none(tmp_path) -> None:
+    node = Node(tmp_path, AL2023, containerd_active=False)
+    _ok(node.run())
+    config = 'version = 2\n\n[grpc]\naddress = "/run/containerd/containerd.sock"\n'
+    assert _derive(node, config) == (
+        f'version = 2\n\n{NEW_ROOT_LINE}\n\n[grpc]\naddress = "/run/containerd/containerd.sock"\n'
+    )
 
 
 def test_al2023_already_configured_changes_nothing(tmp_path) -> None:
     node = Node(tmp_path, AL2023)
     node.write("etc/containerd/config.toml", AL2023_NODEADM)
+    node.kubelet_moved()
     _ok(node.run())
     dropin, helper = node.read(DROPIN), node.read(HELPER)
     node.write("opt/sagemaker/containerd/data-root/marker", "x")
@@ -284,6 +339,7 @@ def test_no_volume_waits_then_keeps_the_root_volume(tmp_path) -> None:
     assert node.sleeps() == 3, "waited like the reference scripts (5 s steps)"
     assert node.read("etc/eks/containerd/containerd-config.toml") == AL2_TEMPLATE
     assert not node.exists("opt/sagemaker")
+    assert not (node.root / KUBELET).is_symlink()
 
 
 def test_volume_mounted_late_is_waited_for(tmp_path) -> None:
@@ -320,6 +376,83 @@ def test_failure_exits_non_zero(tmp_path) -> None:
     result = node.run()
     assert result.returncode != 0
     assert node.read("etc/eks/containerd/containerd-config.toml") == AL2_TEMPLATE, "config untouched on failure"
+
+
+# --- the kubelet's root directory --------------------------------------------------------------------------
+
+
+def _kubelet_state(node: Node) -> None:
+    node.write(f"{KUBELET}/config.json", "{}")
+    node.write(f"{KUBELET}/pki/kubelet.crt", "cert")
+    node.write(f"{KUBELET}/.hidden", "dotfile")  # `mv dir/*` in AWS's script would leave this behind
+
+
+@pytest.mark.parametrize(
+    "os_release", [AL2, AL2023, 'ID="ubuntu"\nVERSION_ID="22.04"\n'], ids=["al2", "al2023", "ubuntu"]
+)
+def test_kubelet_root_moves_to_the_volume_with_a_symlink(tmp_path, os_release: str) -> None:
+    node = Node(tmp_path, os_release)
+    _kubelet_state(node)
+    _ok(node.run())
+    link = node.root / KUBELET
+    assert link.is_symlink() and os.readlink(link) == "/opt/sagemaker/kubelet"
+    assert node.read(f"{NEW_KUBELET}/config.json") == "{}"
+    assert node.read(f"{NEW_KUBELET}/pki/kubelet.crt") == "cert"
+    assert node.read(f"{NEW_KUBELET}/.hidden") == "dotfile"
+    calls = node.systemctl()
+    assert calls[-3:] == KUBELET_CALLS, "the kubelet is stopped for the move and started again"
+
+
+def test_kubelet_root_absent_still_gets_the_symlink(tmp_path) -> None:
+    node = Node(tmp_path, AL2, containerd_active=False)
+    _ok(node.run())
+    assert os.readlink(node.root / KUBELET) == "/opt/sagemaker/kubelet"
+    assert (node.root / NEW_KUBELET).is_dir()
+    assert "systemctl stop kubelet" not in node.systemctl()
+
+
+def test_kubelet_move_is_idempotent_and_keeps_existing_data(tmp_path) -> None:
+    node = Node(tmp_path, AL2023)
+    node.write(f"{NEW_KUBELET}/from-an-earlier-boot", "kept")  # AWS's script would rm -rf this
+    _kubelet_state(node)
+    _ok(node.run())
+    assert node.read(f"{NEW_KUBELET}/from-an-earlier-boot") == "kept"
+    first = sorted(p.relative_to(node.root).as_posix() for p in (node.root / NEW_KUBELET).rglob("*"))
+    calls = len(node.systemctl())
+    _ok(node.run())
+    assert sorted(p.relative_to(node.root).as_posix() for p in (node.root / NEW_KUBELET).rglob("*")) == first
+    assert len(node.systemctl()) == calls, "second run: no stop/start"
+
+
+def test_kubelet_symlink_elsewhere_is_left_alone(tmp_path) -> None:
+    node = Node(tmp_path, AL2, containerd_active=False)
+    node.link(KUBELET, "/data/kubelet")
+    _ok(node.run())
+    assert os.readlink(node.root / KUBELET) == "/data/kubelet"
+    assert not node.exists(NEW_KUBELET)
+
+
+def test_kubelet_with_mounts_below_it_is_left_alone(tmp_path) -> None:
+    """Pods already ran (their volumes are mounted under /var/lib/kubelet): moving live mounts would break them."""
+    node = Node(tmp_path, AL2)
+    _kubelet_state(node)
+    with (node.root / "proc" / "mounts").open("a", encoding="utf-8") as mounts:
+        mounts.write("tmpfs /var/lib/kubelet/pods/0a1b/volumes/kubernetes.io~projected/token tmpfs rw 0 0\n")
+    _ok(node.run())
+    assert not (node.root / KUBELET).is_symlink()
+    assert node.read(f"{KUBELET}/config.json") == "{}"
+    assert not node.exists(NEW_KUBELET)
+    assert "systemctl stop kubelet" not in node.systemctl()
+
+
+def test_kubelet_move_failure_exits_non_zero_and_keeps_the_old_directory(tmp_path) -> None:
+    node = Node(tmp_path, AL2, containerd_active=False)
+    _kubelet_state(node)
+    node.write(NEW_KUBELET, "a file where the directory must go")
+    result = node.run()
+    assert result.returncode != 0
+    assert not (node.root / KUBELET).is_symlink()
+    assert node.read(f"{KUBELET}/config.json") == "{}"
 
 
 # --- static analysis ---------------------------------------------------------------------------------------

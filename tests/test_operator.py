@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from pathlib import Path
@@ -167,19 +168,52 @@ def test_execution_role_name_trust_and_managed_policy(stack: str, stack_runs) ->
     assert attached == ["arn:aws:iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess"]
 
 
-def test_gated_model_role_trusts_wildcard_service_accounts(stack_runs) -> None:
+def _gated_trust(run: StackRun) -> dict[str, Any]:
+    trust: dict[str, Any] = json.loads(run.named(ROLE, "operator-iam-jumpstart-gated").inputs["assumeRolePolicy"])
+    return trust
+
+
+def test_gated_model_role_trusts_only_the_endpoint_namespaces(stack_runs) -> None:
+    """Scoped to the namespaces the stack deploys endpoints into (AWS documents `*` for the namespace)."""
     run = stack_runs["dev"]
-    trust = json.loads(run.named(ROLE, "operator-iam-jumpstart-gated").inputs["assumeRolePolicy"])
-    web = next(s for s in trust["Statement"] if "Federated" in s["Principal"])
+    web = next(s for s in _gated_trust(run)["Statement"] if "Federated" in s["Principal"])
     assert list(web["Condition"]["StringLike"].values()) == [
-        "system:serviceaccount:*:hyperpod-inference-service-account*"
+        "system:serviceaccount:inference:hyperpod-inference-service-account*"
     ]
+    assert list(web["Condition"]["StringEquals"].values()) == ["sts.amazonaws.com"]
     attached = {
         r.inputs["policyArn"]
         for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         if r.name.startswith("operator-iam-jumpstart-gated-policy")
     }
     assert attached == {"arn:aws:iam::aws:policy/AmazonSageMakerHyperPodGatedModelAccess"}
+
+
+def test_gated_model_role_lists_each_endpoint_namespace_once(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:cluster"]["instanceGroups"][1]["instanceCount"] = 3  # room for three endpoints
+    first = mapping["hyperpod-inference:endpoints"][0]
+    mapping["hyperpod-inference:endpoints"] = [
+        first,
+        {**copy.deepcopy(first), "name": "second", "namespace": "team-b"},
+        {**copy.deepcopy(first), "name": "third", "namespace": "default"},
+    ]
+    trust = _gated_trust(registered(run("dev", mapping)))
+    web = next(s for s in trust["Statement"] if "Federated" in s["Principal"])
+    assert list(web["Condition"]["StringLike"].values()) == [
+        [
+            "system:serviceaccount:default:hyperpod-inference-service-account*",
+            "system:serviceaccount:inference:hyperpod-inference-service-account*",
+            "system:serviceaccount:team-b:hyperpod-inference-service-account*",
+        ]
+    ]
+
+
+def test_gated_model_role_without_endpoints_trusts_only_sagemaker(run) -> None:
+    mapping = stack_mapping("dev")
+    mapping["hyperpod-inference:endpoints"] = []
+    trust = _gated_trust(registered(run("dev", mapping)))
+    assert [s["Principal"] for s in trust["Statement"]] == [{"Service": "sagemaker.amazonaws.com"}]
 
 
 def test_gateway_role_only_when_gateway_enabled(stack_runs) -> None:

@@ -82,15 +82,20 @@ def test_https_listener_actions_in_order_and_secret_blinded(prod_plan) -> None:
     assert "1b47061264138c4ac30d75fd1eb44270" not in text, "a Pulumi secret wrapper leaked into the plan"
 
 
-def test_redis_token_in_endpoint_url_is_blinded(prod_plan, stack_runs) -> None:
-    token = (
-        stack_runs["prod"].named("random:index/randomPassword:RandomPassword", "kv-cache-auth-token").outputs["result"]
+def test_redis_password_is_blinded_and_absent_from_the_endpoint(prod_plan, stack_runs) -> None:
+    password = (
+        stack_runs["prod"]
+        .named("random:index/randomPassword:RandomPassword", "kv-cache-lmcache-password")
+        .outputs["result"]
     )
-    assert len(token) == 64
+    assert len(password) == 64
     endpoint = _step(prod_plan, "InferenceEndpointConfig::endpoints-inference-llama-70b-kvaware")
     l2 = endpoint["newState"]["inputs"]["spec"]["kvCacheSpec"]["l2CacheSpec"]
-    assert l2 == {"l2CacheBackend": "redis", "l2CacheLocalUrl": "[secret]"}
-    assert token not in json.dumps(prod_plan)
+    assert l2["l2CacheBackend"] == "redis"
+    assert l2["l2CacheLocalUrl"].startswith("rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@")
+    secret = _step(prod_plan, "Secret::endpoints-inference-kv-cache-credentials")
+    assert secret["newState"]["inputs"]["stringData"] == {"password": "[secret]", "username": "hpi-prod-kv-lmcache"}
+    assert password not in json.dumps(prod_plan)
 
 
 def test_remote_component_keeps_inputs_and_providers(prod_plan) -> None:

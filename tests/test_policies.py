@@ -53,6 +53,7 @@ TABLE_NAMES = [
     "s3-locations-valid",
     "endpoint-tags-valid",
     "gateway-requires-jwt",
+    "gateway-fronts-its-endpoints",
     "alb-requires-authentication",
     "execution-role-name-prefix",
     "efa-security-group-self-rules",
@@ -243,7 +244,8 @@ def test_reference_prod_stack_is_clean_and_dev_only_advises_protection(stack_run
     prod = evaluate(POLICIES, stack_runs["prod"].registrations, "prod")
     assert [r.render() for r in prod] == []
     dev = evaluate(POLICIES, stack_runs["dev"].registrations, "dev")
-    assert {r.policy for r in dev} <= {"stateful-resources-protected"}
+    # interface VPC endpoints are off by default outside prod (billed per AZ-hour): advised, not required
+    assert {r.policy for r in dev} <= {"stateful-resources-protected", "vpc-interface-endpoints"}
     assert all(r.level == "advisory" for r in dev)
 
 
@@ -268,7 +270,10 @@ ENDPOINT_CASES: dict[str, tuple[str, str, Callable[[], dict[str, Any]], Callable
     "gateway-excludes-intelligent-routing": (
         "prod",
         "mandatory",
-        lambda: _edit(prod_kvaware, lambda s: s.update(inferenceGateway={"enabled": True})),
+        # named as the stack's gateway, in its namespace: only the routing exclusion is broken
+        lambda: _edit(
+            prod_kvaware, lambda s: s.update(inferenceGateway={"enabled": True, "name": "inference-gateway"})
+        ),
         lambda: _edit(prod_kvaware, lambda s: s.update(inferenceGateway={"enabled": False})),
         "vllm",
     ),
@@ -990,6 +995,40 @@ def test_registered_gateway_is_judged(stack_runs: dict[str, StackRun]) -> None:
     )
 
 
+def _opted_in(name: str, namespace: str, gateway: str | None) -> Registration:
+    spec = _edit(prod_kvaware, lambda s: s.pop("intelligentRoutingSpec"))
+    spec["inferenceGateway"] = {"enabled": True, **({"name": gateway} if gateway else {})}
+    cr = _cr(name, spec)
+    cr.inputs["metadata"]["namespace"] = namespace
+    return cr
+
+
+@pytest.mark.parametrize(("env", "level"), [("prod", "mandatory"), ("dev", "mandatory")])
+def test_gateway_in_another_namespace_than_its_endpoint_is_caught_alone(stack_runs, env: str, level: str) -> None:
+    """Today's defect reintroduced on the graph: the gateway in hyperpod-inference-system, its model in inference."""
+    results = _only(
+        _added(stack_runs, "prod", _inject(_opted_in("elsewhere", "team-b", "inference-gateway")), env=env),
+        "gateway-fronts-its-endpoints",
+        level,
+    )
+    assert results[0].message == (
+        "opts into Inference Gateway inference-gateway in team-b, but this stack's InferenceGatewayConfig is "
+        "inference/inference-gateway: an InferencePool selects pods in its own namespace only"
+    )
+    unnamed = _added(stack_runs, "prod", _inject(_opted_in("unnamed", "inference", None)))
+    assert (
+        "(unnamed: the operator generates one)"
+        in _only(unnamed, "gateway-fronts-its-endpoints", "mandatory")[0].message
+    )
+
+
+def test_gateway_fronts_its_endpoints_nearest_valid(stack_runs) -> None:
+    assert _added(stack_runs, "prod", _inject(_opted_in("beside", "inference", "inference-gateway"))) == []
+    # a stack without a gateway: the config's gateway.enabled check owns that case, the policy is silent
+    dev = _added(stack_runs, "dev", _inject(_opted_in("no-gateway", "inference", "inference-gateway")), env="dev")
+    assert [r for r in dev if r.policy == "gateway-fronts-its-endpoints"] == []
+
+
 def get_jwt(reg: Registration) -> Any:
     return copy.deepcopy(_spec_of(copy.deepcopy(reg))).get("auth", {}).get("jwt")
 
@@ -1123,6 +1162,7 @@ def _everything_broken(regs: list[Registration]) -> None:
         }
     }
     regs.append(_cr("raw-pinned", pinned, engine="sglang"))
+    regs.append(_opted_in("raw-other-namespace", "team-b", "inference-gateway"))  # gateway-fronts-its-endpoints
 
 
 @pytest.mark.parametrize("env", ["prod", "dev"])

@@ -359,7 +359,7 @@ def mock_member_export(member: str, region: str) -> dict[str, Any]:
     return {
         "gatewayEnabled": True,
         "name": "inference-gateway",
-        "namespace": "hyperpod-inference-system",
+        "namespace": "inference",  # the gateway sits with its endpoints (components/config/gateway.py)
         "region": region,
         "jwtRequired": True,
         "environment": "prod",

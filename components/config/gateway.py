@@ -1,4 +1,15 @@
-"""``hyperpod-inference:gateway`` — the managed Inference Gateway (add-on v2.0.0-eksbuild.2+)."""
+"""``hyperpod-inference:gateway`` — the managed Inference Gateway (add-on v2.0.0-eksbuild.2+).
+
+Where the gateway lives: with the models it fronts. Each scheduler becomes an InferencePool, and "[its selector]
+matches Pods by their labels only within the same namespace; cross-namespace selection is not supported"
+(gateway-api-inference-extension API reference, ``InferencePoolSpec.selector``:
+gateway-api-inference-extension.sigs.k8s.io/reference/spec; the llm-d API reference repeats it). AWS's guide
+applies the ``InferenceGatewayConfig`` with ``namespace: ${MODEL_NS}`` and the controller then creates "one
+endpoint picker deployment per scheduler, in your model namespace" (awslabs.github.io/ai-on-sagemaker-hyperpod,
+docs/eks-orchestration/inference/inference-gateway, "Create the Gateway" and "Inspect the gateway"; only the
+Envoy proxy goes to hyperpod-inference-system). So the gateway's namespace defaults to the one namespace of the
+endpoints that opt in, and every opted-in endpoint must be in it and name this gateway.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +33,14 @@ if TYPE_CHECKING:
 class GatewayConfig(Model):
     enabled: bool = False
     name: str = Field(default="inference-gateway", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-    namespace: str = Field(default="hyperpod-inference-system", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    namespace: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        max_length=63,
+        description="Namespace of the InferenceGatewayConfig: the namespace of the endpoints that opt in (an "
+        "InferencePool selects pods in its own namespace only). Default: that namespace; required when no "
+        "endpoint opts in.",
+    )
     spec: InferenceGatewayConfigSpec | None = Field(
         default=None,
         description="The InferenceGatewayConfig v1alpha1 spec, camelCase as in the AWS docs; required when enabled.",
@@ -31,6 +49,65 @@ class GatewayConfig(Model):
     def spec_dict(self) -> dict[str, Any]:
         """The spec exactly as written (camelCase, unset fields left out); empty when not given."""
         return self.spec.dump() if self.spec is not None else {}
+
+
+def gateway_namespace(cfg: StackConfig) -> str | None:
+    """Where the InferenceGatewayConfig goes: ``gateway.namespace``, else the opted-in endpoints' one namespace.
+
+    None when neither decides (no endpoint opts in, or they are in several namespaces: both config errors).
+    """
+    if cfg.gateway.namespace is not None:
+        return cfg.gateway.namespace
+    namespaces = list(dict.fromkeys(e.namespace for e in cfg.endpoints if opts_into_gateway(e)))
+    return namespaces[0] if len(namespaces) == 1 else None
+
+
+def _opted_in_name(endpoint: Any) -> Any:
+    opt_in = endpoint.spec_dict().get("inferenceGateway") or {}
+    return opt_in.get("name") if isinstance(opt_in, dict) else None
+
+
+@cross_check
+def _gateway_with_its_endpoints(cfg: StackConfig) -> Iterator[ConfigIssue]:
+    """Every endpoint that opts in shares one namespace with the gateway and names it (see the module docstring)."""
+    gw = cfg.gateway
+    if not gw.enabled:
+        return
+    opted = [(i, e) for i, e in enumerate(cfg.endpoints) if opts_into_gateway(e)]
+    where = gateway_namespace(cfg)
+    if not opted and where is None:
+        yield ConfigIssue(
+            "gateway.namespace",
+            "required when no endpoint opts into the gateway (spec.inferenceGateway.enabled): the namespace of the "
+            "models it fronts (an InferencePool selects pods in its own namespace only)",
+        )
+    if opted and where is None:
+        listed = ", ".join(f"endpoints[{i}] {e.name} in {e.namespace}" for i, e in opted)
+        for i, _ in opted:
+            yield ConfigIssue(
+                join_path("endpoints", i, "namespace"),
+                f"endpoints opting into the Inference Gateway must share one namespace with it (an InferencePool "
+                f"selects pods in its own namespace only); they are in several: {listed}. Move them into one, or "
+                "run one gateway per namespace in separate stacks",
+            )
+    elif where is not None:
+        for i, endpoint in opted:
+            if endpoint.namespace != where:
+                yield ConfigIssue(
+                    join_path("endpoints", i, "namespace"),
+                    f"{endpoint.namespace}, but gateway.namespace is {where}: the gateway's InferencePools select "
+                    "pods in their own namespace only, so this endpoint would get no traffic; put both in one "
+                    "namespace",
+                )
+    for i, endpoint in opted:
+        name = _opted_in_name(endpoint)
+        if name != gw.name:
+            shown = f"names {name!r}" if name else "names no gateway (the operator then generates inf-igw-<uuid>)"
+            yield ConfigIssue(
+                join_path("endpoints", i, "spec", "inferenceGateway", "name"),
+                f"{shown}; this stack's gateway is {gw.name!r}: any other name makes the operator create a gateway "
+                f"without this stack's spec (no JWT authentication); set name: {gw.name}",
+            )
 
 
 @cross_check
@@ -80,23 +157,6 @@ def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
 
 
 # --- names that must point at something this stack has (issue 25) ---------------------------------------------
-
-
-@cross_check
-def _endpoint_gateway_name(cfg: StackConfig) -> Iterator[ConfigIssue]:
-    """An endpoint's ``spec.inferenceGateway.name`` names the gateway it joins: this stack's ``gateway.name`` (or
-    leave it out). Another name is no gateway of this stack, so the endpoint would not be served through it."""
-    if not cfg.gateway.enabled:
-        return  # opting in without a gateway is _gateway_auth_checks' error
-    for i, endpoint in enumerate(cfg.endpoints):
-        opt_in = endpoint_spec(endpoint).get("inferenceGateway")
-        name = opt_in.get("name") if isinstance(opt_in, dict) else None
-        if opts_into_gateway(endpoint) and name and name != cfg.gateway.name:
-            yield ConfigIssue(
-                join_path("endpoints", i, "spec", "inferenceGateway", "name"),
-                f"{name!r} is not this stack's Inference Gateway; gateway.name is {cfg.gateway.name!r}: write that, "
-                "or leave inferenceGateway.name out",
-            )
 
 
 def _scheduler_gaps(cfg: StackConfig) -> list[tuple[int, str, list[str]]]:

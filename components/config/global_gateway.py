@@ -22,6 +22,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from policies import global_policies as rules
 
 from .base import PROJECT, ConfigIssue, Model, join_path, stack_file_schema
+from .gateway import gateway_namespace
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -233,7 +234,8 @@ def member_export(cfg: StackConfig) -> dict[str, Any]:
     return {
         "gatewayEnabled": cfg.gateway.enabled,
         "name": cfg.gateway.name,
-        "namespace": cfg.gateway.namespace,
+        # where the InferenceGatewayConfig is: its endpoints' namespace (components/config/gateway.py)
+        "namespace": gateway_namespace(cfg),
         "region": cfg.region,
         "jwtRequired": bool(cfg.gateway.enabled and isinstance(auth, dict) and auth.get("jwt")),
         "environment": cfg.environment,

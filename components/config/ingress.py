@@ -16,9 +16,11 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
+
+from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICIES, elb17_violation
 
 from .base import ConfigAdvisory, ConfigIssue, Model
 from .checks import advisory_check, cross_check
@@ -28,23 +30,31 @@ if TYPE_CHECKING:
     from .stack import StackConfig
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
-# Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide.
-TLS12_PLUS_POLICIES: tuple[str, ...] = (
-    "ELBSecurityPolicy-TLS13-1-2-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-Ext1-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-Ext2-2021-06",
-    "ELBSecurityPolicy-TLS13-1-3-2021-06",
-    "ELBSecurityPolicy-TLS13-1-2-FIPS-2023-04",
-    "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-2023-04",
-    "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
-    "ELBSecurityPolicy-TLS-1-2-2017-01",
-    "ELBSecurityPolicy-TLS-1-2-Ext-2018-06",
-    "ELBSecurityPolicy-FS-1-2-2019-08",
-    "ELBSecurityPolicy-FS-1-2-Res-2019-08",
-    "ELBSecurityPolicy-FS-1-2-Res-2020-10",
+# Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide; the
+# post-quantum (PQ) ones are those FSBP ELB.17 names (policies/security_baselines.py ELB17_POLICIES).
+TLS12_PLUS_POLICIES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        (
+            "ELBSecurityPolicy-TLS13-1-2-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-Res-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-Ext1-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-Ext2-2021-06",
+            "ELBSecurityPolicy-TLS13-1-3-2021-06",
+            "ELBSecurityPolicy-TLS13-1-2-FIPS-2023-04",
+            "ELBSecurityPolicy-TLS13-1-2-Res-FIPS-2023-04",
+            "ELBSecurityPolicy-TLS13-1-3-FIPS-2023-04",
+            "ELBSecurityPolicy-TLS-1-2-2017-01",
+            "ELBSecurityPolicy-TLS-1-2-Ext-2018-06",
+            "ELBSecurityPolicy-FS-1-2-2019-08",
+            "ELBSecurityPolicy-FS-1-2-Res-2019-08",
+            "ELBSecurityPolicy-FS-1-2-Res-2020-10",
+            *ELB17_POLICIES,
+        )
+    )
 )
-DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+# TLS 1.3 and TLS 1.2 with restricted ciphers: one FSBP ELB.17 recommends (ELBSecurityPolicy-TLS13-1-2-2021-06,
+# the default before, is no longer on that list). Prod must use an ELB.17 policy (rule alb-tls-policy-recommended).
+DEFAULT_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
 
 # What the ALB targets per endpoint (TargetGroupBinding ``serviceRef``; the binding lives in the Service's
 # namespace because ``serviceRef`` has only name and port: kubernetes-sigs/aws-load-balancer-controller@ac0e1ffc
@@ -137,6 +147,15 @@ class RouteConfig(Model):
         ge=1,
         le=65535,
         description="Service port. Default: worker.modelInvocationPort.containerPort (a guess; required in prod).",
+    )
+    target_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="The port the bound Service's pods listen on (its targetPort): the ALB's health checks and "
+        "traffic go there. Default: worker.modelInvocationPort.containerPort for worker targets; unknown for the "
+        "router (no source names it: the ALB may then reach, and the binding opens, every TCP port; required in "
+        "prod for router targets).",
     )
 
     @property
@@ -291,7 +310,7 @@ class IngressConfig(Model):
     )
     ssl_policy: str = Field(
         default=DEFAULT_TLS_POLICY,
-        description="ELB security policy of the HTTPS listener (TLS 1.2+ only).",
+        description="ELB security policy of the HTTPS listener (TLS 1.2+ only; prod: one FSBP ELB.17 recommends).",
         json_schema_extra={"enum": list(TLS12_PLUS_POLICIES)},
     )
     idle_timeout: int = Field(
@@ -331,7 +350,11 @@ class IngressConfig(Model):
 
 @dataclass(frozen=True)
 class ServiceTarget:
-    """The Kubernetes Service a route's target group is bound to, and whether each part is configured."""
+    """The Kubernetes Service a route's target group is bound to, and whether each part is configured.
+
+    ``pod_port`` is the port the Service's pods listen on — what the LB controller registers for ``ip`` targets
+    and where the ALB's ``traffic-port`` health checks go — or None when no source and no config names it.
+    """
 
     namespace: str
     name: str
@@ -339,6 +362,29 @@ class ServiceTarget:
     router: bool
     name_configured: bool
     port_configured: bool
+    pod_port: int | None = None
+
+
+# When a TargetGroupBinding's networking rule names no port, the LB controller opens 0-65535 TCP from the ALB's
+# security group on the pods' (kubernetes-sigs/aws-load-balancer-controller@225f4456
+# pkg/networking/networking_manager.go:436-451; CRD: "if port is unspecified, it defaults to all ports").
+ALL_TCP: tuple[int, int] = (0, 65535)
+
+
+def target_port_range(target: ServiceTarget) -> tuple[int, int]:
+    """The TCP ports the ALB must reach on the target's pods: its pod port, else every port (ALL_TCP).
+
+    One rule for both sides: the ALB security group's egress (components/ingress.py) and the binding's
+    networking rule (:func:`binding_ports`) open the same range, so health checks and traffic pass both.
+    """
+    return (target.pod_port, target.pod_port) if target.pod_port is not None else ALL_TCP
+
+
+def binding_ports(target: ServiceTarget) -> list[dict[str, Any]]:
+    """``spec.networking.ingress[].ports`` of the binding (required by the CRD): the pod port, or all TCP ports."""
+    if target.pod_port is None:
+        return [{"protocol": "TCP"}]
+    return [{"protocol": "TCP", "port": target.pod_port}]
 
 
 def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarget:
@@ -357,6 +403,9 @@ def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarge
         router=router,
         name_configured=route.service_name is not None,
         port_configured=route.service_port is not None,
+        # The worker Service targets the container port (CRD: modelInvocationPort "will be referred to by the Load
+        # Balancer Service"); the router's pod port is not published anywhere.
+        pod_port=route.target_port if route.target_port is not None else (None if router else endpoint_port(endpoint)),
     )
 
 
@@ -388,6 +437,10 @@ def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     if ing.authentication == "cognito" and ing.cognito is None:
         yield ConfigIssue("ingress.cognito", "required when authentication is cognito (userPoolArn, clientId, domain)")
 
+    if cfg.is_prod:
+        message = elb17_violation(ing.ssl_policy)
+        if message:
+            yield ConfigIssue("ingress.sslPolicy", f"prod: {message} [{ALB_TLS_POLICY_RECOMMENDED}]")
     if ing.domain_name is None:
         yield ConfigIssue("ingress.domainName", "required when ingress is enabled (the alias record's name)")
     if ing.hosted_zone_id is None:
@@ -479,6 +532,14 @@ def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                     f"required in prod: no source names the Service the operator creates for endpoint "
                     f"{endpoint.name!r} (intelligent routing off); set it from `kubectl get svc -n {endpoint.namespace}`",
                 )
+            if target.router and route.target_port is None:
+                yield ConfigIssue(
+                    f"ingress.routes[{i}].targetPort",
+                    f"required in prod for router targets: no source names the port the router pods behind "
+                    f"{target.name} listen on, and without it the ALB security group must allow every TCP port into "
+                    f"the VPC; set it from `kubectl get svc -n {target.namespace} {target.name} "
+                    "-o jsonpath='{.spec.ports[*].targetPort}'`",
+                )
             if not target.port_configured:
                 what = f"the router Service {target.name}" if target.router else "that Service"
                 yield ConfigIssue(
@@ -487,14 +548,14 @@ def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                     f"set it from `kubectl get svc -n {target.namespace}`",
                 )
     # One endpoint is one target group: its Service binding must not differ between routes.
-    bindings: dict[str, tuple[str | None, int | None, str | None]] = {}
+    bindings: dict[str, tuple[str | None, int | None, str | None, int | None]] = {}
     for i, route in enumerate(ing.routes):
-        binding = (route.service_name, route.service_port, route.service_namespace)
+        binding = (route.service_name, route.service_port, route.service_namespace, route.target_port)
         if bindings.setdefault(route.endpoint, binding) != binding:
             yield ConfigIssue(
                 f"ingress.routes[{i}]",
-                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort/serviceNamespace "
-                "than an earlier route",
+                f"endpoint {route.endpoint!r} is routed with a different serviceName/servicePort/serviceNamespace/"
+                "targetPort than an earlier route",
             )
 
 

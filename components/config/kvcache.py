@@ -2,8 +2,8 @@
 
 Three ways to give endpoints an L2 tier:
 
-* ``l2Backend: redis`` — the stack creates an ElastiCache (Valkey/Redis OSS) group and wires its URL (with the
-  AUTH token) into every endpoint that asks for ``l2CacheBackend: redis`` without a URL;
+* ``l2Backend: redis`` — the stack creates an ElastiCache (Valkey/Redis OSS) group and wires its URL (its RBAC
+  user's credentials by Secret reference, see the end of this module) into every endpoint that asks for ``l2CacheBackend: redis`` without a URL;
 * ``l2Backend: redis`` with ``redis.external.url`` — a Redis the stack does not create (your own ElastiCache,
   an in-cluster Redis, ...). The URL is a Pulumi secret (it may carry the AUTH token) and is wired into the
   same endpoints, exactly as the stack's own Redis; no ElastiCache resource is created;
@@ -16,14 +16,14 @@ of the operator's official samples do); with ``redis`` it may not (a second Redi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr
 
 from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
-from .endpoints import L2_SPEC_PATH, endpoint_spec, l2_backend, own_l2_url
+from .endpoints import L2_SPEC_PATH, endpoint_spec, l2_backend, own_l2_url, wants_stack_redis
 from .stackfile import OFFLINE_SECRET_PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
         if not redis.transit_encryption:
             yield ConfigIssue(
                 "kvCache.redis.transitEncryption",
-                "must be true in prod: KV blocks are derived from user prompts and the AUTH token needs TLS",
+                "must be true in prod: KV blocks are derived from user prompts and the Redis credentials need TLS",
             )
     for i, endpoint in enumerate(cfg.endpoints):
         spec = endpoint_spec(endpoint)
@@ -196,3 +196,115 @@ def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
 
 
 cross_check(_kv_cache_checks)
+
+
+# --- how the L2 URL and its credentials reach LMCache ---------------------------------------------------------
+# What LMCache accepts, read from LMCache v0.4.3 (the version the pinned worker images carry: image tag
+# lmcache/vllm-openai:v0.4.3, operator-facts §4.2 "LMCache >= v0.4.3"; read from the PyPI release wheel
+# lmcache-0.4.3-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl, sha256 f7907151461c2557..., because
+# the fetched LMCache/LMCache snapshot ends at v0.1.2-alpha):
+# * lmcache/v1/storage_backend/connector/redis_adapter.py RedisConnectorAdapter.can_parse: redis://, rediss://
+#   and unix:// go to RedisConnector, which hands the whole URL to redis-py
+#   (redis_connector.py: redis.asyncio.ConnectionPool.from_url(url, max_connections=150)). redis-py's URL
+#   grammar gives TLS (rediss://) and credentials (rediss://<user>:<password>@host:port; an empty user sends
+#   AUTH <password>). No environment variable or file carries the Redis credentials for this connector (only
+#   the resp:// connector reads LMCACHE_RESP_USERNAME/PASSWORD, and its native client has no TLS).
+# * The URL itself is config `remote_url`, read from the environment variable LMCACHE_REMOTE_URL
+#   (lmcache/v1/config.py _CONFIG_DEFINITIONS, config_base.py _from_env with prefix LMCACHE_); environment
+#   variables override a config file (config_base.py load_config: "Allow environment variables to override").
+# * LMCache logs that URL in full at INFO twice (redis_adapter.py "Creating Redis connector for URL: ...",
+#   config.py _log_config "LMCache Configuration: {...}"); LMCACHE_LOG_LEVEL sets the level (lmcache/logging.py).
+# So the password travels through the URL, but the URL in the custom resource names it only as Kubernetes
+# dependent-variable references $(VAR), which the kubelet expands from a Secret (worker.environmentVariables with
+# valueFrom.secretKeyRef, allowed by the CRD's core EnvVar schema): the custom resource carries no credential.
+CREDENTIALS_SECRET = "hpi-kv-cache-credentials"
+USERNAME_ENV = "HPI_KV_CACHE_USERNAME"
+PASSWORD_ENV = "HPI_KV_CACHE_PASSWORD"
+REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
+LOG_LEVEL_ENV = "LMCACHE_LOG_LEVEL"
+# The level below INFO's URL lines; an endpoint that sets LMCACHE_LOG_LEVEL itself keeps its own.
+QUIET_LOG_LEVEL = "WARNING"
+RESERVED_ENV = (USERNAME_ENV, PASSWORD_ENV, REMOTE_URL_ENV)
+
+# The commands LMCache's RedisConnector sends (v0.4.3 redis_connector.py RedisConnector: exists() -> EXISTS,
+# get() -> GET, put() -> SET, a half-evicted entry -> delete() = DEL; batched calls loop over these). redis-py's
+# connect adds AUTH (always allowed) and CLIENT SETINFO, whose errors it ignores (redis/asyncio/connection.py
+# AbstractConnection.on_connect: `except ResponseError: pass`); SELECT only for a database other than 0, HELLO only
+# with protocol 3, PING only with health_check_interval (neither set by LMCache).
+LMCACHE_REDIS_COMMANDS: tuple[str, ...] = ("get", "set", "exists", "del")
+# ElastiCache RBAC access string (Redis ACL syntax; ElastiCache RBAC: `on`, key patterns, +command; no passwords):
+# every key, only those commands.
+LMCACHE_ACCESS_STRING = "on ~* -@all " + " ".join(f"+{c}" for c in LMCACHE_REDIS_COMMANDS)
+# The user every ElastiCache user group must contain ("A user named default must be included": CloudFormation
+# AWS::ElastiCache::UserGroup UserIds), switched off: a connection that does not AUTH as the LMCache user can do
+# nothing (Redis ACL: with `default` off, new connections start unauthenticated).
+DEFAULT_USER_ACCESS_STRING = "off -@all"
+
+
+def credential_url(address: str) -> str:
+    """``rediss://host:port`` -> ``rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@host:port``."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        raise ValueError(f"not a URL: {address!r}")
+    return f"{scheme}://$({USERNAME_ENV}):$({PASSWORD_ENV})@{rest}"
+
+
+def credential_env(user_env: list[dict[str, Any]] | None, url: str) -> list[dict[str, Any]]:
+    """The environment variables appended after the endpoint's own, in the order the kubelet needs.
+
+    ``$(VAR)`` expands only from variables defined earlier in the list (Kubernetes "Define dependent environment
+    variables"), and a name defined twice keeps the later value. The operator's own LMCACHE_REMOTE_URL (built from
+    ``l2CacheLocalUrl``, aws/sagemaker-hyperpod-cli#431) lands before or after these — its order is not
+    published — so both spellings of the URL reference the two credential variables defined first: either wins
+    with the same expanded value, and a config file written from l2CacheLocalUrl is overridden by the variable.
+    """
+    names = {e.get("name") for e in user_env or [] if isinstance(e, dict)}
+    ref = lambda key: {"secretKeyRef": {"name": CREDENTIALS_SECRET, "key": key}}  # noqa: E731
+    env: list[dict[str, Any]] = [
+        {"name": USERNAME_ENV, "valueFrom": ref("username")},
+        {"name": PASSWORD_ENV, "valueFrom": ref("password")},
+        {"name": REMOTE_URL_ENV, "value": url},
+    ]
+    if LOG_LEVEL_ENV not in names:
+        env.append({"name": LOG_LEVEL_ENV, "value": QUIET_LOG_LEVEL})
+    return env
+
+
+def split_redis_url(url: str) -> tuple[str, str | None, str | None]:
+    """``(address without credentials, username, password)`` of a redis(s):// URL, raw (still URL-encoded).
+
+    A URL without ``@`` has no credentials: ``(url, None, None)``.
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None, None
+    userinfo, hostport = parts.netloc.rsplit("@", 1)
+    username, _, password = userinfo.partition(":")
+    address = urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment))
+    return address, username, password
+
+
+def _credential_env_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    """Endpoints that get the stack's Redis must not set the variables the package wires (they would collide)."""
+    if cfg.kv_cache.l2_backend != "redis":
+        return
+    for i, endpoint in enumerate(cfg.endpoints):
+        if not wants_stack_redis(endpoint):
+            continue
+        spec = endpoint_spec(endpoint)
+        at = (
+            ("worker", "environmentVariables")
+            if endpoint.kind == "InferenceEndpointConfig"
+            else ("environmentVariables",)
+        )
+        env = spec.get(at[0], {}).get(at[1]) if len(at) == 2 else spec.get(at[0])
+        for j, var in enumerate(env or []):
+            if isinstance(var, dict) and var.get("name") in RESERVED_ENV:
+                yield ConfigIssue(
+                    join_path("endpoints", i, "spec", *at, j, "name"),
+                    f"{var['name']} is wired by this stack for the Redis L2 cache (its URL and credentials come from "
+                    f"the Secret {CREDENTIALS_SECRET}); remove it",
+                )
+
+
+cross_check(_credential_env_checks)

@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
+from .vpc_endpoints import InterfaceEndpointsConfig
 
 if TYPE_CHECKING:
     from .stack import StackConfig
@@ -48,6 +49,11 @@ class NetworkConfig(Model):
         default=None, description="NAT gateways: one per AZ (default in prod) or a single one (default elsewhere)."
     )
     existing: ExistingVpc | None = None
+    interface_endpoints: InterfaceEndpointsConfig = Field(
+        default_factory=InterfaceEndpointsConfig,
+        description="Interface VPC endpoints (EC2, ECR, STS, SageMaker API, EKS Auth) in the private subnets; "
+        "on by default in prod (components/config/vpc_endpoints.py).",
+    )
 
     @model_validator(mode="after")
     def _one_mode(self) -> NetworkConfig:

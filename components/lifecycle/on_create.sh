@@ -20,11 +20,19 @@
 #         nodeadm rewrites /etc/containerd/config.toml with `root = "/var/lib/containerd"` on every node
 #         init (awslabs/amazon-eks-ami nodeadm/internal/containerd/config.go, config.template.toml), so a
 #         systemd drop-in runs a helper that derives a copy with the new root from whatever nodeadm wrote,
-#         each time containerd starts, and runs containerd with that copy;
+#         each time containerd starts, and runs containerd with that copy (only the top-level `root`
+#         changes: a `root =` key inside a table belongs to a plugin and is kept);
 #       - anything else (os-release absent or another OS): containerd is left alone.
 #     References: aws/sagemaker-hyperpod-cluster-setup@b920fcf4 eks/cloudformation/resources/lifecycle-script/
 #     base-config/on_create.sh and awslabs/awsome-distributed-ai@95b939cd 1.architectures/
 #     7.sagemaker-hyperpod-eks/LifecycleScripts/base-config/on_create_main.sh (same AL2/AL2023 split);
+#   * moves the kubelet's root directory /var/lib/kubelet (pods' emptyDir volumes, container logs and
+#     writable layers counted as pod ephemeral storage) onto the same volume and leaves a symlink in its
+#     place, as AWS's script does for every OS (awslabs/awsome-distributed-ai@95b939cd on_create_main.sh
+#     lines 118-133: move the contents to /opt/sagemaker/kubelet, `rmdir`, `ln -s`). Unlike that script it
+#     never deletes an existing /opt/sagemaker/kubelet, stops the kubelet while it moves the directory if
+#     the kubelet runs, and leaves the directory alone when something is mounted below it (pods already
+#     ran there: moving live mounts would break them) or when it is already a symlink;
 #   * is idempotent: a second run changes nothing;
 #   * exits non-zero only on a real failure, so HyperPod replaces the instance instead of joining a
 #     broken node; a missing volume or file is logged and skipped.
@@ -39,6 +47,17 @@ DATA=/opt/sagemaker
 NEW_ROOT="$DATA/containerd/data-root"
 OLD_ROOT=/var/lib/containerd
 ROOT_LINE="root = \"$NEW_ROOT\""
+KUBELET_DIR=/var/lib/kubelet
+NEW_KUBELET="$DATA/kubelet"
+# The top-level `root` rule, in one place for set_root_line and the AL2023 helper: TOML keys before the first
+# [table] are top-level. Replace the first top-level `root =` line (commented or not), else add one just before
+# the first table (or at the end). Lines inside tables are never touched.
+ROOT_AWK='
+  !done && /^\[/ { print line; print ""; done = 1 }
+  !done && /^[# ]*root[[:space:]]*=/ { print line; done = 1; next }
+  { print }
+  END { if (!done) print line }
+'
 
 LOG_DIR="$ROOT/var/log/provision"
 mkdir -p "$LOG_DIR"
@@ -51,8 +70,7 @@ is_mounted() {
   awk -v dir="$1" '$2 == dir { found = 1 } END { exit found ? 0 : 1 }' "$ROOT/proc/mounts" 2>/dev/null
 }
 
-# Set the top-level `root = ...` (TOML keys before the first [table]): replace the first such line, commented
-# or not, else add one just before the first table (or at the end). Keys inside tables are never touched.
+# Set the top-level `root = ...` in $1 (ROOT_AWK).
 set_root_line() {
   local file="$1" tmp
   if grep -qxF "$ROOT_LINE" "$file"; then
@@ -60,18 +78,20 @@ set_root_line() {
     return 0
   fi
   tmp="$(mktemp "$file.XXXXXX")"
-  awk -v line="$ROOT_LINE" '
-    !done && /^\[/ { print line; print ""; done = 1 }
-    !done && /^[# ]*root[[:space:]]*=/ { print line; done = 1; next }
-    { print }
-    END { if (!done) print line }
-  ' "$file" >"$tmp"
+  awk -v line="$ROOT_LINE" "$ROOT_AWK" "$file" >"$tmp"
   chmod --reference="$file" "$tmp"
   mv "$tmp" "$file"
   log "$file: $ROOT_LINE"
 }
 
 containerd_active() { systemctl is-active --quiet containerd 2>/dev/null; }
+kubelet_active() { systemctl is-active --quiet kubelet 2>/dev/null; }
+
+# True when something is mounted at $1 or below it (/proc/mounts field 2).
+has_mounts_below() {
+  awk -v dir="$1" '$2 == dir || index($2, dir "/") == 1 { found = 1 } END { exit found ? 0 : 1 }' \
+    "$ROOT/proc/mounts" 2>/dev/null
+}
 
 # Copy the old store into the new root once (cp -a keeps owners, modes, xattrs and hard links).
 copy_store() {
@@ -115,9 +135,12 @@ configure_al2023() {
   local helper_text dropin_text
   helper_text="#!/bin/sh
 # Written by hyperpod-inference on_create.sh. nodeadm regenerates /etc/containerd/config.toml on node
-# init; this derives a copy whose root is on the secondary EBS volume, each time containerd starts.
+# init; this derives a copy whose top-level root is on the secondary EBS volume, each time containerd
+# starts. A root key inside a table (a plugin's) is kept. HPI_LIFECYCLE_ROOT: tests only.
 set -eu
-sed -E 's|^[# ]*root[[:space:]]*=.*|$ROOT_LINE|' /etc/containerd/config.toml >$derived"
+R=\"\${HPI_LIFECYCLE_ROOT:-}\"
+awk -v line='$ROOT_LINE' '$ROOT_AWK' \"\$R/etc/containerd/config.toml\" >\"\$R$derived.tmp\"
+mv \"\$R$derived.tmp\" \"\$R$derived\""
   dropin_text="# Written by hyperpod-inference on_create.sh: containerd root on the secondary EBS volume.
 [Unit]
 RequiresMountsFor=$DATA
@@ -142,6 +165,34 @@ ExecStart=/usr/bin/containerd --config $derived"
   if [ "$was_active" = 1 ]; then systemctl start containerd; fi
 }
 
+# /var/lib/kubelet onto the volume, a symlink in its place (see the header for the source and the differences).
+move_kubelet() {
+  local old="$ROOT$KUBELET_DIR" new="$ROOT$NEW_KUBELET"
+  if [ -L "$old" ]; then
+    if [ "$(readlink "$old")" = "$NEW_KUBELET" ]; then
+      log "$KUBELET_DIR already links to $NEW_KUBELET"
+    else
+      log "$KUBELET_DIR is a symlink to $(readlink "$old"), not ours; leaving it"
+    fi
+    return 0
+  fi
+  if has_mounts_below "$KUBELET_DIR"; then
+    log "something is mounted below $KUBELET_DIR (pods ran here); keeping it on the root volume"
+    return 0
+  fi
+  local was_active=0
+  if kubelet_active; then was_active=1; systemctl stop kubelet; fi
+  mkdir -p "$new"
+  if [ -d "$old" ]; then
+    cp -a "$old/." "$new/"
+    rm -rf "$old"
+  fi
+  mkdir -p "$(dirname "$old")"
+  ln -s "$NEW_KUBELET" "$old"
+  log "moved $KUBELET_DIR to $NEW_KUBELET (symlink left in place)"
+  if [ "$was_active" = 1 ]; then systemctl start kubelet; fi
+}
+
 log "start $(date --iso-8601=seconds) on $(hostname)"
 
 mounted=0
@@ -164,8 +215,9 @@ if [ "$mounted" = 1 ]; then
     amzn-2023) configure_al2023 ;;
     *) log "OS '$os_id $os_version' is neither Amazon Linux 2 nor 2023; leaving containerd alone" ;;
   esac
+  move_kubelet
 else
-  log "$DATA is not mounted; keeping containerd on the root volume"
+  log "$DATA is not mounted; keeping containerd and the kubelet on the root volume"
 fi
 
 log "done $(date --iso-8601=seconds)"

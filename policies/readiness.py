@@ -158,6 +158,10 @@ class ResourceReadiness(_Model):
     create_timeout_minutes: float | None = Field(default=None, description="provider default; None = none/unknown")
     create_timeout_input: TimeoutInput | None = None
     create_minutes: float | None = Field(default=None, description="typical create time a source gives; None = unknown")
+    create_minutes_third_party: bool = Field(
+        default=False,
+        description="create_minutes comes from a third-party page only (no AWS or maintainer source): shown as such",
+    )
     delete_minutes: float | None = None
     delete_timeout_minutes: float | None = None
     delete_waits_for: str = ""

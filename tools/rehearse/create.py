@@ -606,6 +606,13 @@ def simulate_create(
         for u in chain
     ]
     total = finish[chain[-1]] if chain else 0.0
+    for u in chain:
+        entry = ctx.entries[u]
+        if entry.create_minutes_third_party and entry.create_minutes is not None:
+            notes.append(
+                f"{graph.nodes[u].name}: its typical create time ({entry.create_minutes:g} min) comes from a "
+                "third-party page only, no AWS source gives one (policies/readiness.yaml)"
+            )
     on_path = set(chain)
     long_off: list[LongCreate] = []
     for u in graph.order:

@@ -314,6 +314,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     cluster_name=existing.eks_cluster_name,
                     create_oidc_provider=existing.create_oidc_provider,
                     tags=cfg.common_tags,
+                    accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
                 ),
                 opts=child,
             )
@@ -347,6 +348,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     create_oidc_provider=existing.create_oidc_provider,
                     node_security_group_id=node_sg.security_group_id,
                     tags=cfg.common_tags,
+                    accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
                 ),
                 opts=child,
             )

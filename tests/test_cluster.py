@@ -361,7 +361,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     key = _one(run, "aws:kms/key:Key", "eks-secrets-key")
     assert key.inputs["enableKeyRotation"] is True
     assert i["name"] == f"hpi-{stack}-eks"
-    assert i["version"] == "1.35"
+    assert i["version"] == "1.34"
     assert i["authenticationMode"] == "API_AND_CONFIG_MAP"
     assert i["createOidcProvider"] is True
     assert i["skipDefaultNodeGroup"] is True
@@ -370,7 +370,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     assert i["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     assert i["kubernetesServiceIpAddressRange"] == "172.20.0.0/16"
     assert i["vpcCniOptions"]["addonVersion"] == "v1.20.0-eksbuild.1"
-    assert i["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
+    assert i["kubeProxyAddonOptions"]["version"] == "v1.34.0-eksbuild.2"
     subnet_az = _subnet_az(run)
     assert sorted(subnet_az[s] for s in i["privateSubnetIds"]) == sorted(
         stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]

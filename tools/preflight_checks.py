@@ -797,7 +797,9 @@ def check_existing_eks(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     if status != "ACTIVE":
         problems.append(f"its status is {status}, not ACTIVE")
     mode = (found.get("accessConfig") or {}).get("authenticationMode")
-    problems.extend(i.message for i in cluster_config.eks_compatibility_issues(name, mode, found.get("version")))
+    accept = cfg.cluster.accept_unlisted_kubernetes_version
+    issues = cluster_config.eks_compatibility_issues(name, mode, found.get("version"), accept_unlisted=accept)
+    problems.extend(i.message for i in issues)
     vpc = (found.get("resourcesVpcConfig") or {}).get("vpcId")
     if cfg.network.existing is not None and vpc != cfg.network.existing.vpc_id:
         problems.append(f"it runs in {vpc}, network.existing.vpcId is {cfg.network.existing.vpc_id}")

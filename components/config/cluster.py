@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, field_validator
 
 from policies.baselines import open_to_world
-from policies.cluster_versions import HYPERPOD_SUPPORTED_VERSIONS, version_problem
+from policies.cluster_versions import (
+    ACCEPT_UNLISTED_KEY,
+    HYPERPOD_SUPPORTED_VERSIONS,
+    HYPERPOD_UNLISTED_VERSIONS,
+    version_problem,
+)
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
@@ -31,9 +36,12 @@ GroupName = Annotated[
 AddonPin = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# Kubernetes minor the EKS cluster defaults to: HyperPod supports it and it is in EKS standard support until
-# 2027-03-27 (both sources in policies/cluster_versions.py). 1.33 left standard support on 2026-07-29.
-DEFAULT_KUBERNETES_VERSION = "1.35"
+# Kubernetes minor the EKS cluster defaults to: the newest a retrievable AWS page lists as HyperPod-supported (the
+# page's URL and sentence are in policies/cluster_versions.py). 1.35 is listed by no retrievable page: it needs
+# cluster.acceptUnlistedKubernetesVersion (and then a v1.35 kube-proxy pin). 1.34 leaves EKS standard support on
+# 2026-12-02 (extended support, billed extra, until 2027-12-02); the advisory policy eks-kubernetes-standard-support
+# says so from that day.
+DEFAULT_KUBERNETES_VERSION = "1.34"
 VENDOR_COMMAND = "python -m tools.vendor_chart"
 
 # Instance families with GPUs / accelerators: deep health checks default on, hyperthreading off.
@@ -115,17 +123,19 @@ class InstanceGroup(Model):
 
 
 class AddonVersions(Model):
-    """Pinned versions of the core EKS add-ons (defaults for Kubernetes 1.35).
+    """Pinned versions of the core EKS add-ons (defaults for Kubernetes 1.34, the default kubernetesVersion).
 
-    kube-proxy follows the Kubernetes minor (checked below). The 1.35 builds ``v1.35.0-eksbuild.2`` (kube-proxy) and
-    ``v1.13.2-eksbuild.1`` (CoreDNS) are the ones a stored 1.35 EKS configuration pins; the stored copies of the EKS
-    user guide's add-on tables stop before 1.35, so `python -m tools.preflight` (DescribeAddonVersions) is what
-    confirms them per region. vpc-cni and eks-pod-identity-agent builds are not tied to a Kubernetes minor.
+    kube-proxy follows the Kubernetes minor (checked below). ``v1.34.0-eksbuild.2`` is the 1.34 entry of the
+    kube-proxy version map of aws-quickstart/cdk-eks-blueprints ``lib/addons/kube-proxy`` (stored index copy, not
+    tied to a commit); for 1.35 the same map gives ``v1.35.0-eksbuild.2``. CoreDNS ``v1.13.2-eksbuild.1``: stored add-on
+    version tables map v1.13.2 builds to 1.33, 1.34 and 1.35 alike; the exact build for 1.34 is UNCONFIRMED. The stored
+    copies of the EKS user guide's add-on tables stop at 1.33, so `python -m tools.preflight` (DescribeAddonVersions)
+    is what confirms both per region. vpc-cni and eks-pod-identity-agent builds are not tied to a Kubernetes minor.
     """
 
     vpc_cni: AddonPin = Field(default="v1.20.0-eksbuild.1", description="vpc-cni add-on version.")
     kube_proxy: AddonPin = Field(
-        default="v1.35.0-eksbuild.2", description="kube-proxy add-on version; its minor must equal kubernetesVersion."
+        default="v1.34.0-eksbuild.2", description="kube-proxy add-on version; its minor must equal kubernetesVersion."
     )
     coredns: AddonPin = Field(
         default="v1.13.2-eksbuild.1",
@@ -225,6 +235,12 @@ class ClusterConfig(Model):
         pattern=r"^1\.[0-9]{2}$",
         description="Kubernetes minor of the EKS cluster; one HyperPod supports (policies/cluster_versions.py).",
     )
+    accept_unlisted_kubernetes_version: bool = Field(
+        default=False,
+        description="Allow a kubernetesVersion no retrievable AWS page lists as HyperPod-supported ("
+        + ", ".join(HYPERPOD_UNLISTED_VERSIONS)
+        + "); the policy eks-kubernetes-version-listed reports it as advisory.",
+    )
     endpoint_public_access_cidrs: list[ipaddress.IPv4Network] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public EKS API endpoint; empty keeps the endpoint private only. "
@@ -323,7 +339,11 @@ def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             f"use a v{cluster.kubernetes_version}.x-eksbuild.N version",
         )
 
-    problem = version_problem(cluster.kubernetes_version, dt.datetime.now(dt.UTC).date())
+    problem = version_problem(
+        cluster.kubernetes_version,
+        dt.datetime.now(dt.UTC).date(),
+        accept_unlisted=cluster.accept_unlisted_kubernetes_version,
+    )
     if problem is not None:
         yield ConfigIssue("cluster.kubernetesVersion", problem)
 
@@ -510,8 +530,13 @@ class ExistingClusters(Model):
 ClusterConfig.model_rebuild()  # `existing` refers to ExistingClusters, defined after ClusterConfig
 
 
-def eks_compatibility_issues(name: str, authentication_mode: str | None, version: str | None) -> list[ConfigIssue]:
-    """Why an EKS cluster read from AWS cannot orchestrate HyperPod (the program and preflight share this)."""
+def eks_compatibility_issues(
+    name: str, authentication_mode: str | None, version: str | None, *, accept_unlisted: bool = False
+) -> list[ConfigIssue]:
+    """Why an EKS cluster read from AWS cannot orchestrate HyperPod (the program and preflight share this).
+
+    ``accept_unlisted``: ``cluster.acceptUnlistedKubernetesVersion`` (an unlisted version, e.g. 1.35, is then allowed).
+    """
     out: list[ConfigIssue] = []
     if authentication_mode not in HYPERPOD_AUTHENTICATION_MODES:
         out.append(
@@ -522,12 +547,17 @@ def eks_compatibility_issues(name: str, authentication_mode: str | None, version
                 f"--name {name} --access-config authenticationMode=API_AND_CONFIG_MAP`; it cannot be switched back)",
             )
         )
-    if version is not None and version not in HYPERPOD_SUPPORTED_VERSIONS:
+    unlisted_ok = accept_unlisted and version in HYPERPOD_UNLISTED_VERSIONS
+    if version is not None and version not in HYPERPOD_SUPPORTED_VERSIONS and not unlisted_ok:
+        more = (
+            f" (and, listed by no retrievable AWS page, {', '.join(HYPERPOD_UNLISTED_VERSIONS)} with "
+            f"{ACCEPT_UNLISTED_KEY}: true)"
+        )
         out.append(
             ConfigIssue(
                 EXISTING_EKS_KEY,
                 f"EKS cluster {name} runs Kubernetes {version}; HyperPod supports "
-                f"{', '.join(HYPERPOD_SUPPORTED_VERSIONS)}",
+                f"{', '.join(HYPERPOD_SUPPORTED_VERSIONS)}{more}",
             )
         )
     return out

@@ -37,6 +37,8 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from policies.readiness import custom_timeouts
+
 from .config.cluster import ClusterConfig
 
 
@@ -260,14 +262,17 @@ class EksCluster(pulumi.ComponentResource):
     def coredns_addon(
         self, name: str, version: str, after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions
     ) -> aws.eks.Addon:
-        """The CoreDNS EKS add-on, created after ``after`` (the HyperPod cluster: the only source of nodes).
+        """The CoreDNS EKS add-on, created after ``after`` (the HyperPod cluster and the wait for its nodes).
 
         An add-on create waits for ACTIVE, and DEGRADED counts as pending (hashicorp/terraform-provider-aws
         ``internal/service/eks/addon.go`` ``waitAddonCreated``, default 20 min); CoreDNS is a Deployment and stays
         DEGRADED until a node can run it (pulumi/pulumi-eks#1819, #1525). awslabs/awsome-distributed-ai creates it
         outside Terraform's wait for that reason (``modules/eks_cluster/main.tf:125-132``). The version comes
         from ``cluster.addons.coredns``. The caller owns the parent (``opts``); the add-on is not a child of this
-        component because the HyperPod cluster depends on this component.
+        component because the HyperPod cluster depends on this component. The HyperPod create returns before its
+        nodes join, so ``after`` holds the node wait (components/hyperpod_node_wait.py), and the create/update
+        timeout (30 min: CoreDNS "always takes 15 minutes", aws-ia/terraform-aws-eks-blueprints#642) comes from the
+        coredns entry of policies/readiness.yaml.
         """
         return aws.eks.Addon(
             name,
@@ -277,5 +282,11 @@ class EksCluster(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=self._tags,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(after))),
+            opts=pulumi.ResourceOptions.merge(
+                opts,
+                pulumi.ResourceOptions(
+                    depends_on=list(after),
+                    custom_timeouts=custom_timeouts("aws:eks/addon:Addon", {"addonName": "coredns"}),
+                ),
+            ),
         )

@@ -47,6 +47,12 @@ class _ClusterLayer:
     hyperpod: HyperPodCluster | ExistingHyperPodCluster
     node_security_group_id: pulumi.Input[str] | None = None  # None only for an adopted HyperPod cluster without it
 
+    @property
+    def nodes(self) -> list[pulumi.Resource]:
+        """What anything that needs running pods waits on: the wait for the created cluster's nodes (an adopted
+        cluster's nodes already run: preflight compares them with the declared groups)."""
+        return [self.hyperpod.nodes_ready] if isinstance(self.hyperpod, HyperPodCluster) else []
+
 
 @dataclass(frozen=True)
 class HyperPodInferenceArgs:
@@ -125,8 +131,9 @@ class HyperPodInference(pulumi.ComponentResource):
                 keda_role_arn=operator_iam.keda_role_arn,
                 tags=cfg.common_tags,
             ),
-            # Controllers need schedulable HyperPod nodes (the only nodes of the cluster) to become ready.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod]),
+            # Controllers need schedulable HyperPod nodes (the only nodes of the cluster) to become ready: after the
+            # wait for them (a child of the HyperPod component, so in this dependency too).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod, *layer.nodes]),
         )
         inference_operator = InferenceOperatorAddon(
             "inference-operator",
@@ -143,7 +150,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 keda_role_arn=operator_iam.keda_role_arn,
                 gateway_enabled=cfg.gateway.enabled,
                 gateway_role_arn=operator_iam.gateway_role_arn,
-                depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster],
+                depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster, *layer.nodes],
                 tags=cfg.common_tags,
             ),
             opts=child,
@@ -268,7 +275,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     region=cfg.region,
                     name_prefix=cfg.name_prefix,
                     # ACTIVE needs its pods running: HyperPod nodes, and the pod identity agent (in EksCluster).
-                    depends_on=[hyperpod.cluster, eks],
+                    depends_on=[hyperpod.cluster, *layer.nodes, eks],
                     protect=cfg.is_prod,
                     tags=cfg.common_tags,
                 ),
@@ -393,7 +400,9 @@ class HyperPodInference(pulumi.ComponentResource):
         if isinstance(eks, EksCluster):  # an adopted EKS cluster's CoreDNS is its owner's (already running)
             # CoreDNS after the HyperPod cluster, the only source of nodes: its create waits for ACTIVE, which needs
             # running CoreDNS pods (components/eks_cluster.py, EksCluster.coredns_addon; deploy-readiness.md trap 1).
-            eks.coredns_addon("coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster], opts=child)
+            eks.coredns_addon(
+                "coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster, hyperpod.nodes_ready], opts=child
+            )
         return _ClusterLayer(eks, hyperpod, node_sg.security_group_id)
 
     def _export(self, key: str, value: Any) -> None:

@@ -28,10 +28,13 @@ import fnmatch
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    import pulumi
 
 READINESS_FILE = Path(__file__).with_name("readiness.yaml")
 
@@ -133,11 +136,18 @@ class Wait(_Model):
 
 class Provide(_Model):
     """What a resource makes available once created: ``nodes`` (instance groups read from its inputs),
+    ``nodes_joined`` (a wait resource: the nodes of the cluster it waits on are running once it is created),
     ``crds`` (``group/Kind`` names), ``k8s_api`` (an API endpoint)."""
 
-    kind: Literal["nodes", "crds", "k8s_api"]
+    kind: Literal["nodes", "nodes_joined", "crds", "k8s_api"]
     crds: list[str] = Field(default_factory=list)
     when: list[Condition] = Field(default_factory=list)
+    joined_at_create: bool = Field(
+        default=True,
+        description="nodes: False when the create returns before the nodes join (a HyperPod cluster); a wait for "
+        "pods is then met only by a `nodes_joined` provider ordered before it",
+    )
+    source: str = ""
 
 
 class TimeoutInput(_Model):
@@ -157,6 +167,11 @@ class ResourceReadiness(_Model):
     provides: list[Provide] = Field(default_factory=list)
     create_timeout_minutes: float | None = Field(default=None, description="provider default; None = none/unknown")
     create_timeout_input: TimeoutInput | None = None
+    program_create_timeout_minutes: float | None = Field(
+        default=None,
+        description="the create (and update) timeout the program sets for it (customTimeouts, a timeout input): "
+        "components read it from here, the one place it is written (program_create_timeout)",
+    )
     create_minutes: float | None = Field(default=None, description="typical create time a source gives; None = unknown")
     create_minutes_third_party: bool = Field(
         default=False,
@@ -369,6 +384,26 @@ class Readiness(_Model):
             if rc.type == typ:
                 return rc
         return None
+
+
+def program_create_timeout(typ: str, inputs: dict[str, Any]) -> float:
+    """The create timeout (minutes) the program sets for a resource of ``typ`` with ``inputs``: its entry's
+    ``program_create_timeout_minutes``. Raises ``LookupError`` when the entry sets none (a component asking for one
+    must have its value in policies/readiness.yaml)."""
+    entry = load_readiness().entry_for(typ, inputs)
+    if entry.program_create_timeout_minutes is None:
+        raise LookupError(
+            f"policies/readiness.yaml: {entry.label or entry.type} sets no program_create_timeout_minutes"
+        )
+    return entry.program_create_timeout_minutes
+
+
+def custom_timeouts(typ: str, inputs: dict[str, Any]) -> pulumi.CustomTimeouts:
+    """``pulumi.CustomTimeouts`` (create and update) from :func:`program_create_timeout`."""
+    import pulumi  # only components need it; the policy pack and tools do not
+
+    minutes = f"{program_create_timeout(typ, inputs):g}m"
+    return pulumi.CustomTimeouts(create=minutes, update=minutes)
 
 
 @cache

@@ -27,6 +27,7 @@ HELM = "kubernetes:helm.sh/v3:Release"
 HYPERPOD = "aws-native:sagemaker:Cluster"
 IEC = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
 TGB = "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding"
+NODE_WAIT = "hyperpod:HyperPodNodeWait"
 
 
 def regs_of(run: StackRun) -> list[Registration]:
@@ -570,11 +571,12 @@ def test_observability_addon_waits_for_nodes_and_pod_identity(stack_runs) -> Non
     tolerations are noted, not guessed."""
     regs, mapping = run_of(stack_runs, "dev")
     agent = addon(regs, "eks-pod-identity-agent")
-    hyperpod = one(regs, HYPERPOD)
+    # after the nodes means after the wait for them (HyperPod's create returns before they join)
+    nodes = one(regs, "pulumi-python:dynamic:Resource", lambda r: r.inputs.get("resourceKind") == NODE_WAIT)
     obs = copy.deepcopy(agent)
     obs.name, obs.urn = "observability-addon", agent.urn.replace("eks-pod-identity-agent", "observability-addon")
     obs.inputs = {**agent.inputs, "addonName": "amazon-sagemaker-hyperpod-observability"}
-    obs.dependencies = [agent.urn, hyperpod.urn]
+    obs.dependencies = [agent.urn, nodes.urn]
     regs.append(obs)
     result = rehearse(regs, mapping=mapping)
     assert not findings(result, "deadlock", obs.name) and not findings(result, "race", obs.name)

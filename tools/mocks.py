@@ -379,7 +379,9 @@ def _stack_reference(ctx: MockContext) -> dict[str, Any]:
 
 
 def _dynamic(ctx: MockContext) -> dict[str, Any]:
-    """Python dynamic resources; the Global Inference Gateway gets the outputs its provider returns."""
+    """Python dynamic resources; the Global Inference Gateway and the node wait get what their providers return."""
+    if ctx.inputs.get("resourceKind") == "hyperpod:HyperPodNodeWait":  # every group at its target (Running)
+        return {"id": str(ctx.inputs.get("clusterArn") or ctx.physical_name), "runningNodes": ctx.inputs.get("groups")}
     if ctx.inputs.get("resourceKind") != "hyperpod:GlobalInferenceGateway":
         return {"id": ctx.physical_name}
     region = str(ctx.inputs.get("region") or ctx.region)

@@ -47,6 +47,9 @@ class NodeGroup:
     labels: dict[str, str]
     taints: tuple[tuple[str, str | None, str], ...]
     deep_health_checks: bool
+    # False: the provider's create returns before these nodes join (a HyperPod cluster); a wait for pods is then
+    # met only once a `nodes_joined` provider (the node wait) ordered before it is done.
+    joined_at_create: bool = True
 
     def describe(self) -> str:
         return f"{self.cluster}/{self.name} ({self.count} x {self.instance_type})"
@@ -57,7 +60,7 @@ class NodeGroup:
 FitHook = Callable[[SystemPod, NodeGroup, int], "str | None"]
 
 
-def node_groups(reg: Registration, readiness: Readiness) -> list[NodeGroup]:
+def node_groups(reg: Registration, readiness: Readiness, *, joined_at_create: bool = True) -> list[NodeGroup]:
     """The instance groups a HyperPod cluster registration creates, with their labels and taints."""
     out = []
     for g in input_value(reg.inputs, "instanceGroups", []) or []:
@@ -84,6 +87,7 @@ def node_groups(reg: Registration, readiness: Readiness) -> list[NodeGroup]:
                 labels=labels,
                 taints=taints,
                 deep_health_checks=bool(g.get("onStartDeepHealthChecks")),
+                joined_at_create=joined_at_create,
             )
         )
     return out
@@ -192,6 +196,7 @@ class _Context:
     crd_providers: dict[str, list[str]]
     pod_installers: dict[str, list[str]]
     fit: FitHook | None
+    node_waits: list[str] = field(default_factory=list)  # URNs that provide `nodes_joined`
     selector_cache: dict[str, list[str]] = field(default_factory=dict)
 
     def name(self, urn: str) -> str:
@@ -213,6 +218,7 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
     groups: list[NodeGroup] = []
     crd_providers: dict[str, list[str]] = {}
     pod_installers: dict[str, list[str]] = {}
+    node_waits: list[str] = []
     installer_types = {sel.type for pod in readiness.system_pods for sel in pod.installed_by}
     may_install: dict[str, bool] = {}
     for urn in graph.order:
@@ -223,7 +229,9 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
             if not all_hold(provide.when, reg.inputs):
                 continue
             if provide.kind == "nodes":
-                groups.extend(node_groups(reg, readiness))
+                groups.extend(node_groups(reg, readiness, joined_at_create=provide.joined_at_create))
+            elif provide.kind == "nodes_joined":
+                node_waits.append(urn)
             elif provide.kind == "crds":
                 for crd in provide.crds:
                     crd_providers.setdefault(crd, []).append(urn)
@@ -233,7 +241,7 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
         if installs:
             for pod in readiness.pods_installed_by(reg.type, reg.inputs):
                 pod_installers.setdefault(pod.name, []).append(urn)
-    return _Context(graph, readiness, entries, groups, crd_providers, pod_installers, fit)
+    return _Context(graph, readiness, entries, groups, crd_providers, pod_installers, fit, node_waits)
 
 
 class _Findings:
@@ -403,6 +411,7 @@ def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _
         providers = sorted({g.provider for g in takers})
         state, concerned = _classify(ctx, urn, providers)
         if state == "met":
+            _joined_wait(ctx, urn, reg, pod.name, waits=waits, takers=takers, out=out)
             continue
         names = ", ".join(ctx.name(u) for u in concerned)
         if state == "deadlock":
@@ -410,6 +419,44 @@ def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _
         else:
             why = f"the nodes come from {names}, which is not ordered before it (works only if timing is lucky)"
         out.add(urn, reg, state, waits, why, source=wait.source)  # type: ignore[arg-type]
+
+
+def _joined_wait(
+    ctx: _Context, urn: str, reg: Registration, pod: str, *, waits: str, takers: list[NodeGroup], out: _Findings
+) -> None:
+    """The nodes exist before ``urn`` only once they have *joined*: for groups whose provider's create returns
+    first (a HyperPod cluster), a ``nodes_joined`` provider of that cluster must be ordered before ``urn``."""
+    if any(g.joined_at_create for g in takers):
+        return
+    for provider in sorted({g.provider for g in takers}):
+        waits_on = [w for w in ctx.node_waits if ctx.graph.is_ancestor(provider, w)]
+        state, concerned = _classify(ctx, urn, waits_on)
+        if state == "met":
+            return
+        cluster = ctx.name(provider)
+        entry = ctx.entries[urn]
+        timeout = create_timeout(reg, entry)
+        limit = f"its {timeout:g} min create timeout" if timeout is not None else "its create timeout"
+        if state == "race":
+            names = ", ".join(ctx.name(u) for u in concerned)
+            why = (
+                f"the nodes of {cluster} have joined only once {names} is done, which is not ordered before it: "
+                f"{limit} may run out while they join (timeout risk)"
+            )
+            out.add(urn, reg, "race", waits, why, source=_join_source(ctx, provider))
+            return
+        why = (
+            f"{cluster}'s create returns before its nodes join (AWS's Terraform waits for them afterwards) and "
+            f"nothing that waits for them (a HyperPod node wait) is ordered before it: {limit} starts before {pod} "
+            "can be scheduled (timeout risk)"
+        )
+        out.add(urn, reg, "timeout", waits, why, source=_join_source(ctx, provider))
+        return
+
+
+def _join_source(ctx: _Context, provider: str) -> str:
+    """The source of "this provider's nodes join after its create" (its readiness ``provides`` entry)."""
+    return next((p.source for p in ctx.entries[provider].provides if p.kind == "nodes"), "")
 
 
 def _provider_wait(

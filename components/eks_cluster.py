@@ -53,6 +53,13 @@ class EksClusterArgs:
     )
     is_prod: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    network_path: Sequence[pulumi.CustomResource] = field(
+        default=(),
+        metadata={
+            "doc": "What the runner's packets and the control plane's replies travel over: the private route-table "
+            "associations and the routes to the runner's network (components/deployer_routes.py); created first."
+        },
+    )
 
 
 def public_access_cidrs(cluster: ClusterConfig, is_prod: bool) -> list[str]:
@@ -113,9 +120,11 @@ class EksCluster(pulumi.ComponentResource):
         )
         deployer_rules = self._deployer_rules(name, cfg, cluster_sg.id)
 
-        # The EKS cluster takes its subnets through the deployer rules' ids, so it (and everything pulumi-eks
-        # creates after it: aws-auth, the OIDC provider, the add-ons) is created only once the runner can reach it.
-        rule_ids = [r.id for r in deployer_rules]
+        # The EKS cluster takes its subnets through the deployer rules' ids and the ids of the routes back to the
+        # runner, so it (and everything pulumi-eks creates after it: aws-auth, the OIDC provider, the add-ons) is
+        # created only once the runner can reach it, both ways (deploy-readiness.md traps 5 and 11).
+        path = list(args.network_path)
+        rule_ids = [r.id for r in [*deployer_rules, *path]]
         subnet_ids = [
             pulumi.Output.all(subnet, *rule_ids).apply(lambda values: str(values[0]))
             for subnet in args.private_subnet_ids
@@ -146,7 +155,7 @@ class EksCluster(pulumi.ComponentResource):
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             tags=args.tags,
             # depends_on the SG too: it records the reference in the graph the policy pack reads.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *deployer_rules]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *deployer_rules, *path]),
         )
 
         # The name is known up front; routing it through a cluster output makes every consumer depend on

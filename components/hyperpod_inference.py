@@ -21,6 +21,7 @@ from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
 from .config.observability import access_log_retention, flow_log_retention
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
+from .deployer_routes import DeployerRoutes, DeployerRoutesArgs
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -370,6 +371,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     node_security_group_id=node_sg.security_group_id,
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
+                    network_path=self._network_path(cfg, network),
                 ),
                 opts=child,
             )
@@ -404,6 +406,26 @@ class HyperPodInference(pulumi.ComponentResource):
                 "coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster, hyperpod.nodes_ready], opts=child
             )
         return _ClusterLayer(eks, hyperpod, node_sg.security_group_id)
+
+    def _network_path(self, cfg: StackConfig, network: Network) -> list[pulumi.CustomResource]:
+        """The route-table associations of the private subnets and the routes to the runner's network
+        (``cluster.deployerAccess.routes``): the EKS cluster waits on them (components/deployer_routes.py)."""
+        access = cfg.cluster.deployer_access
+        if access is None or not access.routes:
+            return list(network.private_routing)
+        routes = DeployerRoutes(
+            "deployer-routes",
+            DeployerRoutesArgs(
+                routes=list(access.routes),
+                vpc_id=network.vpc_id,
+                private_subnet_ids=network.private_subnet_ids,
+                private_route_table_ids=network.private_route_table_ids,
+                name_prefix=cfg.name_prefix,
+                tags=cfg.common_tags,
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return [*network.private_routing, *routes.routes]
 
     def _export(self, key: str, value: Any) -> None:
         self.exports[key] = value

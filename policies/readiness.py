@@ -327,6 +327,28 @@ class HealthTaint(_Model):
     source: str = Field(min_length=1)
 
 
+class RoutingModel(_Model):
+    """Where the rehearsal finds the route tables of the cluster's subnets and which route targets carry the control
+    plane's replies to a private network outside the VPC (the return half of the deployer's path)."""
+
+    subnet_inputs: list[str] = Field(description="cluster inputs holding its subnet ids (first found is used)")
+    vpc_input: str = Field(description="cluster input: the VPC id")
+    vpc_type: str
+    vpc_cidr_input: str
+    association_type: str
+    route_table_type: str
+    inline_routes_input: str = Field(description="route table input holding inline routes (counted if present)")
+    route_type: str
+    destination_input: str
+    inline_destination_input: str
+    target_inputs: list[str] = Field(description="route inputs naming a target")
+    return_targets: dict[str, str] = Field(
+        description="target input -> required id prefix ('' = any) of targets that reach a private network"
+    )
+    runner_cidrs_keys: list[str] = Field(description="stack config keys listing the runner's CIDRs")
+    source: str = Field(min_length=1)
+
+
 class DeployerAccess(_Model):
     """How the rehearsal decides whether Pulumi can reach a private-only Kubernetes API (data-driven)."""
 
@@ -341,6 +363,7 @@ class DeployerAccess(_Model):
     node_sg_input_paths: list[str] = Field(
         default_factory=list, description="where the HyperPod nodes' SG ids are (rules from them do not count)"
     )
+    routing: RoutingModel
     source: str = Field(min_length=1)
 
 

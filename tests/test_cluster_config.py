@@ -133,6 +133,62 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         lambda m: m[CLUSTER]["deployerAccess"].__setitem__("publicCidrs", ["10.0.8.0/24"]),
         "hyperpod-inference:cluster.deployerAccess.publicCidrs[0]: 10.0.8.0/24 is not a public range",
     ),
+    # --- routes back to the runner's network (cluster.deployerAccess.routes) ---
+    (
+        "route-with-two-targets",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("peerVpcId", "vpc-0fedcba9876543210"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0]: set exactly one of transitGatewayId or peerVpcId (got "
+        "transitGatewayId, peerVpcId); a NAT or internet gateway cannot carry the control plane's replies to a "
+        "private network",
+    ),
+    (
+        "route-without-target",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("routes", [{"cidr": "10.0.8.0/24"}]),
+        "hyperpod-inference:cluster.deployerAccess.routes[0]: set exactly one of transitGatewayId or peerVpcId "
+        "(got neither)",
+    ),
+    (
+        "route-into-the-vpc-itself",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("cidr", "10.64.8.0/24"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0].cidr: 10.64.8.0/24 overlaps the VPC CIDR 10.64.0.0/16; "
+        "the VPC's own range needs no route (the local route covers it)",
+    ),
+    (
+        "route-to-a-public-range",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("cidr", "203.0.113.0/24"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0].cidr: 203.0.113.0/24 is not a private range",
+    ),
+    (
+        "route-with-a-malformed-transit-gateway",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("transitGatewayId", "tgw-XYZ"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0].transitGatewayId",
+    ),
+    (
+        "routes-in-an-existing-vpc",
+        "prod",
+        lambda m: m.__setitem__(
+            "hyperpod-inference:network",
+            {
+                "existing": {
+                    "vpcId": "vpc-0a1b2c3d4e5f60718",
+                    "cidr": "10.64.0.0/16",
+                    "privateSubnets": {
+                        "use1-az2": "subnet-0a1b2c3d4e5f60712",
+                        "use1-az4": "subnet-0a1b2c3d4e5f60714",
+                        "use1-az6": "subnet-0a1b2c3d4e5f60716",
+                    },
+                    "publicSubnets": {"use1-az2": "subnet-0a1b2c3d4e5f60722", "use1-az4": "subnet-0a1b2c3d4e5f60724"},
+                }
+            },
+        ),
+        "hyperpod-inference:cluster.deployerAccess.routes[0]: routes are created in the route tables of a VPC this "
+        "stack creates; with network.existing the VPC's route tables are its owner's: remove routes",
+    ),
     (
         "public-range-as-runner-cidr",
         "prod",

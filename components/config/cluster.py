@@ -190,6 +190,32 @@ class HyperPodDependenciesConfig(Model):
 Sg = Annotated[str, Field(pattern=r"^sg-[0-9a-f]{8,17}$", description="A security group id")]
 
 
+class DeployerRoute(Model):
+    """A route from the private subnets to the runner's network, created in every private route table.
+
+    With public access off, the control plane answers from ENIs in the private subnets, so their route tables must
+    send the runner's CIDR to where it lives; the NAT gateway's default route cannot carry the replies (deploy-readiness
+    trap 11). A VPC created in this ``pulumi up`` has no such route unless the stack creates it, and no attachment or
+    peering for it either, so the stack creates that too:
+
+    * ``transitGatewayId``: a VPC attachment of the private subnets (one per AZ ID) to that transit gateway, and the
+      route to it. The transit gateway's route tables (association, propagation, the route back to this VPC) are the
+      transit gateway owner's; ``python -m tools.preflight`` checks that the gateway exists and is available.
+    * ``peerVpcId``: a peering connection to that VPC (same account and region, accepted by this stack) and the
+      route over it. The route back in the peer VPC's tables is its owner's.
+    """
+
+    cidr: ipaddress.IPv4Network = Field(description="The runner's network (private CIDR outside the VPC).")
+    transit_gateway_id: str | None = Field(
+        default=None, pattern=r"^tgw-[0-9a-f]{8,17}$", description="Route through this transit gateway (attached here)."
+    )
+    peer_vpc_id: str | None = Field(
+        default=None,
+        pattern=r"^vpc-[0-9a-f]{8,17}$",
+        description="Route through a peering connection to this VPC (same account and region; created here).",
+    )
+
+
 class DeployerAccess(Model):
     """How the machine that runs `pulumi up` reaches the EKS API server (every Kubernetes object needs it).
 
@@ -199,7 +225,8 @@ class DeployerAccess(Model):
     EKS user guide cluster-endpoint, "Accessing a private only API server"). Declare one of:
 
     * ``securityGroupIds``: the security group of a runner inside the VPC (or a peered VPC in the region);
-    * ``cidrs``: private CIDRs of such a runner (in the VPC, or a network routed into it);
+    * ``cidrs``: private CIDRs of such a runner (in the VPC, or a network routed into it: ``routes`` creates the
+      routes back to it in a VPC this stack creates);
     * ``publicCidrs``: a short list of public CIDRs of the deploy principal; turns the public endpoint on, limited
       to them (plus ``endpointPublicAccessCidrs``). Not allowed in prod, where the endpoint stays private.
     """
@@ -214,6 +241,11 @@ class DeployerAccess(Model):
         default_factory=list,
         max_length=10,
         description="Public CIDRs of the deploy principal for the public endpoint (not in prod).",
+    )
+    routes: list[DeployerRoute] = Field(
+        default_factory=list,
+        description="Routes from the private subnets to the runner's network (transitGatewayId or peerVpcId), "
+        "created before the EKS cluster; a VPC this stack creates has no other way back to cidrs outside it.",
     )
 
     @property
@@ -373,6 +405,7 @@ def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
         elif cidr.overlaps(cfg.cluster.service_ipv4_cidr):
             yield ConfigIssue(where, f"{cidr} overlaps the Kubernetes service CIDR {cfg.cluster.service_ipv4_cidr}")
+    yield from _deployer_route_issues(cfg)
     for i, cidr in enumerate(access.public_cidrs):
         where = f"{key}.publicCidrs[{i}]"
         if cfg.is_prod:
@@ -386,6 +419,46 @@ def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
         elif _vpc_range(cidr):
             yield ConfigIssue(
                 where, f"{cidr} is not a public range; an in-VPC runner's private addresses go under cidrs"
+            )
+
+
+def _deployer_route_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    """Each route: one target, a private CIDR outside the VPC and the service CIDR, in a VPC this stack creates."""
+    access = cfg.cluster.deployer_access
+    if access is None:
+        return
+    vpc = cfg.network.vpc_cidr
+    for i, route in enumerate(access.routes):
+        where = f"cluster.deployerAccess.routes[{i}]"
+        if cfg.network.existing is not None:
+            yield ConfigIssue(
+                where,
+                "routes are created in the route tables of a VPC this stack creates; with network.existing the VPC's "
+                "route tables are its owner's: remove routes (`python -m tools.preflight` checks that the private "
+                "subnets' route tables send cidrs to a transit gateway, peering connection or VPN)",
+            )
+            continue
+        targets = [
+            k for k, v in (("transitGatewayId", route.transit_gateway_id), ("peerVpcId", route.peer_vpc_id)) if v
+        ]
+        if len(targets) != 1:
+            yield ConfigIssue(
+                where,
+                f"set exactly one of transitGatewayId or peerVpcId (got {', '.join(targets) or 'neither'}); a NAT or "
+                "internet gateway cannot carry the control plane's replies to a private network",
+            )
+        if not _vpc_range(route.cidr):
+            yield ConfigIssue(
+                f"{where}.cidr", f"{route.cidr} is not a private range; routes lead to the runner's private network"
+            )
+        elif route.cidr.overlaps(vpc):
+            yield ConfigIssue(
+                f"{where}.cidr",
+                f"{route.cidr} overlaps the VPC CIDR {vpc}; the VPC's own range needs no route (the local route covers it)",
+            )
+        elif route.cidr.overlaps(cfg.cluster.service_ipv4_cidr):
+            yield ConfigIssue(
+                f"{where}.cidr", f"{route.cidr} overlaps the Kubernetes service CIDR {cfg.cluster.service_ipv4_cidr}"
             )
 
 

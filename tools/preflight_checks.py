@@ -1247,6 +1247,62 @@ def check_deployer_routes(clients: Clients, cfg: StackConfig) -> list[CheckResul
     return out
 
 
+# --- GuardDuty's VPC endpoint, which blocks the destroy of the network (issue 23 item 7) ----------------------
+
+EKS_RUNTIME_FEATURES = ("EKS_RUNTIME_MONITORING", "RUNTIME_MONITORING")
+
+
+def _detector_adds_endpoints(detector: dict[str, Any]) -> bool:
+    """Runtime Monitoring for EKS with automated agent configuration (EKS_ADDON_MANAGEMENT) on: GuardDuty then
+    creates a VPC endpoint and a security group in the VPC of every monitored cluster (GuardDuty user guide, "How
+    Runtime Monitoring works with Amazon EKS clusters")."""
+    for feature in detector.get("Features") or []:
+        if feature.get("Name") not in EKS_RUNTIME_FEATURES or feature.get("Status") != "ENABLED":
+            continue
+        for extra in feature.get("AdditionalConfiguration") or []:
+            if extra.get("Name") == "EKS_ADDON_MANAGEMENT" and extra.get("Status") == "ENABLED":
+                return True
+    return False
+
+
+@check("GuardDuty VPC endpoint")
+def check_guardduty(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Whether GuardDuty will put a VPC endpoint into the VPC this stack creates (it then blocks `pulumi destroy`)."""
+    title = "GuardDuty VPC endpoint"
+    if cfg.network.existing is not None:
+        return [CheckResult(title, "SKIP", "the VPC is adopted (network.existing): the stack never deletes it")]
+    gd = clients("guardduty")
+    detectors: list[str] = []
+    token: str | None = None
+    while True:
+        page = call(gd, "list_detectors", **({"NextToken": token} if token else {}))
+        detectors += [str(d) for d in page.get("DetectorIds") or []]
+        token = page.get("NextToken")
+        if not token:
+            break
+    adding = [d for d in detectors if _detector_adds_endpoints(call(gd, "get_detector", DetectorId=d))]
+    if adding:
+        return [
+            CheckResult(
+                title,
+                "WARN",
+                f"GuardDuty detector {', '.join(adding)} runs EKS Runtime Monitoring with automated agent "
+                f"configuration: it will add a guardduty-data VPC endpoint and a security group to the stack's VPC, "
+                "which block deleting its subnets, security groups and the VPC",
+                f"before `pulumi destroy` deletes the network, run `python -m tools.guardduty_cleanup --stack {cfg.stack}`",
+            )
+        ]
+    if not detectors:
+        return [CheckResult(title, "PASS", f"no GuardDuty detector in {cfg.region}")]
+    return [
+        CheckResult(
+            title,
+            "PASS",
+            f"GuardDuty detector {', '.join(detectors)} does not manage the EKS agent: it adds no VPC endpoint",
+        )
+    ]
+
+
 def run_all(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     """Every registered check, in order."""
     results: list[CheckResult] = []

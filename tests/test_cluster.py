@@ -177,7 +177,11 @@ def test_route_tables_own_no_routes_and_default_routes_are_standalone(stack: str
     for az in stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]:
         route = defaults[f"network-private-{az}-default-route"]
         assert tables[route["routeTableId"]] == f"network-private-{az}-rt"
-        assert route["natGatewayId"] in nat_ids and set(route) == {"routeTableId", "destinationCidrBlock", "natGatewayId"}
+        assert route["natGatewayId"] in nat_ids and set(route) == {
+            "routeTableId",
+            "destinationCidrBlock",
+            "natGatewayId",
+        }
 
 
 def test_prod_routes_the_runner_network_through_its_transit_gateway_before_the_cluster(stack_runs) -> None:
@@ -201,7 +205,9 @@ def test_prod_routes_the_runner_network_through_its_transit_gateway_before_the_c
         assert route.inputs["transitGatewayId"] == "tgw-0a1b2c3d4e5f60718"
         assert attachment.urn in route.dependencies  # a route to a transit gateway needs the attachment first
     eks = _one(run, EKS)
-    associations = [r for r in run.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name]
+    associations = [
+        r for r in run.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name
+    ]
     for needed in [*routes, *associations]:
         assert needed.urn in eks.dependencies, needed.name
         assert needed.urn in eks.property_dependencies["privateSubnetIds"], needed.name

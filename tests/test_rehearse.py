@@ -472,10 +472,14 @@ def test_a_declared_runner_cidr_no_rule_admits_is_unreachable(stack_runs) -> Non
     mapping["hyperpod-inference:cluster"]["deployerAccess"]["cidrs"] = ["10.0.8.0/24", "10.0.9.0/24"]
     result = rehearse(regs, mapping=mapping)
     found = findings(result, "unreachable-api", "eks-cluster-nodeAccess")
-    assert found and (
-        "no HTTPS rule on the cluster security group admits the runner's 10.0.9.0/24 "
-        "(hyperpod-inference:cluster.deployerAccess.cidrs)"
-    ) in found[0]
+    assert (
+        found
+        and (
+            "no HTTPS rule on the cluster security group admits the runner's 10.0.9.0/24 "
+            "(hyperpod-inference:cluster.deployerAccess.cidrs)"
+        )
+        in found[0]
+    )
 
 
 def test_route_tables_of_an_existing_vpc_are_an_advisory_naming_preflight(run) -> None:

@@ -37,6 +37,8 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from policies.readiness import custom_timeouts
+
 from .config.cluster import ClusterConfig
 
 
@@ -51,6 +53,13 @@ class EksClusterArgs:
     )
     is_prod: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    network_path: Sequence[pulumi.CustomResource] = field(
+        default=(),
+        metadata={
+            "doc": "What the runner's packets and the control plane's replies travel over: the private route-table "
+            "associations and the routes to the runner's network (components/deployer_routes.py); created first."
+        },
+    )
 
 
 def public_access_cidrs(cluster: ClusterConfig, is_prod: bool) -> list[str]:
@@ -111,9 +120,11 @@ class EksCluster(pulumi.ComponentResource):
         )
         deployer_rules = self._deployer_rules(name, cfg, cluster_sg.id)
 
-        # The EKS cluster takes its subnets through the deployer rules' ids, so it (and everything pulumi-eks
-        # creates after it: aws-auth, the OIDC provider, the add-ons) is created only once the runner can reach it.
-        rule_ids = [r.id for r in deployer_rules]
+        # The EKS cluster takes its subnets through the deployer rules' ids and the ids of the routes back to the
+        # runner, so it (and everything pulumi-eks creates after it: aws-auth, the OIDC provider, the add-ons) is
+        # created only once the runner can reach it, both ways (deploy-readiness.md traps 5 and 11).
+        path = list(args.network_path)
+        rule_ids = [r.id for r in [*deployer_rules, *path]]
         subnet_ids = [
             pulumi.Output.all(subnet, *rule_ids).apply(lambda values: str(values[0]))
             for subnet in args.private_subnet_ids
@@ -144,7 +155,7 @@ class EksCluster(pulumi.ComponentResource):
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             tags=args.tags,
             # depends_on the SG too: it records the reference in the graph the policy pack reads.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *deployer_rules]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *deployer_rules, *path]),
         )
 
         # The name is known up front; routing it through a cluster output makes every consumer depend on
@@ -260,14 +271,17 @@ class EksCluster(pulumi.ComponentResource):
     def coredns_addon(
         self, name: str, version: str, after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions
     ) -> aws.eks.Addon:
-        """The CoreDNS EKS add-on, created after ``after`` (the HyperPod cluster: the only source of nodes).
+        """The CoreDNS EKS add-on, created after ``after`` (the HyperPod cluster and the wait for its nodes).
 
         An add-on create waits for ACTIVE, and DEGRADED counts as pending (hashicorp/terraform-provider-aws
         ``internal/service/eks/addon.go`` ``waitAddonCreated``, default 20 min); CoreDNS is a Deployment and stays
         DEGRADED until a node can run it (pulumi/pulumi-eks#1819, #1525). awslabs/awsome-distributed-ai creates it
         outside Terraform's wait for that reason (``modules/eks_cluster/main.tf:125-132``). The version comes
         from ``cluster.addons.coredns``. The caller owns the parent (``opts``); the add-on is not a child of this
-        component because the HyperPod cluster depends on this component.
+        component because the HyperPod cluster depends on this component. The HyperPod create returns before its
+        nodes join, so ``after`` holds the node wait (components/hyperpod_node_wait.py), and the create/update
+        timeout (30 min: CoreDNS "always takes 15 minutes", aws-ia/terraform-aws-eks-blueprints#642) comes from the
+        coredns entry of policies/readiness.yaml.
         """
         return aws.eks.Addon(
             name,
@@ -277,5 +291,11 @@ class EksCluster(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=self._tags,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(after))),
+            opts=pulumi.ResourceOptions.merge(
+                opts,
+                pulumi.ResourceOptions(
+                    depends_on=list(after),
+                    custom_timeouts=custom_timeouts("aws:eks/addon:Addon", {"addonName": "coredns"}),
+                ),
+            ),
         )

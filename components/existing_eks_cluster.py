@@ -100,6 +100,9 @@ class ExistingEksClusterArgs:
         default=None, metadata={"doc": "The node SG of a HyperPod cluster this stack creates (opens the SG rules)."}
     )
     tags: dict[str, str] = field(default_factory=dict)
+    accept_unlisted_kubernetes_version: bool = field(
+        default=False, metadata={"doc": "cluster.acceptUnlistedKubernetesVersion (e.g. an adopted 1.35 cluster)."}
+    )
 
 
 class ExistingEksCluster(pulumi.ComponentResource):
@@ -124,7 +127,9 @@ class ExistingEksCluster(pulumi.ComponentResource):
 
         def compatible(found: Any) -> Any:
             access = found.access_configs[0].authentication_mode if found.access_configs else None
-            issues = eks_compatibility_issues(args.cluster_name, access, found.version)
+            issues = eks_compatibility_issues(
+                args.cluster_name, access, found.version, accept_unlisted=args.accept_unlisted_kubernetes_version
+            )
             if issues:
                 raise ConfigError(issues)
             return found

@@ -10,7 +10,10 @@
   versioned with this code;
 * the cluster: one instance group per ``cluster.instanceGroups`` entry, each in the private subnet of its
   AZ ID, with the deep health checks the group supports (``config/health_checks.py``), labels/taints,
-  threads per core, an extra EBS volume and an optional training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``.
+  threads per core, an extra EBS volume and an optional training plan; node recovery Automatic; tiered storage when ``kvCache.l2Backend`` is ``tieredstorage``;
+* the wait for its nodes (:class:`~components.hyperpod_node_wait.HyperPodNodeWait`, ``nodes_ready``): the cluster's
+  create returns before its instances join (AWS's Terraform waits for them afterwards), so whatever needs running
+  pods (CoreDNS, the operator's add-ons and charts) depends on ``nodes_ready``, not on the cluster.
 
 In prod the cluster and the bucket are protected from deletion and the bucket is never force-destroyed.
 """
@@ -28,7 +31,11 @@ import pulumi_aws as aws
 import pulumi_aws_native as aws_native
 from pulumi_aws_native import sagemaker
 
+from policies.readiness import program_create_timeout
+
 from .config.cluster import ClusterConfig, InstanceGroup
+from .hyperpod_node_wait import RESOURCE_KIND as NODE_WAIT_KIND
+from .hyperpod_node_wait import HyperPodNodeWait
 from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 LIFECYCLE_DIR = Path(__file__).resolve().parent / "lifecycle"
@@ -198,6 +205,7 @@ class HyperPodCluster(pulumi.ComponentResource):
     cluster_name: pulumi.Output[str]
     execution_role_arn: pulumi.Output[str]
     lifecycle_bucket: pulumi.Output[str]
+    nodes_ready: HyperPodNodeWait
 
     def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:hyperpod_cluster:HyperPodCluster", name, None, opts)
@@ -309,6 +317,22 @@ class HyperPodCluster(pulumi.ComponentResource):
                 depends_on=[*objects, managed, inline],
                 custom_timeouts=pulumi.CustomTimeouts(create="120m", update="120m", delete="60m"),
             ),
+        )
+
+        # Done once every instance group has its target count of Running nodes (ListClusterNodes), within the node
+        # wait's timeout from policies/readiness.yaml.
+        timeout_minutes = program_create_timeout("pulumi-python:dynamic:Resource", {"resourceKind": NODE_WAIT_KIND})
+        self.nodes_ready = HyperPodNodeWait(
+            f"{name}-nodes",
+            {
+                "region": region,
+                "clusterArn": cluster.cluster_arn,
+                "groups": {g.name: g.instance_count for g in cfg.instance_groups},
+                "timeoutSeconds": int(timeout_minutes * 60),
+                "pollSeconds": 30,
+                "awsProfile": pulumi.Config("aws").get("profile"),
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
         )
 
         self.cluster_arn = cluster.cluster_arn

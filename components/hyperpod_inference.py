@@ -25,6 +25,7 @@ from .config.kvcache import split_redis_url
 from .config.observability import access_log_retention, flow_log_retention
 from .config.vpc_endpoints import interface_endpoint_services
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
+from .deployer_routes import DeployerRoutes, DeployerRoutesArgs
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -50,6 +51,12 @@ class _ClusterLayer:
     eks: EksCluster | ExistingEksCluster
     hyperpod: HyperPodCluster | ExistingHyperPodCluster
     node_security_group_id: pulumi.Input[str] | None = None  # None only for an adopted HyperPod cluster without it
+
+    @property
+    def nodes(self) -> list[pulumi.Resource]:
+        """What anything that needs running pods waits on: the wait for the created cluster's nodes (an adopted
+        cluster's nodes already run: preflight compares them with the declared groups)."""
+        return [self.hyperpod.nodes_ready] if isinstance(self.hyperpod, HyperPodCluster) else []
 
 
 @dataclass(frozen=True)
@@ -131,8 +138,9 @@ class HyperPodInference(pulumi.ComponentResource):
                 keda_role_arn=operator_iam.keda_role_arn,
                 tags=cfg.common_tags,
             ),
-            # Controllers need schedulable HyperPod nodes (the only nodes of the cluster) to become ready.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod]),
+            # Controllers need schedulable HyperPod nodes (the only nodes of the cluster) to become ready: after the
+            # wait for them (a child of the HyperPod component, so in this dependency too).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod, *layer.nodes]),
         )
         inference_operator = InferenceOperatorAddon(
             "inference-operator",
@@ -149,7 +157,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 keda_role_arn=operator_iam.keda_role_arn,
                 gateway_enabled=cfg.gateway.enabled,
                 gateway_role_arn=operator_iam.gateway_role_arn,
-                depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster],
+                depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster, *layer.nodes],
                 tags=cfg.common_tags,
             ),
             opts=child,
@@ -292,7 +300,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     region=cfg.region,
                     name_prefix=cfg.name_prefix,
                     # ACTIVE needs its pods running: HyperPod nodes, and the pod identity agent (in EksCluster).
-                    depends_on=[hyperpod.cluster, eks],
+                    depends_on=[hyperpod.cluster, *layer.nodes, eks],
                     protect=cfg.is_prod,
                     tags=cfg.common_tags,
                 ),
@@ -338,6 +346,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     cluster_name=existing.eks_cluster_name,
                     create_oidc_provider=existing.create_oidc_provider,
                     tags=cfg.common_tags,
+                    accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
                 ),
                 opts=child,
             )
@@ -371,6 +380,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     create_oidc_provider=existing.create_oidc_provider,
                     node_security_group_id=node_sg.security_group_id,
                     tags=cfg.common_tags,
+                    accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
                 ),
                 opts=child,
             )
@@ -385,6 +395,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     node_security_group_id=node_sg.security_group_id,
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
+                    network_path=self._network_path(cfg, network),
                 ),
                 opts=child,
             )
@@ -415,8 +426,30 @@ class HyperPodInference(pulumi.ComponentResource):
         if isinstance(eks, EksCluster):  # an adopted EKS cluster's CoreDNS is its owner's (already running)
             # CoreDNS after the HyperPod cluster, the only source of nodes: its create waits for ACTIVE, which needs
             # running CoreDNS pods (components/eks_cluster.py, EksCluster.coredns_addon; deploy-readiness.md trap 1).
-            eks.coredns_addon("coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster], opts=child)
+            eks.coredns_addon(
+                "coredns", cfg.cluster.addons.coredns, after=[hyperpod.cluster, hyperpod.nodes_ready], opts=child
+            )
         return _ClusterLayer(eks, hyperpod, node_sg.security_group_id)
+
+    def _network_path(self, cfg: StackConfig, network: Network) -> list[pulumi.CustomResource]:
+        """The route-table associations of the private subnets and the routes to the runner's network
+        (``cluster.deployerAccess.routes``): the EKS cluster waits on them (components/deployer_routes.py)."""
+        access = cfg.cluster.deployer_access
+        if access is None or not access.routes:
+            return list(network.private_routing)
+        routes = DeployerRoutes(
+            "deployer-routes",
+            DeployerRoutesArgs(
+                routes=list(access.routes),
+                vpc_id=network.vpc_id,
+                private_subnet_ids=network.private_subnet_ids,
+                private_route_table_ids=network.private_route_table_ids,
+                name_prefix=cfg.name_prefix,
+                tags=cfg.common_tags,
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return [*network.private_routing, *routes.routes]
 
     def _export(self, key: str, value: Any) -> None:
         self.exports[key] = value

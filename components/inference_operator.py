@@ -8,8 +8,9 @@
 - It depends explicitly on every prerequisite (add-ons, roles, policy attachments, TLS bucket, access
   entry) and on the HyperPod cluster: the add-on's install check looks for them, and the operator calls
   ``UpdateClusterInference`` on the HyperPod cluster as soon as it starts.
-- Create/update timeout 45 minutes: on a cold P5 cluster the install exceeds the provider's 20-minute
-  default (ADT uses 40m for this reason; anchors note 6).
+- Create/update timeout 45 minutes (``program_create_timeout_minutes`` of its entry in ``policies/readiness.yaml``,
+  the one place it is written): on a cold P5 cluster the install exceeds the provider's 20-minute default (ADT uses
+  40m for this reason; anchors note 6).
 - ``resolve_conflicts_on_update = OVERWRITE``: the stack is the single owner of the add-on's configuration;
   PRESERVE would keep out-of-band edits and let the deployed values drift from the reviewed golden files.
   OVERWRITE on create too, so a console "quick install" being adopted does not fail the create.
@@ -23,12 +24,13 @@ import pulumi
 import pulumi_aws as aws
 
 from policies import compatibility as compat
+from policies.readiness import program_create_timeout
 
 from .addon_values import ControllerMode, build_addon_values
 from .config.operator import parse_eks_version
 
 ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
-CREATE_TIMEOUT = "45m"
+CREATE_TIMEOUT = f"{program_create_timeout('aws:eks/addon:Addon', {'addonName': ADDON_NAME}):g}m"
 
 
 def addon_major(version: str) -> int:

@@ -5,6 +5,13 @@ A new VPC gets, per configured AZ ID, a large private subnet (p5 nodes attach ma
 NAT gateways (one per AZ, or a single one); and the S3 gateway endpoint the inference operator requires
 (model weights and TLS certificates are read from S3 without crossing the NAT).
 
+Routes are standalone ``aws.ec2.Route`` resources (the default routes to the internet gateway and the NAT
+gateways here; the routes to the deployer's network in ``components/deployer_routes.py``), never inline
+``routes=[...]`` on a route table: an inline list owns the table's whole route set, so a route someone else adds
+(a transit gateway attachment's, an operator's) would be removed on the next ``pulumi up`` (terraform-provider-aws
+``route_table`` docs on inline routes vs ``aws_route``; awslabs/awsome-distributed-ai@95b939cd
+``hyperpod-eks-tf/modules/private_subnet/main.tf:37-61`` uses ``aws_route`` the same way).
+
 Baselines on the VPC it creates (AWS Foundational Security Best Practices):
 
 - EC2.6 "VPC flow logging should be enabled in all VPCs": a flow log of ``ALL`` traffic to a CloudWatch Logs
@@ -85,6 +92,10 @@ class Network(pulumi.ComponentResource):
     vpc_cidr: str
     private_subnet_ids: dict[str, pulumi.Output[str]]
     public_subnet_ids: dict[str, pulumi.Output[str]]
+    # Private route table per AZ ID (a new VPC only), and the associations that put the private subnets on them:
+    # the EKS control plane's replies leave through these tables, so the cluster waits on them.
+    private_route_table_ids: dict[str, pulumi.Output[str]]
+    private_routing: list[pulumi.CustomResource]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:network:Network", name, None, opts)
@@ -97,6 +108,8 @@ class Network(pulumi.ComponentResource):
             }
             self.public_subnet_ids = {az: pulumi.Output.from_input(s) for az, s in cfg.existing.public_subnets.items()}
             self.s3_endpoint_id: pulumi.Output[str] | None = None
+            self.private_route_table_ids = {}  # the owner's (preflight reads them: DescribeRouteTables)
+            self.private_routing = []
         else:
             self._create_vpc(name, args)
         self.interface_endpoints = self._interface_endpoints(name, args)
@@ -127,11 +140,12 @@ class Network(pulumi.ComponentResource):
         )
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags("igw"), opts=child)
 
-        public_rt = aws.ec2.RouteTable(
-            f"{name}-public-rt",
-            vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
-            tags=tags("public-rt"),
+        public_rt = aws.ec2.RouteTable(f"{name}-public-rt", vpc_id=vpc.id, tags=tags("public-rt"), opts=child)
+        aws.ec2.Route(
+            f"{name}-public-default-route",
+            route_table_id=public_rt.id,
+            destination_cidr_block="0.0.0.0/0",
+            gateway_id=igw.id,
             opts=child,
         )
         public: dict[str, aws.ec2.Subnet] = {}
@@ -171,19 +185,23 @@ class Network(pulumi.ComponentResource):
             )
 
         private_rts: list[aws.ec2.RouteTable] = []
+        self.private_routing = []
         for az in cfg.availability_zone_ids:
             nat = nats.get(az) or nats[nat_azs[0]]
-            rt = aws.ec2.RouteTable(
-                f"{name}-private-{az}-rt",
-                vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-                tags=tags(f"private-{az}-rt"),
+            rt = aws.ec2.RouteTable(f"{name}-private-{az}-rt", vpc_id=vpc.id, tags=tags(f"private-{az}-rt"), opts=child)
+            aws.ec2.Route(
+                f"{name}-private-{az}-default-route",
+                route_table_id=rt.id,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=nat.id,
                 opts=child,
             )
-            aws.ec2.RouteTableAssociation(
+            association = aws.ec2.RouteTableAssociation(
                 f"{name}-private-{az}-rta", subnet_id=private[az].id, route_table_id=rt.id, opts=child
             )
             private_rts.append(rt)
+            self.private_routing.append(association)
+        self.private_route_table_ids = dict(zip(cfg.availability_zone_ids, (rt.id for rt in private_rts), strict=True))
 
         s3_endpoint = aws.ec2.VpcEndpoint(
             f"{name}-s3-endpoint",

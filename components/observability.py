@@ -36,9 +36,12 @@ import pulumi
 import pulumi_aws as aws
 from pydantic import BaseModel, ConfigDict, Field
 
+from policies.readiness import program_create_timeout
+
 from .config.observability import ADDON_NAME, SERVICE_ACCOUNT, ObservabilityConfig
 
-CREATE_TIMEOUT = "30m"
+# From the add-on's entry in policies/readiness.yaml (the one place it is written): its pods need joined nodes.
+CREATE_TIMEOUT = f"{program_create_timeout('aws:eks/addon:Addon', {'addonName': ADDON_NAME}):g}m"
 CLUSTER_LOG_GROUPS = "/aws/sagemaker/Clusters/*"
 
 

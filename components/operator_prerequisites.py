@@ -31,6 +31,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from policies.readiness import custom_timeouts, program_create_timeout
+
 from . import iam_documents as docs
 from .config.operator import PREREQUISITES, OperatorConfig
 from .operator_iam import KEDA_SERVICE_ACCOUNT, LBC_SERVICE_ACCOUNT
@@ -88,6 +90,11 @@ def addon_configuration(addon_name: str) -> dict[str, Any]:
             "cainjector": {"tolerations": [HYPERPOD_TOLERATION]},
         }
     raise KeyError(addon_name)
+
+
+def _helm_timeout(chart: str) -> int:
+    """Helm's wait (atomic) in seconds, from the chart's entry in policies/readiness.yaml (the one place)."""
+    return int(program_create_timeout("kubernetes:helm.sh/v3:Release", {"chart": chart}) * 60)
 
 
 def model_buckets(endpoints: Iterable[Any]) -> list[str]:
@@ -156,7 +163,12 @@ class OperatorPrerequisites(pulumi.ComponentResource):
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
                 tags=args.tags,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=self._role_deps.get(pre.addon_name, [])),
+                # Their controllers need joined nodes; the create/update timeout is the entry's in readiness.yaml.
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=self._role_deps.get(pre.addon_name, []),
+                    custom_timeouts=custom_timeouts("aws:eks/addon:Addon", {"addonName": pre.addon_name}),
+                ),
             )
             self.addons[pre.addon_name] = addon
             self.dependencies.append(addon)
@@ -230,6 +242,7 @@ class OperatorPrerequisites(pulumi.ComponentResource):
             repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=LBC_CHART_REPO),
             namespace=ns,
             atomic=True,
+            timeout=_helm_timeout("aws-load-balancer-controller"),
             values={
                 "clusterName": a.cluster_name,
                 "region": a.region,
@@ -262,6 +275,7 @@ class OperatorPrerequisites(pulumi.ComponentResource):
             namespace=ns,
             create_namespace=True,
             atomic=True,
+            timeout=_helm_timeout("keda"),
             values={
                 "serviceAccount": {"operator": {"create": True, "name": sa}},
                 "podIdentity": {"aws": {"irsa": {"enabled": True, "roleArn": a.keda_role_arn}}},

@@ -2,10 +2,20 @@
 
 Two facts, each from its source, in one place (the config validation and the policy pack both read them):
 
-* SageMaker HyperPod (EKS orchestration) supports Kubernetes 1.30, 1.31, 1.32, 1.33, 1.34 and 1.35 —
-  docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html, "Kubernetes version support"
-  (stored copy read 2026-12-01). An older copy of the same page listed 1.28-1.33, so re-check it before adding a
-  version here.
+* SageMaker HyperPod (EKS orchestration) supports the versions in :data:`HYPERPOD_SUPPORTED_VERSIONS`. The newest
+  retrievable AWS copy of the page that lists them is the Chinese edition of "Getting started with Amazon EKS
+  support in SageMaker HyperPod", https://docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md
+  (a machine translation of the English page; read 2026-12-01), Requirement 1, which says exactly:
+  "SageMaker HyperPod 支持 Kubernetes 版本 1.28、1.29、1.30、1.31、1.32、1.33 和 1.34。" ("supports Kubernetes versions
+  1.28, 1.29, 1.30, 1.31, 1.32, 1.33 and 1.34"). The English copies found stop earlier:
+  https://docs.amazonaws.cn/en_us/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html lists 1.28-1.33 and
+  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html 1.28-1.32. 1.28 and
+  1.29 are listed but have left EKS extended support (calendar below), so they are not offered here.
+* **1.35 is in no retrievable copy.** An earlier revision of this package quoted a copy listing "1.30, 1.31, 1.32,
+  1.33, 1.34, and 1.35" that could not be found again (issue 23 item 4). So 1.35 is
+  :data:`HYPERPOD_UNLISTED_VERSIONS`: a stack may use it only with ``cluster.acceptUnlistedKubernetesVersion: true``,
+  and the advisory policy ``eks-kubernetes-version-listed`` reports it on every run until a retrievable AWS page lists
+  it (then move it into :data:`HYPERPOD_SUPPORTED_VERSIONS` with that page's URL and sentence).
 * EKS standard support lasts 14 months from the EKS release, then extended support 12 more months "at an
   additional cost per cluster hour" — docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
   (awsdocs/amazon-eks-user-guide ``latest/ug/versioning/kubernetes-versions.adoc``, "Amazon EKS Kubernetes release
@@ -13,9 +23,9 @@ Two facts, each from its source, in one place (the config validation and the pol
   AWS-maintained aws-samples/sample-apex-skills ``eks-operation-review/references/cluster-lifecycle.md``
   (verified 2026-04-24) and endoflife.date/amazon-eks give; they agree with the 14 + 12 month rule.
 
-On 2026-12-01 only 1.34 (until 2026-12-02) and 1.35 (until 2027-03-27) are in standard support, so the
-package defaults to 1.35. A version in extended support is allowed (it works, it costs more): the
-``eks-kubernetes-standard-support`` policy reports it as advisory.
+The package defaults to 1.34, the newest version a retrievable AWS page lists. 1.34 leaves EKS standard support on
+2026-12-02; a version in extended support is allowed (it works, it costs more): the ``eks-kubernetes-standard-support``
+policy reports it as advisory.
 """
 
 from __future__ import annotations
@@ -34,7 +44,12 @@ from pulumi_policy import (
 
 from .graph import EKS_CLUSTER, EKS_COMPONENT, get
 
-HYPERPOD_SUPPORTED_VERSIONS: tuple[str, ...] = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
+# Listed by a retrievable AWS page (module docstring), and not yet past EKS extended support.
+HYPERPOD_SUPPORTED_VERSIONS: tuple[str, ...] = ("1.30", "1.31", "1.32", "1.33", "1.34")
+# Believed supported but listed by no retrievable AWS page: only with cluster.acceptUnlistedKubernetesVersion.
+HYPERPOD_UNLISTED_VERSIONS: tuple[str, ...] = ("1.35",)
+ACCEPT_UNLISTED_KEY = "cluster.acceptUnlistedKubernetesVersion"
+HYPERPOD_VERSIONS_SOURCE = "https://docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md"
 
 
 @dataclass(frozen=True)
@@ -75,18 +90,30 @@ def accepted_versions(on: dt.date) -> list[str]:
 
 
 def accepted_text(on: dt.date) -> str:
-    """``accepted on 2026-12-01: 1.32, 1.33 (extended support, billed extra), 1.34, 1.35``."""
+    """``accepted on 2026-12-01: 1.32, 1.33 (extended support, billed extra), 1.34; 1.35 only with ...``."""
     shown = [
         f"{v} (extended support, billed extra)" if support_status(v, on) == "extended" else v
         for v in accepted_versions(on)
     ]
-    return f"accepted on {on.isoformat()}: {', '.join(shown) or 'none'}"
+    unlisted = [v for v in HYPERPOD_UNLISTED_VERSIONS if support_status(v, on) in ("standard", "extended")]
+    tail = f"; {', '.join(unlisted)} only with {ACCEPT_UNLISTED_KEY}: true" if unlisted else ""
+    return f"accepted on {on.isoformat()}: {', '.join(shown) or 'none'}{tail}"
 
 
-def version_problem(version: str, on: dt.date) -> str | None:
+def version_problem(version: str, on: dt.date, *, accept_unlisted: bool = False) -> str | None:
     """Why ``version`` must not be used for a HyperPod EKS cluster on ``on``, or None; the text lists exactly
-    what is accepted that day."""
-    if version not in HYPERPOD_SUPPORTED_VERSIONS:
+    what is accepted that day.
+
+    ``accept_unlisted``: the stack set ``cluster.acceptUnlistedKubernetesVersion`` (then 1.35 is allowed).
+    """
+    if version in HYPERPOD_UNLISTED_VERSIONS and not accept_unlisted:
+        return (
+            f"Kubernetes {version} is in no retrievable copy of SageMaker HyperPod's EKS prerequisites page (the newest "
+            f"lists {', '.join(HYPERPOD_SUPPORTED_VERSIONS)}: {HYPERPOD_VERSIONS_SOURCE}); use one of those, or set "
+            f"{ACCEPT_UNLISTED_KEY}: true to use {version} anyway (the policy eks-kubernetes-version-listed then "
+            "reports it as advisory)"
+        )
+    if version not in HYPERPOD_SUPPORTED_VERSIONS and version not in HYPERPOD_UNLISTED_VERSIONS:
         return (
             f"SageMaker HyperPod does not support Kubernetes {version} (sagemaker-hyperpod-eks-prerequisites); "
             f"{accepted_text(on)}"
@@ -112,11 +139,27 @@ def extended_support_note(version: str, on: dt.date) -> str | None:
     )
 
 
+def today() -> dt.date:
+    """The evaluation date (UTC); tests pin it."""
+    return dt.datetime.now(dt.UTC).date()
+
+
 def _as_of(args: ResourceValidationArgs) -> dt.date:
     raw = args.get_config().get("asOf")
     if isinstance(raw, str) and raw:
         return dt.date.fromisoformat(raw)
-    return dt.datetime.now(dt.UTC).date()
+    return today()
+
+
+def unlisted_version_note(version: str) -> str | None:
+    """The advisory text for a version no retrievable AWS page lists as HyperPod-supported, or None."""
+    if version in HYPERPOD_SUPPORTED_VERSIONS:
+        return None
+    return (
+        f"Kubernetes {version} is not listed by any retrievable copy of SageMaker HyperPod's EKS prerequisites page "
+        f"(newest listed: {HYPERPOD_SUPPORTED_VERSIONS[-1]}, {HYPERPOD_VERSIONS_SOURCE}); it was allowed by "
+        f"{ACCEPT_UNLISTED_KEY}. Confirm with AWS that HyperPod supports it before relying on it"
+    )
 
 
 def _eks_kubernetes_standard_support(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -143,4 +186,26 @@ eks_kubernetes_standard_support = ResourceValidationPolicy(
     severity=Severity.LOW,
 )
 
-CLUSTER_VERSION_POLICIES = [eks_kubernetes_standard_support]
+
+def _eks_kubernetes_version_listed(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in (EKS_COMPONENT, EKS_CLUSTER):
+        return
+    version = get(args.props, "version")
+    if not isinstance(version, str):
+        return
+    note = unlisted_version_note(version)
+    if note is not None:
+        report(note, None)
+
+
+eks_kubernetes_version_listed = ResourceValidationPolicy(
+    name="eks-kubernetes-version-listed",
+    description="The EKS cluster's Kubernetes version should be one a retrievable AWS page lists as supported by "
+    "SageMaker HyperPod; an unlisted one (allowed by cluster.acceptUnlistedKubernetesVersion) is unconfirmed. AWS "
+    "docs: SageMaker 'sagemaker-hyperpod-eks-prerequisites' (Kubernetes version support).",
+    validate=_eks_kubernetes_version_listed,
+    enforcement_level=EnforcementLevel.ADVISORY,
+    severity=Severity.LOW,
+)
+
+CLUSTER_VERSION_POLICIES = [eks_kubernetes_standard_support, eks_kubernetes_version_listed]

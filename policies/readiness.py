@@ -32,10 +32,13 @@ import fnmatch
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:
+    import pulumi
 
 READINESS_FILE = Path(__file__).with_name("readiness.yaml")
 
@@ -137,11 +140,18 @@ class Wait(_Model):
 
 class Provide(_Model):
     """What a resource makes available once created: ``nodes`` (instance groups read from its inputs),
+    ``nodes_joined`` (a wait resource: the nodes of the cluster it waits on are running once it is created),
     ``crds`` (``group/Kind`` names), ``k8s_api`` (an API endpoint)."""
 
-    kind: Literal["nodes", "crds", "k8s_api"]
+    kind: Literal["nodes", "nodes_joined", "crds", "k8s_api"]
     crds: list[str] = Field(default_factory=list)
     when: list[Condition] = Field(default_factory=list)
+    joined_at_create: bool = Field(
+        default=True,
+        description="nodes: False when the create returns before the nodes join (a HyperPod cluster); a wait for "
+        "pods is then met only by a `nodes_joined` provider ordered before it",
+    )
+    source: str = ""
 
 
 class TimeoutInput(_Model):
@@ -161,7 +171,16 @@ class ResourceReadiness(_Model):
     provides: list[Provide] = Field(default_factory=list)
     create_timeout_minutes: float | None = Field(default=None, description="provider default; None = none/unknown")
     create_timeout_input: TimeoutInput | None = None
+    program_create_timeout_minutes: float | None = Field(
+        default=None,
+        description="the create (and update) timeout the program sets for it (customTimeouts, a timeout input): "
+        "components read it from here, the one place it is written (program_create_timeout)",
+    )
     create_minutes: float | None = Field(default=None, description="typical create time a source gives; None = unknown")
+    create_minutes_third_party: bool = Field(
+        default=False,
+        description="create_minutes comes from a third-party page only (no AWS or maintainer source): shown as such",
+    )
     delete_minutes: float | None = None
     delete_timeout_minutes: float | None = None
     delete_waits_for: str = ""
@@ -312,6 +331,28 @@ class HealthTaint(_Model):
     source: str = Field(min_length=1)
 
 
+class RoutingModel(_Model):
+    """Where the rehearsal finds the route tables of the cluster's subnets and which route targets carry the control
+    plane's replies to a private network outside the VPC (the return half of the deployer's path)."""
+
+    subnet_inputs: list[str] = Field(description="cluster inputs holding its subnet ids (first found is used)")
+    vpc_input: str = Field(description="cluster input: the VPC id")
+    vpc_type: str
+    vpc_cidr_input: str
+    association_type: str
+    route_table_type: str
+    inline_routes_input: str = Field(description="route table input holding inline routes (counted if present)")
+    route_type: str
+    destination_input: str
+    inline_destination_input: str
+    target_inputs: list[str] = Field(description="route inputs naming a target")
+    return_targets: dict[str, str] = Field(
+        description="target input -> required id prefix ('' = any) of targets that reach a private network"
+    )
+    runner_cidrs_keys: list[str] = Field(description="stack config keys listing the runner's CIDRs")
+    source: str = Field(min_length=1)
+
+
 class DeployerAccess(_Model):
     """How the rehearsal decides whether Pulumi can reach a private-only Kubernetes API (data-driven)."""
 
@@ -326,6 +367,7 @@ class DeployerAccess(_Model):
     node_sg_input_paths: list[str] = Field(
         default_factory=list, description="where the HyperPod nodes' SG ids are (rules from them do not count)"
     )
+    routing: RoutingModel
     source: str = Field(min_length=1)
 
 
@@ -431,6 +473,26 @@ class Readiness(_Model):
             if rc.type == typ:
                 return rc
         return None
+
+
+def program_create_timeout(typ: str, inputs: dict[str, Any]) -> float:
+    """The create timeout (minutes) the program sets for a resource of ``typ`` with ``inputs``: its entry's
+    ``program_create_timeout_minutes``. Raises ``LookupError`` when the entry sets none (a component asking for one
+    must have its value in policies/readiness.yaml)."""
+    entry = load_readiness().entry_for(typ, inputs)
+    if entry.program_create_timeout_minutes is None:
+        raise LookupError(
+            f"policies/readiness.yaml: {entry.label or entry.type} sets no program_create_timeout_minutes"
+        )
+    return entry.program_create_timeout_minutes
+
+
+def custom_timeouts(typ: str, inputs: dict[str, Any]) -> pulumi.CustomTimeouts:
+    """``pulumi.CustomTimeouts`` (create and update) from :func:`program_create_timeout`."""
+    import pulumi  # only components need it; the policy pack and tools do not
+
+    minutes = f"{program_create_timeout(typ, inputs):g}m"
+    return pulumi.CustomTimeouts(create=minutes, update=minutes)
 
 
 @cache

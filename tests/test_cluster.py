@@ -151,6 +151,83 @@ def test_prod_admits_the_declared_runner_before_the_cluster_exists(stack_runs) -
     assert _one(run, INGRESS, "eks-api-from-nodes").urn not in eks.dependencies
 
 
+ROUTE = "aws:ec2/route:Route"
+ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
+TGW_ATTACHMENT = "aws:ec2transitgateway/vpcAttachment:VpcAttachment"
+PEERING = "aws:ec2/vpcPeeringConnection:VpcPeeringConnection"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_route_tables_own_no_routes_and_default_routes_are_standalone(stack: str, stack_runs) -> None:
+    """An inline `routes=[...]` owns the table's whole route set (it would delete a route someone else adds):
+    every route is a standalone aws.ec2.Route (issue 23 item 1)."""
+    run = stack_runs[stack]
+    tables = {_ec2_id(t): t.name for t in run.of_type(ROUTE_TABLE)}
+    assert len(tables) == 1 + len(stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"])
+    for table in run.of_type(ROUTE_TABLE):
+        assert not table.inputs.get("routes"), f"{table.name} declares inline routes"
+    defaults = {r.name: r.inputs for r in run.of_type(ROUTE) if r.inputs["destinationCidrBlock"] == "0.0.0.0/0"}
+    igw = _ec2_id(_one(run, "aws:ec2/internetGateway:InternetGateway"))
+    assert defaults["network-public-default-route"] == {
+        "routeTableId": _ec2_id(_one(run, ROUTE_TABLE, "network-public-rt")),
+        "destinationCidrBlock": "0.0.0.0/0",
+        "gatewayId": igw,
+    }
+    nat_ids = {_ec2_id(n) for n in run.of_type("aws:ec2/natGateway:NatGateway")}
+    for az in stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]:
+        route = defaults[f"network-private-{az}-default-route"]
+        assert tables[route["routeTableId"]] == f"network-private-{az}-rt"
+        assert route["natGatewayId"] in nat_ids and set(route) == {
+            "routeTableId",
+            "destinationCidrBlock",
+            "natGatewayId",
+        }
+
+
+def test_prod_routes_the_runner_network_through_its_transit_gateway_before_the_cluster(stack_runs) -> None:
+    run = stack_runs["prod"]
+    private_subnets = sorted(
+        _ec2_id(r) for r in run.of_type("aws:ec2/subnet:Subnet") if r.name.startswith("network-private-")
+    )
+    attachment = _one(run, TGW_ATTACHMENT)
+    assert attachment.name == "deployer-routes-tgw-0a1b2c3d4e5f60718"
+    assert attachment.inputs["transitGatewayId"] == "tgw-0a1b2c3d4e5f60718"
+    assert attachment.inputs["vpcId"] == _ec2_id(_one(run, "aws:ec2/vpc:Vpc"))
+    assert sorted(attachment.inputs["subnetIds"]) == private_subnets
+    tables = {_ec2_id(t): t.name for t in run.of_type(ROUTE_TABLE)}
+    routes = [r for r in run.of_type(ROUTE) if r.inputs["destinationCidrBlock"] == "10.0.8.0/24"]
+    assert sorted(tables[r.inputs["routeTableId"]] for r in routes) == [
+        "network-private-use1-az2-rt",
+        "network-private-use1-az4-rt",
+        "network-private-use1-az6-rt",
+    ]
+    for route in routes:
+        assert route.inputs["transitGatewayId"] == "tgw-0a1b2c3d4e5f60718"
+        assert attachment.urn in route.dependencies  # a route to a transit gateway needs the attachment first
+    eks = _one(run, EKS)
+    associations = [
+        r for r in run.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name
+    ]
+    for needed in [*routes, *associations]:
+        assert needed.urn in eks.dependencies, needed.name
+        assert needed.urn in eks.property_dependencies["privateSubnetIds"], needed.name
+
+
+def test_peer_vpc_route_creates_the_peering_it_needs(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:cluster"]["deployerAccess"]["routes"] = [
+        {"cidr": "10.0.8.0/24", "peerVpcId": "vpc-0fedcba9876543210"}
+    ]
+    result = registered(run("prod", mapping))
+    assert not result.of_type(TGW_ATTACHMENT)
+    peering = _one(result, PEERING)
+    assert (peering.inputs["peerVpcId"], peering.inputs["autoAccept"]) == ("vpc-0fedcba9876543210", True)
+    assert peering.inputs["vpcId"] == _ec2_id(_one(result, "aws:ec2/vpc:Vpc"))
+    routes = [r for r in result.of_type(ROUTE) if r.inputs["destinationCidrBlock"] == "10.0.8.0/24"]
+    assert len(routes) == 3
+    assert {r.inputs["vpcPeeringConnectionId"] for r in routes} == {_ec2_id(peering)}
+
+
 def test_runner_security_group_is_admitted(run) -> None:
     mapping = stack_mapping("prod")
     mapping["hyperpod-inference:cluster"]["deployerAccess"] = {"securityGroupIds": ["sg-0123456789abcdef0"]}
@@ -372,7 +449,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     key = _one(run, "aws:kms/key:Key", "eks-secrets-key")
     assert key.inputs["enableKeyRotation"] is True
     assert i["name"] == f"hpi-{stack}-eks"
-    assert i["version"] == "1.35"
+    assert i["version"] == "1.34"
     assert i["authenticationMode"] == "API_AND_CONFIG_MAP"
     assert i["createOidcProvider"] is True
     assert i["skipDefaultNodeGroup"] is True
@@ -381,7 +458,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     assert i["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     assert i["kubernetesServiceIpAddressRange"] == "172.20.0.0/16"
     assert i["vpcCniOptions"]["addonVersion"] == "v1.20.0-eksbuild.1"
-    assert i["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
+    assert i["kubeProxyAddonOptions"]["version"] == "v1.34.0-eksbuild.2"
     subnet_az = _subnet_az(run)
     assert sorted(subnet_az[s] for s in i["privateSubnetIds"]) == sorted(
         stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]

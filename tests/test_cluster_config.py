@@ -91,7 +91,7 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "dev",
         lambda m: m[CLUSTER].__setitem__("addons", {"kubeProxy": "v1.32.6-eksbuild.2"}),
         "hyperpod-inference:cluster.addons.kubeProxy: kube-proxy v1.32.6-eksbuild.2 does not match "
-        "kubernetesVersion 1.35",
+        "kubernetesVersion 1.34",
     ),
     # --- how `pulumi up` reaches the API (cluster.deployerAccess) ---
     (
@@ -132,6 +132,62 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "dev",
         lambda m: m[CLUSTER]["deployerAccess"].__setitem__("publicCidrs", ["10.0.8.0/24"]),
         "hyperpod-inference:cluster.deployerAccess.publicCidrs[0]: 10.0.8.0/24 is not a public range",
+    ),
+    # --- routes back to the runner's network (cluster.deployerAccess.routes) ---
+    (
+        "route-with-two-targets",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("peerVpcId", "vpc-0fedcba9876543210"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0]: set exactly one of transitGatewayId or peerVpcId (got "
+        "transitGatewayId, peerVpcId); a NAT or internet gateway cannot carry the control plane's replies to a "
+        "private network",
+    ),
+    (
+        "route-without-target",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"].__setitem__("routes", [{"cidr": "10.0.8.0/24"}]),
+        "hyperpod-inference:cluster.deployerAccess.routes[0]: set exactly one of transitGatewayId or peerVpcId "
+        "(got neither)",
+    ),
+    (
+        "route-into-the-vpc-itself",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("cidr", "10.64.8.0/24"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0].cidr: 10.64.8.0/24 overlaps the VPC CIDR 10.64.0.0/16; "
+        "the VPC's own range needs no route (the local route covers it)",
+    ),
+    (
+        "route-to-a-public-range",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("cidr", "203.0.113.0/24"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0].cidr: 203.0.113.0/24 is not a private range",
+    ),
+    (
+        "route-with-a-malformed-transit-gateway",
+        "prod",
+        lambda m: m[CLUSTER]["deployerAccess"]["routes"][0].__setitem__("transitGatewayId", "tgw-XYZ"),
+        "hyperpod-inference:cluster.deployerAccess.routes[0].transitGatewayId",
+    ),
+    (
+        "routes-in-an-existing-vpc",
+        "prod",
+        lambda m: m.__setitem__(
+            "hyperpod-inference:network",
+            {
+                "existing": {
+                    "vpcId": "vpc-0a1b2c3d4e5f60718",
+                    "cidr": "10.64.0.0/16",
+                    "privateSubnets": {
+                        "use1-az2": "subnet-0a1b2c3d4e5f60712",
+                        "use1-az4": "subnet-0a1b2c3d4e5f60714",
+                        "use1-az6": "subnet-0a1b2c3d4e5f60716",
+                    },
+                    "publicSubnets": {"use1-az2": "subnet-0a1b2c3d4e5f60722", "use1-az4": "subnet-0a1b2c3d4e5f60724"},
+                }
+            },
+        ),
+        "hyperpod-inference:cluster.deployerAccess.routes[0]: routes are created in the route tables of a VPC this "
+        "stack creates; with network.existing the VPC's route tables are its owner's: remove routes",
     ),
     (
         "public-range-as-runner-cidr",
@@ -258,11 +314,15 @@ def test_accelerated_families(instance_type: str, accelerated: bool) -> None:
     assert is_accelerated(instance_type) is accelerated
 
 
-def test_extended_support_is_allowed_with_an_advisory(run) -> None:
+def test_extended_support_is_allowed_with_an_advisory(run, monkeypatch: pytest.MonkeyPatch) -> None:
     """1.33 (EKS extended support since 2026-07-29) deploys; the policy pack reports it as advisory only."""
+    import datetime as dt
+
+    from policies import cluster_versions
     from policies.engine import evaluate
     from policies.pack import POLICIES
 
+    monkeypatch.setattr(cluster_versions, "today", lambda: dt.date(2026, 12, 1))
     mapping = stack_mapping("prod")
     mapping[CLUSTER]["kubernetesVersion"] = "1.33"
     mapping[CLUSTER]["addons"] = {"kubeProxy": "v1.33.0-eksbuild.2"}
@@ -272,10 +332,17 @@ def test_extended_support_is_allowed_with_an_advisory(run) -> None:
         r for r in evaluate(POLICIES, result.registrations, "prod") if r.policy == "eks-kubernetes-standard-support"
     ]
     assert [(r.level, r.resource_type) for r in found] == [("advisory", "eks:index:Cluster")]
-    assert "left EKS standard support on 2026-07-29" in found[0].message and "1.35" in found[0].message
-    # the reference stacks (1.35) get no such result
+    assert found[0].message.endswith(
+        "Kubernetes 1.33 left EKS standard support on 2026-07-29 and is billed as extended support until 2027-07-29; "
+        "versions HyperPod supports that are in standard support: 1.34"
+    )
+    # the reference stacks (1.34) get no such result on 2026-12-01, and get it from 2026-12-02
     reference = run("prod")
     assert not [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
+    monkeypatch.setattr(cluster_versions, "today", lambda: dt.date(2026, 12, 2))
+    later = [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
+    assert [r.level for r in later] == ["advisory"]
+    assert "Kubernetes 1.34 left EKS standard support on 2026-12-02" in later[0].message
 
 
 @pytest.mark.parametrize(
@@ -299,15 +366,73 @@ def test_eks_support_calendar(version: str, on: str, status: str) -> None:
     assert support_status(version, dt.date.fromisoformat(on)) == status
 
 
-def test_default_kubernetes_version_is_in_standard_support_and_hyperpod() -> None:
+def test_default_kubernetes_version_is_the_newest_a_retrievable_page_lists() -> None:
+    """Issue 23 item 4: the default is the newest version a retrievable AWS page lists (1.34, docs.amazonaws.cn's
+    copy of sagemaker-hyperpod-eks-prerequisites); 1.35 is listed by none and sits behind an explicit key."""
     import datetime as dt
 
-    from components.config.cluster import ClusterConfig
-    from policies.cluster_versions import HYPERPOD_SUPPORTED_VERSIONS, extended_support_note, support_status
+    from components.config.cluster import AddonVersions, ClusterConfig
+    from policies.cluster_versions import (
+        HYPERPOD_SUPPORTED_VERSIONS,
+        HYPERPOD_UNLISTED_VERSIONS,
+        HYPERPOD_VERSIONS_SOURCE,
+        extended_support_note,
+        support_status,
+    )
 
     default = ClusterConfig.model_fields["kubernetes_version"].default
-    assert default == "1.35"
-    assert default in HYPERPOD_SUPPORTED_VERSIONS
+    assert default == "1.34"
+    assert HYPERPOD_SUPPORTED_VERSIONS == ("1.30", "1.31", "1.32", "1.33", "1.34")
+    assert HYPERPOD_UNLISTED_VERSIONS == ("1.35",)
+    assert HYPERPOD_VERSIONS_SOURCE == (
+        "https://docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md"
+    )
+    assert AddonVersions().kube_proxy == "v1.34.0-eksbuild.2"
     assert support_status(default, dt.date(2026, 12, 1)) == "standard"
     assert extended_support_note(default, dt.date(2026, 12, 1)) is None
     assert extended_support_note("1.33", dt.date(2026, 12, 1)) is not None
+
+
+def test_unlisted_kubernetes_version_needs_the_explicit_key(run) -> None:
+    from policies.engine import evaluate
+    from policies.pack import POLICIES
+
+    mapping = stack_mapping("prod")
+    mapping[CLUSTER]["kubernetesVersion"] = "1.35"
+    mapping[CLUSTER]["addons"] = {"kubeProxy": "v1.35.0-eksbuild.2"}
+    refused = run("prod", mapping)
+    assert refused.config_error is not None and not refused.registrations
+    assert [i.render() for i in refused.config_error.issues] == [
+        "hyperpod-inference:cluster.kubernetesVersion: Kubernetes 1.35 is in no retrievable copy of SageMaker "
+        "HyperPod's EKS prerequisites page (the newest lists 1.30, 1.31, 1.32, 1.33, 1.34: "
+        "https://docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md); use one of those, or "
+        "set cluster.acceptUnlistedKubernetesVersion: true to use 1.35 anyway (the policy eks-kubernetes-version-listed "
+        "then reports it as advisory)"
+    ]
+    mapping[CLUSTER]["acceptUnlistedKubernetesVersion"] = True
+    accepted = run("prod", mapping)
+    assert accepted.config_error is None and accepted.registrations
+    found = [
+        r for r in evaluate(POLICIES, accepted.registrations, "prod") if r.policy == "eks-kubernetes-version-listed"
+    ]
+    assert [(r.level, r.resource_type) for r in found] == [("advisory", "eks:index:Cluster")]
+    assert found[0].message.endswith(
+        "Kubernetes 1.35 is not listed by any retrievable copy of SageMaker HyperPod's EKS prerequisites page (newest "
+        "listed: 1.34, https://docs.amazonaws.cn/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md); it was "
+        "allowed by cluster.acceptUnlistedKubernetesVersion. Confirm with AWS that HyperPod supports it before relying "
+        "on it"
+    )
+    reference = run("prod")
+    assert not [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
+
+
+def test_adopted_unlisted_version_follows_the_same_key() -> None:
+    from components.config.cluster import eks_compatibility_issues
+
+    refused = eks_compatibility_issues("ml-platform", "API", "1.35")
+    assert [i.message for i in refused] == [
+        "EKS cluster ml-platform runs Kubernetes 1.35; HyperPod supports 1.30, 1.31, 1.32, 1.33, 1.34 (and, listed by "
+        "no retrievable AWS page, 1.35 with cluster.acceptUnlistedKubernetesVersion: true)"
+    ]
+    assert eks_compatibility_issues("ml-platform", "API", "1.35", accept_unlisted=True) == []
+    assert len(eks_compatibility_issues("ml-platform", "API", "1.29", accept_unlisted=True)) == 1

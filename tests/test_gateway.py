@@ -175,12 +175,18 @@ def test_gateway_follows_its_endpoints_into_another_namespace(run) -> None:
 
 def test_gateway_without_opted_in_endpoints_needs_a_namespace_and_gets_it_created(run) -> None:
     mapping = stack_mapping("prod")
-    _qwen(mapping)["spec"].pop("inferenceGateway")
+    opt_in = _qwen(mapping)["spec"].pop("inferenceGateway")
     assert _rendered_issues(run, mapping) == [
         "hyperpod-inference:gateway.namespace: required when no endpoint opts into the gateway "
         "(spec.inferenceGateway.enabled): the namespace of the models it fronts (an InferencePool selects pods in "
-        "its own namespace only)"
+        "its own namespace only)",
+        # on a cluster this stack creates, nothing else can serve the scheduler's model (issue 25)
+        "hyperpod-inference:gateway.spec.schedulers[0].modelName: 'Qwen2.5-7B-Instruct' is served by no endpoint of "
+        "this stack that opts into the gateway; served: none (no endpoint sets spec.inferenceGateway.enabled)",
     ]
+    # the gateway goes where its model runs, and waits for that Namespace
+    _qwen(mapping)["spec"]["inferenceGateway"] = opt_in
+    _qwen(mapping)["namespace"] = "models"
     mapping[GW]["namespace"] = "models"
     result = registered(run("prod", mapping))
     (gw,) = result.of_type(GW_TYPE)

@@ -315,6 +315,7 @@ def test_scheduler_model_on_an_adopted_cluster_is_an_advisory() -> None:
         prod = stack_mapping("prod")
         m[GATEWAY] = copy.deepcopy(prod[GATEWAY])
         m[GATEWAY]["spec"].pop("auth")
+        m[GATEWAY]["namespace"] = "inference"  # no endpoint of this stack opts in: the gateway's namespace is given
         m[GATEWAY]["spec"]["schedulers"][0]["modelName"] = "served-elsewhere"
         m["hyperpod-inference:operator"]["addonVersion"] = "v2.0.0-eksbuild.2"
 
@@ -349,13 +350,16 @@ ON = dt.date(2026, 12, 1)
 
 
 def test_version_messages_list_what_is_accepted_that_day() -> None:
-    accepted = "accepted on 2026-12-01: 1.32 (extended support, billed extra), 1.33 (extended support, billed extra), 1.34, 1.35"
+    accepted = (
+        "accepted on 2026-12-01: 1.32 (extended support, billed extra), 1.33 (extended support, billed extra), 1.34; "
+        "1.35 only with cluster.acceptUnlistedKubernetesVersion: true"
+    )
     assert version_problem("1.29", ON) == (
         f"SageMaker HyperPod does not support Kubernetes 1.29 (sagemaker-hyperpod-eks-prerequisites); {accepted}"
     )
     assert version_problem("1.30", ON) == f"Kubernetes 1.30 left EKS extended support on 2026-07-23; {accepted}"
     assert version_problem("1.32", ON) is None
-    assert accepted_versions(dt.date(2027, 3, 28)) == ["1.32", "1.33", "1.34", "1.35"][1:]
+    assert accepted_versions(dt.date(2027, 3, 28)) == ["1.33", "1.34"]  # 1.35 is unlisted (acceptUnlisted...)
 
 
 @pytest.mark.parametrize("version", ["1.29", "1.30"])
@@ -367,10 +371,10 @@ def test_a_version_error_adds_no_error_about_kube_proxy(version: str) -> None:
 
 
 def test_a_supported_version_with_the_default_kube_proxy_is_reported_at_the_version() -> None:
-    found = _issues("dev", lambda m: m[CLUSTER].__setitem__("kubernetesVersion", "1.34"))
+    found = _issues("dev", lambda m: m[CLUSTER].__setitem__("kubernetesVersion", "1.33"))
     assert found == [
-        "hyperpod-inference:cluster.kubernetesVersion: Kubernetes 1.34 needs a kube-proxy v1.34.x-eksbuild.N; the "
-        "default (v1.35.0-eksbuild.2) is for 1.35: set cluster.addons.kubeProxy (and coredns) to builds for 1.34 "
+        "hyperpod-inference:cluster.kubernetesVersion: Kubernetes 1.33 needs a kube-proxy v1.33.x-eksbuild.N; the "
+        "default (v1.34.0-eksbuild.2) is for 1.34: set cluster.addons.kubeProxy (and coredns) to builds for 1.33 "
         "(python -m tools.preflight lists them)"
     ]
 

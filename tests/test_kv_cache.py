@@ -320,7 +320,7 @@ def test_prod_redis_needs_a_replica_and_tls() -> None:
         "hyperpod-inference:kvCache.redis.replicas: prod needs at least 1 replica (Multi-AZ with automatic "
         "failover); 0 leaves every worker's L2 tier on one node",
         "hyperpod-inference:kvCache.redis.transitEncryption: must be true in prod: KV blocks are derived from user "
-        "prompts and the AUTH token needs TLS",
+        "prompts and the Redis credentials need TLS",
     ]
 
 

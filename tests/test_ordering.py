@@ -149,13 +149,14 @@ def test_names_of_a_role_do_not_make_users(reference_runs: dict[str, StackRun]) 
 
 
 def test_custom_resource_not_after_its_namespace(stack_runs: dict[str, StackRun]) -> None:
+    # the DPD endpoint: the kvaware one also waits for its namespace through its Redis credentials Secret
     regs = copy_of(stack_runs["prod"])
-    without(named(regs, "endpoints-inference-llama-70b-kvaware"), named(regs, "endpoints-ns-inference"))
+    without(named(regs, "endpoints-inference-llama-70b-dpd"), named(regs, "endpoints-ns-inference"))
     result = rehearse(regs, mapping=stack_mapping("prod"))
     assert result.findings == [
         Finding(
             kind="race",
-            resource="endpoints-inference-llama-70b-kvaware",
+            resource="endpoints-inference-llama-70b-dpd",
             type=IEC,
             waits_for="kubernetes:core/v1:Namespace::endpoints-ns-inference (the Namespace it is created in)",
             why="ordering rule namespace-before-its-objects: endpoints-ns-inference is not ordered before it, "
@@ -170,7 +171,7 @@ def test_custom_resource_not_after_its_namespace(stack_runs: dict[str, StackRun]
     assert (data["kind"], data["rule"], data["resource"], data["other"]) == (
         "race",
         "namespace-before-its-objects",
-        "endpoints-inference-llama-70b-kvaware",
+        "endpoints-inference-llama-70b-dpd",
         "endpoints-ns-inference",
     )
     assert result.exit_code == 1
@@ -178,7 +179,7 @@ def test_custom_resource_not_after_its_namespace(stack_runs: dict[str, StackRun]
 
 def test_namespace_that_waits_on_its_object_is_a_deadlock(stack_runs: dict[str, StackRun]) -> None:
     regs = copy_of(stack_runs["prod"])
-    endpoint, namespace = named(regs, "endpoints-inference-llama-70b-kvaware"), named(regs, "endpoints-ns-inference")
+    endpoint, namespace = named(regs, "endpoints-inference-llama-70b-dpd"), named(regs, "endpoints-ns-inference")
     without(endpoint, namespace)
     namespace.dependencies.append(endpoint.urn)
     result = rehearse(regs, mapping=stack_mapping("prod"))
@@ -186,7 +187,7 @@ def test_namespace_that_waits_on_its_object_is_a_deadlock(stack_runs: dict[str, 
     assert [(f.kind, f.resource, f.other, f.why) for f in ordering] == [
         (
             "deadlock",
-            "endpoints-inference-llama-70b-kvaware",
+            "endpoints-inference-llama-70b-dpd",
             "endpoints-ns-inference",
             "ordering rule namespace-before-its-objects: endpoints-ns-inference waits on it, so it cannot come first",
         )

@@ -161,7 +161,7 @@ def test_same_plan_diffs_to_nothing(tmp_path, prod_plan) -> None:
     assert plan["changeSummary"] == {"same": len(prod_plan["steps"])}
 
 
-def test_one_instance_count_changed_is_exactly_one_update(tmp_path, prod_plan) -> None:
+def test_one_instance_count_changed_updates_the_cluster_and_its_node_wait(tmp_path, prod_plan) -> None:
     mapping = stack_mapping("prod")
     group = mapping["hyperpod-inference:cluster"]["instanceGroups"][1]
     assert group["name"] == "p5-inference" and group["instanceCount"] == 4
@@ -169,13 +169,17 @@ def test_one_instance_count_changed_is_exactly_one_update(tmp_path, prod_plan) -
     code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
     assert code == 0
     changed = [s for s in plan["steps"] if s["op"] != "same"]
-    assert [(s["op"], s["urn"].rsplit("::", 1)[-1]) for s in changed] == [("update", "hyperpod-cluster")]
+    # ... and the wait for the cluster's nodes, whose target count changed with it (components/hyperpod_node_wait.py)
+    assert [(s["op"], s["urn"].rsplit("::", 1)[-1]) for s in changed] == [
+        ("update", "hyperpod-cluster"),
+        ("update", "hyperpod-nodes"),
+    ]
     step = changed[0]
     assert step["newState"]["type"] == "aws-native:sagemaker:Cluster"
     assert step["diffReasons"] == ["instanceGroups"] and step["replaceReasons"] == []
     assert step["detailedDiff"] == {"instanceGroups[1].instanceCount": {"kind": "update", "inputDiff": True}}
     assert step["oldState"]["inputs"]["instanceGroups"][1]["instanceCount"] == 4
-    assert plan["changeSummary"] == {"same": len(prod_plan["steps"]) - 1, "update": 1}
+    assert plan["changeSummary"] == {"same": len(prod_plan["steps"]) - 2, "update": 2}
     assert not [r for r in plan["policyResults"] if r["policyName"] == POLICY]
 
 
@@ -355,9 +359,11 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
     lines = [line for line in out.splitlines() if line[:2] in ("+ ", "~ ", "+-", "- ")]
     assert lines == [
         "+- replace aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
-        "vpcConfig.subnets[0] (update-replace)"
+        "vpcConfig.subnets[0] (update-replace)",
+        "~  update  pulumi-python:dynamic:Resource hyperpod-nodes: groups.system  [replacement unknown offline: no "
+        "source lists this type's replacing properties]",
     ]
-    assert f"0 to create, 0 to update, 1 to replace, 0 to delete, {len(prod_plan['steps']) - 1} unchanged" in out
+    assert f"0 to create, 1 to update, 1 to replace, 0 to delete, {len(prod_plan['steps']) - 2} unchanged" in out
     assert f"MANDATORY {POLICY} aws-native:sagemaker:Cluster::hyperpod-cluster" in out
     assert "network-vpc" not in out, "unchanged resources are not listed"
 

@@ -62,6 +62,7 @@ TABLE_NAMES = [
     "eks-endpoint-private",
     "stateful-resources-protected",
     "eks-kubernetes-standard-support",
+    "eks-kubernetes-version-listed",
     *SECURITY_LEVELS,  # issue 17's FSBP controls: levels in policies/security_baselines.py, tests in test_edge.py
     # the global stack (policies/global_policies.py, tests/test_global_gateway.py)
     "global-gateway-routing-weights",
@@ -223,6 +224,7 @@ def test_prod_levels_in_code_match_the_table() -> None:
         "known-addon-defect",
         "tieredstorage-on-non-p-instance",
         "eks-kubernetes-standard-support",
+        "eks-kubernetes-version-listed",
     }
     advisory |= CAPACITY_ADVISORY
     for policy in POLICIES:
@@ -1182,6 +1184,9 @@ def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun]
             "feature-supported-by-addon-version",
             "known-addon-defect",
             "tieredstorage-on-non-p-instance",
+            # the one cluster here runs 1.33 for eks-kubernetes-standard-support; the unlisted 1.35 case is
+            # tests/test_cluster_config.py::test_unlisted_kubernetes_version_needs_the_explicit_key
+            "eks-kubernetes-version-listed",
         }
     )
     expected -= {n for n in TABLE_NAMES if n.startswith("global-gateway-")}  # tests/test_global_gateway.py

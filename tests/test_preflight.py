@@ -232,7 +232,7 @@ def test_addon_versions_pass_and_report_iam(aws: None) -> None:
     inference = rows[f"add-on {pc.INFERENCE_ADDON}"]
     assert inference.status == "PASS"
     assert inference.detail == (
-        "v1.3.0-eksbuild.1 exists for Kubernetes 1.35; IAM: pod identity for hyperpod-inference-controller-manager "
+        "v1.3.0-eksbuild.1 exists for Kubernetes 1.34; IAM: pod identity for hyperpod-inference-controller-manager "
         "(arn:aws:iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess)"
     )
     assert rows["add-on cert-manager"].detail.endswith("IAM: none required")
@@ -248,7 +248,7 @@ def test_addon_versions_pass_and_report_iam(aws: None) -> None:
             "eks-pod-identity-agent",
         )
     } <= set(rows)
-    assert rows["add-on kube-proxy"].detail.startswith(f"{cfg.cluster.addons.kube_proxy} exists for Kubernetes 1.35")
+    assert rows["add-on kube-proxy"].detail.startswith(f"{cfg.cluster.addons.kube_proxy} exists for Kubernetes 1.34")
     assert [r.status for r in results] == ["PASS"] * len(results)
 
 
@@ -262,7 +262,7 @@ def test_addon_versions_fail_lists_available_versions(aws: None) -> None:
     assert [r.check for r in fail] == [f"add-on {pc.INFERENCE_ADDON}"]
     assert (
         fail[0].detail
-        == "v1.3.0-eksbuild.1 is not available for Kubernetes 1.35 in us-west-2; available: v9.9.9-eksbuild.1"
+        == "v1.3.0-eksbuild.1 is not available for Kubernetes 1.34 in us-west-2; available: v9.9.9-eksbuild.1"
     )
 
 
@@ -275,7 +275,7 @@ def test_addon_unknown_for_kubernetes_version_fails(aws: None) -> None:
         stub.assert_no_pending_responses()
     fail = by_status(results, "FAIL")
     assert [(r.check, r.detail) for r in fail] == [
-        ("add-on cert-manager", "cert-manager has no version for Kubernetes 1.35 in us-west-2")
+        ("add-on cert-manager", "cert-manager has no version for Kubernetes 1.34 in us-west-2")
     ]
 
 
@@ -1046,3 +1046,132 @@ def test_addon_versions_use_the_adopted_clusters_kubernetes_version(aws: None) -
         results = pc.check_addon_versions(clients, cfg)
         stub.assert_no_pending_responses()
     assert all(r.status == "FAIL" and "Kubernetes 1.32" in r.detail for r in results)
+
+
+# --- the way back from the cluster's subnets to the runner (Stubber) ---------------------------------------
+
+EXISTING_VPC = {
+    "existing": {
+        "vpcId": "vpc-0a1b2c3d4e5f60718",
+        "cidr": "10.64.0.0/16",
+        "privateSubnets": {"use1-az2": "subnet-0a1b2c3d4e5f60712", "use1-az4": "subnet-0a1b2c3d4e5f60714"},
+        "publicSubnets": {"use1-az2": "subnet-0a1b2c3d4e5f60722"},
+    }
+}
+
+
+def _prod_in_existing_vpc() -> StackConfig:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:network"] = EXISTING_VPC
+    mapping["hyperpod-inference:cluster"]["deployerAccess"].pop("routes")
+    for group in mapping["hyperpod-inference:cluster"]["instanceGroups"]:
+        group["availabilityZoneId"] = "use1-az2"
+    return load_config("prod", mapping)
+
+
+def _table(table_id: str, *routes: dict[str, Any]) -> dict[str, Any]:
+    local = {"DestinationCidrBlock": "10.64.0.0/16", "GatewayId": "local", "State": "active"}
+    return {"RouteTables": [{"RouteTableId": table_id, "VpcId": "vpc-0a1b2c3d4e5f60718", "Routes": [local, *routes]}]}
+
+
+NAT_DEFAULT = {"DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-0a1b2c3d4e5f60718", "State": "active"}
+
+
+def _by_subnet(subnet: str) -> dict[str, Any]:
+    return {"Filters": [{"Name": "association.subnet-id", "Values": [subnet]}]}
+
+
+def test_existing_vpc_route_tables_must_send_the_runner_back(aws: None) -> None:
+    cfg = _prod_in_existing_vpc()
+    clients = clients_for(cfg)
+    tgw = {"DestinationCidrBlock": "10.0.0.0/16", "TransitGatewayId": "tgw-0a1b2c3d4e5f60718", "State": "active"}
+    with Stubber(clients("ec2")) as stub:
+        stub.add_response(
+            "describe_route_tables",
+            _table("rtb-0a1b2c3d4e5f60712", NAT_DEFAULT, tgw),
+            _by_subnet("subnet-0a1b2c3d4e5f60712"),
+        )
+        # the second subnet has no explicit association: its VPC's main route table applies
+        stub.add_response("describe_route_tables", {"RouteTables": []}, _by_subnet("subnet-0a1b2c3d4e5f60714"))
+        stub.add_response(
+            "describe_route_tables",
+            _table("rtb-0a1b2c3d4e5f6main", NAT_DEFAULT),
+            {
+                "Filters": [
+                    {"Name": "vpc-id", "Values": ["vpc-0a1b2c3d4e5f60718"]},
+                    {"Name": "association.main", "Values": ["true"]},
+                ]
+            },
+        )
+        results = pc.check_deployer_routes(clients, cfg)
+        stub.assert_no_pending_responses()
+    assert [(r.check, r.status, r.detail) for r in results] == [
+        (
+            "route back from subnet-0a1b2c3d4e5f60712 (use1-az2)",
+            "PASS",
+            "rtb-0a1b2c3d4e5f60712 sends 10.0.8.0/24 to 10.0.0.0/16 via tgw-0a1b2c3d4e5f60718",
+        ),
+        (
+            "route back from subnet-0a1b2c3d4e5f60714 (use1-az4)",
+            "FAIL",
+            "rtb-0a1b2c3d4e5f6main sends 10.0.8.0/24 to 0.0.0.0/0 via NatGatewayId nat-0a1b2c3d4e5f60718: the control "
+            "plane's replies to the runner cannot come back (a NAT or internet gateway cannot carry them to a private "
+            "network)",
+        ),
+    ]
+    assert results[1].action.startswith("add a route for 10.0.8.0/24 to your transit gateway")
+
+
+def test_new_vpc_routes_need_an_available_transit_gateway(aws: None) -> None:
+    cfg = config("prod")
+    clients = clients_for(cfg)
+    with Stubber(clients("ec2")) as stub:
+        stub.add_response(
+            "describe_transit_gateways",
+            {"TransitGateways": [{"TransitGatewayId": "tgw-0a1b2c3d4e5f60718", "State": "available"}]},
+            {"TransitGatewayIds": ["tgw-0a1b2c3d4e5f60718"]},
+        )
+        stub.add_response(
+            "describe_transit_gateways",
+            {"TransitGateways": [{"TransitGatewayId": "tgw-0a1b2c3d4e5f60718", "State": "pending"}]},
+            {"TransitGatewayIds": ["tgw-0a1b2c3d4e5f60718"]},
+        )
+        ok = pc.check_deployer_routes(clients, cfg)
+        pending = pc.check_deployer_routes(clients, cfg)
+        stub.assert_no_pending_responses()
+    assert [(r.status, r.detail) for r in ok] == [
+        ("PASS", "transit gateway tgw-0a1b2c3d4e5f60718 is available"),
+        (
+            "WARN",
+            "the far side (the transit gateway's route tables, the peer VPC's routes back to 10.64.0.0/16) is not this "
+            "stack's and was not checked",
+        ),
+    ]
+    assert (pending[0].status, pending[0].detail) == ("FAIL", "transit gateway tgw-0a1b2c3d4e5f60718 is pending")
+
+
+def test_runner_cidr_no_route_covers_fails_without_an_aws_call(aws: None) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:cluster"]["deployerAccess"].pop("routes")
+    cfg = load_config("prod", mapping)
+    clients = clients_for(cfg)
+    with Stubber(clients("ec2")):  # no response queued: a call would fail the test
+        results = pc.check_deployer_routes(clients, cfg)
+    assert [(r.status, r.detail) for r in results] == [
+        (
+            "FAIL",
+            "the runner's 10.0.8.0/24 is outside the new VPC 10.64.0.0/16 and no cluster.deployerAccess.routes entry "
+            "covers it: the control plane's replies would go to the NAT gateway",
+        )
+    ]
+
+
+def test_route_table_read_denied_names_the_iam_action(aws: None) -> None:
+    cfg = _prod_in_existing_vpc()
+    clients = clients_for(cfg)
+    with Stubber(clients("ec2")) as stub:
+        stub.add_client_error("describe_route_tables", service_error_code="UnauthorizedOperation", http_status_code=403)
+        results = pc.check_deployer_routes(clients, cfg)
+    assert [(r.status, r.action) for r in results] == [
+        ("FAIL", "grant ec2:DescribeRouteTables to the credentials running preflight (read-only), then rerun")
+    ]

@@ -27,6 +27,7 @@ HELM = "kubernetes:helm.sh/v3:Release"
 HYPERPOD = "aws-native:sagemaker:Cluster"
 IEC = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
 TGB = "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding"
+NODE_WAIT = "hyperpod:HyperPodNodeWait"
 
 
 def regs_of(run: StackRun) -> list[Registration]:
@@ -367,6 +368,156 @@ def test_deployer_rule_created_after_the_cluster_does_not_help(stack_runs) -> No
     assert found and rules[0].name in found[0]
 
 
+# --- issue 23 item 1: a security-group rule is not a path; the replies need a route back -------------------
+
+ROUTE = "aws:ec2/route:Route"
+PRIVATE_TABLES = "network-private-use1-az2-rt, network-private-use1-az4-rt, network-private-use1-az6-rt"
+
+
+def test_prod_reaches_its_private_api_both_ways(stack_runs) -> None:
+    result = rehearse(stack_runs["prod"], mapping=stack_mapping("prod"))
+    assert "unreachable-api" not in result.kinds()
+    assert result.notes[0] == (
+        "Kubernetes API: reachable — HTTPS to the cluster security group from eks-api-from-deployer-cidr-0; replies "
+        f"to 10.0.8.0/24 routed back from {PRIVATE_TABLES}"
+    )
+    assert (
+        "Kubernetes API (cannot be known offline): the far side of the deployer's routes (10.0.8.0/24 via "
+        "transitGatewayId tgw-0a1b2c3d4e5f60718) is outside this stack: whether it routes back to 10.64.0.0/16 (the "
+        "transit gateway's route tables, the peer VPC's routes) cannot be known offline"
+    ) in result.notes
+
+
+def _without_deployer_routes(regs: list[Registration]) -> list[Registration]:
+    """prod as it was before issue 23: the runner's CIDR admitted on 443, and no route back to it."""
+    gone = {r.urn for r in regs if r.name.startswith("deployer-routes")}
+    assert len(gone) >= 4, "prod creates no deployer routes"
+    kept = [r for r in regs if r.urn not in gone]
+    for r in kept:
+        r.dependencies = [d for d in r.dependencies if d not in gone]
+        r.property_dependencies = {k: [u for u in v if u not in gone] for k, v in r.property_dependencies.items()}
+    return kept
+
+
+UNROUTED = (
+    "the control plane's replies cannot reach the runner: route tables "
+    f"{PRIVATE_TABLES} send 10.0.8.0/24 to 0.0.0.0/0 via natGatewayId, which cannot carry them to a private network "
+    "(a NAT or internet gateway translates or drops them); add cluster.deployerAccess.routes (transitGatewayId or "
+    "peerVpcId) for the runner's network (docs/cluster.md, 'Reaching the API')"
+)
+
+
+def test_runner_cidr_without_a_route_back_is_unreachable_naming_the_route_tables(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "prod")
+    result = rehearse(_without_deployer_routes(regs), mapping=mapping)
+    found = [f for f in result.findings if f.kind == "unreachable-api" and f.resource == "eks-cluster-nodeAccess"]
+    assert [f.why for f in found] == [UNROUTED]
+    assert found[0].source.startswith("DR trap 11")
+    assert result.exit_code == 1 and "hyperpod-cluster" in result.blocked
+
+
+def test_cli_exits_1_for_the_stack_without_its_routes(tmp_path: Path, capsys) -> None:
+    mapping = stack_mapping("prod")
+    assert mapping["hyperpod-inference:cluster"]["deployerAccess"].pop("routes")
+    path = tmp_path / "Pulumi.prod.yaml"
+    path.write_text(yaml.safe_dump({"config": mapping}), encoding="utf-8")
+    assert main(["--stack", "prod", "--stack-file", str(path), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["converges"] is False
+    assert {f["why"] for f in out["findings"] if f["kind"] == "unreachable-api"} == {UNROUTED}
+    assert main(["--stack", "prod"]) == 0  # the reference stack, with its routes
+    capsys.readouterr()
+
+
+def test_a_route_created_after_the_cluster_does_not_help(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "prod")
+    eks = one(regs, "eks:index:Cluster")
+    route = by_name(regs, "deployer-routes-0-use1-az4")
+    drop_dependency(eks, {route.urn})
+    route.dependencies.append(eks.urn)
+    result = rehearse(regs, mapping=mapping)
+    found = findings(result, "unreachable-api", "eks-cluster-nodeAccess")
+    assert found and "the path opens with deployer-routes-0-use1-az4, which is created after it" in found[0]
+
+
+def test_a_route_to_a_vpn_gateway_is_a_way_back_and_a_nat_more_specific_is_not(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "prod")
+    routes = [r for r in regs if r.type == ROUTE and r.inputs.get("destinationCidrBlock") == "10.0.8.0/24"]
+    assert len(routes) == 3
+    for r in routes:
+        r.inputs.pop("transitGatewayId")
+        r.inputs["gatewayId"] = "vgw-0a1b2c3d4e5f60718"
+    assert "unreachable-api" not in rehearse(regs, mapping=mapping).kinds()
+    routes[0].inputs["gatewayId"] = "igw-0a1b2c3d4e5f60718"  # an internet gateway cannot carry them
+    result = rehearse(regs, mapping=mapping)
+    assert any("send 10.0.8.0/24 to 10.0.8.0/24 via gatewayId" in f.why for f in result.findings)
+
+
+def test_a_runner_inside_the_vpc_needs_no_route(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "prod")
+    regs = _without_deployer_routes(regs)
+    one(regs, "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", lambda r: r.name.endswith("cidr-0")).inputs[
+        "cidrIpv4"
+    ] = "10.64.250.0/24"
+    mapping["hyperpod-inference:cluster"]["deployerAccess"]["cidrs"] = ["10.64.250.0/24"]
+    result = rehearse(regs, mapping=mapping)
+    assert "unreachable-api" not in result.kinds()
+    assert result.notes[0] == (
+        "Kubernetes API: reachable — HTTPS to the cluster security group from eks-api-from-deployer-cidr-0"
+    )
+
+
+def test_a_declared_runner_cidr_no_rule_admits_is_unreachable(stack_runs) -> None:
+    regs, mapping = run_of(stack_runs, "prod")
+    mapping["hyperpod-inference:cluster"]["deployerAccess"]["cidrs"] = ["10.0.8.0/24", "10.0.9.0/24"]
+    result = rehearse(regs, mapping=mapping)
+    found = findings(result, "unreachable-api", "eks-cluster-nodeAccess")
+    assert (
+        found
+        and (
+            "no HTTPS rule on the cluster security group admits the runner's 10.0.9.0/24 "
+            "(hyperpod-inference:cluster.deployerAccess.cidrs)"
+        )
+        in found[0]
+    )
+
+
+def test_route_tables_of_an_existing_vpc_are_an_advisory_naming_preflight(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:network"] = {
+        "existing": {
+            "vpcId": "vpc-0a1b2c3d4e5f60718",
+            "cidr": "10.64.0.0/16",
+            "privateSubnets": {
+                "use1-az2": "subnet-0a1b2c3d4e5f60712",
+                "use1-az4": "subnet-0a1b2c3d4e5f60714",
+                "use1-az6": "subnet-0a1b2c3d4e5f60716",
+            },
+            "publicSubnets": {"use1-az2": "subnet-0a1b2c3d4e5f60722", "use1-az4": "subnet-0a1b2c3d4e5f60724"},
+        }
+    }
+    mapping["hyperpod-inference:cluster"]["deployerAccess"].pop("routes")
+    adopted_vpc = run("prod", mapping)
+    assert adopted_vpc.config_error is None, adopted_vpc.config_error
+    result = rehearse(adopted_vpc, mapping=mapping)
+    assert "unreachable-api" not in result.kinds()
+    assert (
+        "Kubernetes API (cannot be known offline): the route tables of the cluster's subnets subnet-0a1b2c3d4e5f60712, "
+        "subnet-0a1b2c3d4e5f60714, subnet-0a1b2c3d4e5f60716 are not in this stack (network.existing): whether they "
+        "route 10.0.8.0/24 back to the runner cannot be known offline; `python -m tools.preflight` checks them "
+        "(DescribeRouteTables)"
+    ) in result.notes
+
+
+def test_an_inline_route_in_a_route_table_counts(stack_runs) -> None:
+    """A graph that still declares inline routes (older stacks) is read the same way."""
+    regs, mapping = run_of(stack_runs, "prod")
+    regs = _without_deployer_routes(regs)
+    for table in [r for r in regs if r.type == "aws:ec2/routeTable:RouteTable" and "private" in r.name]:
+        table.inputs["routes"] = [{"cidrBlock": "10.0.0.0/16", "transitGatewayId": "tgw-0a1b2c3d4e5f60718"}]
+    assert "unreachable-api" not in rehearse(regs, mapping=mapping).kinds()
+
+
 def _groups(regs: list[Registration]) -> list[dict]:
     groups = one(regs, HYPERPOD).inputs["instanceGroups"]
     assert groups
@@ -652,11 +803,12 @@ def test_observability_addon_waits_for_nodes_and_pod_identity(stack_runs) -> Non
     tolerations are noted, not guessed."""
     regs, mapping = run_of(stack_runs, "dev")
     agent = addon(regs, "eks-pod-identity-agent")
-    hyperpod = one(regs, HYPERPOD)
+    # after the nodes means after the wait for them (HyperPod's create returns before they join)
+    nodes = one(regs, "pulumi-python:dynamic:Resource", lambda r: r.inputs.get("resourceKind") == NODE_WAIT)
     obs = copy.deepcopy(agent)
     obs.name, obs.urn = "observability-addon", agent.urn.replace("eks-pod-identity-agent", "observability-addon")
     obs.inputs = {**agent.inputs, "addonName": "amazon-sagemaker-hyperpod-observability"}
-    obs.dependencies = [agent.urn, hyperpod.urn]
+    obs.dependencies = [agent.urn, nodes.urn]
     regs.append(obs)
     result = rehearse(regs, mapping=mapping)
     assert not findings(result, "deadlock", obs.name) and not findings(result, "race", obs.name)

@@ -383,7 +383,9 @@ def _stack_reference(ctx: MockContext, given: dict[str, dict[str, Any]] | None =
 
 
 def _dynamic(ctx: MockContext) -> dict[str, Any]:
-    """Python dynamic resources; the Global Inference Gateway gets the outputs its provider returns."""
+    """Python dynamic resources; the Global Inference Gateway and the node wait get what their providers return."""
+    if ctx.inputs.get("resourceKind") == "hyperpod:HyperPodNodeWait":  # every group at its target (Running)
+        return {"id": str(ctx.inputs.get("clusterArn") or ctx.physical_name), "runningNodes": ctx.inputs.get("groups")}
     if ctx.inputs.get("resourceKind") != "hyperpod:GlobalInferenceGateway":
         return {"id": ctx.physical_name}
     region = str(ctx.inputs.get("region") or ctx.region)
@@ -433,6 +435,12 @@ OUTPUTS: dict[str, OutputFn] = {
         "publicIp": "203.0.113." + str(int(_hex(ctx.name, n=2), 16) % 250 + 1),
     },
     "aws:ec2/routeTable:RouteTable": _ec2("rtb"),
+    # terraform-provider-aws aws_route ids: r-<route table id><hash of the destination>
+    "aws:ec2/route:Route": lambda ctx: {
+        "id": f"r-{ctx.inputs.get('routeTableId')}{int(_hex(str(ctx.inputs.get('destinationCidrBlock')), n=8), 16)}"
+    },
+    "aws:ec2transitgateway/vpcAttachment:VpcAttachment": _ec2("tgw-attach"),
+    "aws:ec2/vpcPeeringConnection:VpcPeeringConnection": _ec2("pcx"),
     "aws:ec2/vpcEndpoint:VpcEndpoint": _ec2("vpce"),
     "aws:ec2/vpcSecurityGroupIngressRule:VpcSecurityGroupIngressRule": _ec2("sgr"),
     "aws:ec2/vpcSecurityGroupEgressRule:VpcSecurityGroupEgressRule": _ec2("sgr"),

@@ -10,6 +10,7 @@ whole run with one message (see ``tools.preflight``).
 from __future__ import annotations
 
 import functools
+import ipaddress
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -799,7 +800,9 @@ def check_existing_eks(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     if status != "ACTIVE":
         problems.append(f"its status is {status}, not ACTIVE")
     mode = (found.get("accessConfig") or {}).get("authenticationMode")
-    problems.extend(i.message for i in cluster_config.eks_compatibility_issues(name, mode, found.get("version")))
+    accept = cfg.cluster.accept_unlisted_kubernetes_version
+    issues = cluster_config.eks_compatibility_issues(name, mode, found.get("version"), accept_unlisted=accept)
+    problems.extend(i.message for i in issues)
     vpc = (found.get("resourcesVpcConfig") or {}).get("vpcId")
     if cfg.network.existing is not None and vpc != cfg.network.existing.vpc_id:
         problems.append(f"it runs in {vpc}, network.existing.vpcId is {cfg.network.existing.vpc_id}")
@@ -1195,6 +1198,212 @@ def check_model_buckets(clients: Clients, cfg: StackConfig) -> list[CheckResult]
         else:
             out.append(CheckResult(title, "PASS", f"bucket {bucket} is in {real}"))
     return out or [CheckResult("model buckets", "SKIP", "no endpoint reads its model from S3")]
+
+
+# --- the way back from the cluster's subnets to the runner (issue 23 item 1) ---------------------------------
+
+
+def _return_targets() -> dict[str, str]:
+    """EC2 ``Route`` member -> required id prefix of targets that reach a private network, from the readiness data
+    the rehearsal uses (its keys are the provider's camelCase inputs; the API's members are PascalCase)."""
+    from policies.readiness import load_readiness
+
+    targets = load_readiness().deployer_access.routing.return_targets
+    return {k[0].upper() + k[1:]: v for k, v in targets.items()}
+
+
+def _route_back(table: dict[str, Any], cidr: ipaddress.IPv4Network) -> tuple[bool, str]:
+    """Whether ``table`` sends ``cidr`` (longest prefix match, active routes) to a target that reaches a private
+    network; and what its best route is."""
+    best: tuple[ipaddress.IPv4Network, dict[str, Any]] | None = None
+    for route in table.get("Routes") or []:
+        dest = route.get("DestinationCidrBlock")
+        if not dest or route.get("State", "active") != "active":
+            continue
+        net = ipaddress.IPv4Network(dest)
+        if cidr.subnet_of(net) and (best is None or net.prefixlen > best[0].prefixlen):
+            best = (net, route)
+    if best is None:
+        return False, "no route"
+    net, route = best
+    for member, prefix in _return_targets().items():
+        value = route.get(member)
+        if value and str(value).startswith(prefix):
+            return True, f"{net} via {value}"
+    target = next((f"{k} {v}" for k, v in route.items() if k.endswith("Id") and v), "local")
+    return False, f"{net} via {target}"
+
+
+def _subnet_table(ec2: Any, vpc_id: str, subnet: str) -> dict[str, Any] | None:
+    """The route table a subnet uses: its explicit association, else the VPC's main table."""
+    found = call(ec2, "describe_route_tables", Filters=[{"Name": "association.subnet-id", "Values": [subnet]}])
+    tables = found.get("RouteTables") or []
+    if not tables:
+        main = call(
+            ec2,
+            "describe_route_tables",
+            Filters=[{"Name": "vpc-id", "Values": [vpc_id]}, {"Name": "association.main", "Values": ["true"]}],
+        )
+        tables = main.get("RouteTables") or []
+    return tables[0] if tables else None
+
+
+@check("deployer routes")
+def check_deployer_routes(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """The control plane answers the runner from the private subnets: their route tables must send each runner CIDR
+    outside the VPC to a transit gateway, peering connection, VPN or Cloud WAN (DescribeRouteTables, for a VPC this
+    stack adopts); the targets of the routes the stack creates must exist (DescribeTransitGateways, DescribeVpcs)."""
+    title = "deployer routes"
+    access = cfg.cluster.deployer_access
+    if cfg.cluster.existing is not None or access is None or not access.cidrs:
+        return [
+            CheckResult(title, "SKIP", "no runner CIDR declared (cluster.deployerAccess.cidrs) for a created cluster")
+        ]
+    vpc = cfg.network.vpc_cidr
+    outside = [c for c in access.cidrs if not c.subnet_of(vpc)]
+    if not outside:
+        return [CheckResult(title, "PASS", f"the runner's {', '.join(map(str, access.cidrs))} is inside the VPC {vpc}")]
+    ec2 = clients("ec2")
+    existing = cfg.network.existing
+    out: list[CheckResult] = []
+    if existing is not None:
+        for az, subnet in sorted(existing.private_subnets.items()):
+            table = _subnet_table(ec2, existing.vpc_id, subnet)
+            name = f"route back from {subnet} ({az})"
+            if table is None:
+                out.append(CheckResult(name, "FAIL", f"no route table found for {subnet}", "fix network.existing"))
+                continue
+            for cidr in outside:
+                ok, best = _route_back(table, cidr)
+                if ok:
+                    out.append(CheckResult(name, "PASS", f"{table['RouteTableId']} sends {cidr} to {best}"))
+                else:
+                    out.append(
+                        CheckResult(
+                            name,
+                            "FAIL",
+                            f"{table['RouteTableId']} sends {cidr} to {best}: the control plane's replies to the runner "
+                            "cannot come back (a NAT or internet gateway cannot carry them to a private network)",
+                            f"add a route for {cidr} to your transit gateway, peering connection or VPN in "
+                            f"{table['RouteTableId']}, or run `pulumi up` from inside {vpc}",
+                        )
+                    )
+        return out
+    for cidr in outside:
+        if not any(cidr.subnet_of(r.cidr) for r in access.routes):
+            out.append(
+                CheckResult(
+                    title,
+                    "FAIL",
+                    f"the runner's {cidr} is outside the new VPC {vpc} and no cluster.deployerAccess.routes entry "
+                    "covers it: the control plane's replies would go to the NAT gateway",
+                    f"add cluster.deployerAccess.routes: [{{cidr: {cidr}, transitGatewayId: tgw-...}}] (or peerVpcId)",
+                )
+            )
+    for i, route in enumerate(access.routes):
+        key = f"cluster.deployerAccess.routes[{i}]"
+        if route.transit_gateway_id is not None:
+            tgw = route.transit_gateway_id
+            found = call(ec2, "describe_transit_gateways", TransitGatewayIds=[tgw]).get("TransitGateways") or []
+            state = found[0].get("State") if found else None
+            if state == "available":
+                out.append(CheckResult(f"{key} {tgw}", "PASS", f"transit gateway {tgw} is available"))
+            else:
+                out.append(
+                    CheckResult(
+                        f"{key} {tgw}",
+                        "FAIL",
+                        f"transit gateway {tgw} is {state or 'not visible to this account'}",
+                        f"fix {key}.transitGatewayId (a gateway of another account must be shared with this one)",
+                    )
+                )
+        elif route.peer_vpc_id is not None:
+            peer = route.peer_vpc_id
+            try:
+                vpcs = call(ec2, "describe_vpcs", VpcIds=[peer]).get("Vpcs") or []
+            except ClientError as err:
+                if error_code(err) != "InvalidVpcID.NotFound":
+                    raise
+                vpcs = []
+            if vpcs and str(vpcs[0].get("OwnerId")) == clients.account_id:
+                out.append(CheckResult(f"{key} {peer}", "PASS", f"{peer} is a VPC of this account in {cfg.region}"))
+            else:
+                out.append(
+                    CheckResult(
+                        f"{key} {peer}",
+                        "FAIL",
+                        f"{peer} is not a VPC of this account in {cfg.region} (the stack accepts the peering itself)",
+                        f"fix {key}.peerVpcId, or use transitGatewayId",
+                    )
+                )
+    if not access.routes:
+        return out
+    out.append(
+        CheckResult(
+            title,
+            "WARN",
+            "the far side (the transit gateway's route tables, the peer VPC's routes back to "
+            f"{vpc}) is not this stack's and was not checked",
+            "confirm it routes the VPC's CIDR back to the runner's network",
+        )
+    )
+    return out
+
+
+# --- GuardDuty's VPC endpoint, which blocks the destroy of the network (issue 23 item 7) ----------------------
+
+EKS_RUNTIME_FEATURES = ("EKS_RUNTIME_MONITORING", "RUNTIME_MONITORING")
+
+
+def _detector_adds_endpoints(detector: dict[str, Any]) -> bool:
+    """Runtime Monitoring for EKS with automated agent configuration (EKS_ADDON_MANAGEMENT) on: GuardDuty then
+    creates a VPC endpoint and a security group in the VPC of every monitored cluster (GuardDuty user guide, "How
+    Runtime Monitoring works with Amazon EKS clusters")."""
+    for feature in detector.get("Features") or []:
+        if feature.get("Name") not in EKS_RUNTIME_FEATURES or feature.get("Status") != "ENABLED":
+            continue
+        for extra in feature.get("AdditionalConfiguration") or []:
+            if extra.get("Name") == "EKS_ADDON_MANAGEMENT" and extra.get("Status") == "ENABLED":
+                return True
+    return False
+
+
+@check("GuardDuty VPC endpoint")
+def check_guardduty(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """Whether GuardDuty will put a VPC endpoint into the VPC this stack creates (it then blocks `pulumi destroy`)."""
+    title = "GuardDuty VPC endpoint"
+    if cfg.network.existing is not None:
+        return [CheckResult(title, "SKIP", "the VPC is adopted (network.existing): the stack never deletes it")]
+    gd = clients("guardduty")
+    detectors: list[str] = []
+    token: str | None = None
+    while True:
+        page = call(gd, "list_detectors", **({"NextToken": token} if token else {}))
+        detectors += [str(d) for d in page.get("DetectorIds") or []]
+        token = page.get("NextToken")
+        if not token:
+            break
+    adding = [d for d in detectors if _detector_adds_endpoints(call(gd, "get_detector", DetectorId=d))]
+    if adding:
+        return [
+            CheckResult(
+                title,
+                "WARN",
+                f"GuardDuty detector {', '.join(adding)} runs EKS Runtime Monitoring with automated agent "
+                f"configuration: it will add a guardduty-data VPC endpoint and a security group to the stack's VPC, "
+                "which block deleting its subnets, security groups and the VPC",
+                f"before `pulumi destroy` deletes the network, run `python -m tools.guardduty_cleanup --stack {cfg.stack}`",
+            )
+        ]
+    if not detectors:
+        return [CheckResult(title, "PASS", f"no GuardDuty detector in {cfg.region}")]
+    return [
+        CheckResult(
+            title,
+            "PASS",
+            f"GuardDuty detector {', '.join(detectors)} does not manage the EKS agent: it adds no VPC endpoint",
+        )
+    ]
 
 
 def run_all(clients: Clients, cfg: StackConfig) -> list[CheckResult]:

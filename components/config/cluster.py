@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, field_validator
 
 from policies.baselines import open_to_world
-from policies.cluster_versions import HYPERPOD_SUPPORTED_VERSIONS, version_problem
+from policies.cluster_versions import (
+    ACCEPT_UNLISTED_KEY,
+    HYPERPOD_SUPPORTED_VERSIONS,
+    HYPERPOD_UNLISTED_VERSIONS,
+    version_problem,
+)
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
@@ -31,9 +36,12 @@ GroupName = Annotated[
 AddonPin = Annotated[str, Field(pattern=r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$")]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-# Kubernetes minor the EKS cluster defaults to: HyperPod supports it and it is in EKS standard support until
-# 2027-03-27 (both sources in policies/cluster_versions.py). 1.33 left standard support on 2026-07-29.
-DEFAULT_KUBERNETES_VERSION = "1.35"
+# Kubernetes minor the EKS cluster defaults to: the newest a retrievable AWS page lists as HyperPod-supported (the
+# page's URL and sentence are in policies/cluster_versions.py). 1.35 is listed by no retrievable page: it needs
+# cluster.acceptUnlistedKubernetesVersion (and then a v1.35 kube-proxy pin). 1.34 leaves EKS standard support on
+# 2026-12-02 (extended support, billed extra, until 2027-12-02); the advisory policy eks-kubernetes-standard-support
+# says so from that day.
+DEFAULT_KUBERNETES_VERSION = "1.34"
 VENDOR_COMMAND = "python -m tools.vendor_chart"
 
 # Instance families with GPUs / accelerators: deep health checks default on, hyperthreading off.
@@ -115,17 +123,19 @@ class InstanceGroup(Model):
 
 
 class AddonVersions(Model):
-    """Pinned versions of the core EKS add-ons (defaults for Kubernetes 1.35).
+    """Pinned versions of the core EKS add-ons (defaults for Kubernetes 1.34, the default kubernetesVersion).
 
-    kube-proxy follows the Kubernetes minor (checked below). The 1.35 builds ``v1.35.0-eksbuild.2`` (kube-proxy) and
-    ``v1.13.2-eksbuild.1`` (CoreDNS) are the ones a stored 1.35 EKS configuration pins; the stored copies of the EKS
-    user guide's add-on tables stop before 1.35, so `python -m tools.preflight` (DescribeAddonVersions) is what
-    confirms them per region. vpc-cni and eks-pod-identity-agent builds are not tied to a Kubernetes minor.
+    kube-proxy follows the Kubernetes minor (checked below). ``v1.34.0-eksbuild.2`` is the 1.34 entry of the
+    kube-proxy version map of aws-quickstart/cdk-eks-blueprints ``lib/addons/kube-proxy`` (stored index copy, not
+    tied to a commit); for 1.35 the same map gives ``v1.35.0-eksbuild.2``. CoreDNS ``v1.13.2-eksbuild.1``: stored add-on
+    version tables map v1.13.2 builds to 1.33, 1.34 and 1.35 alike; the exact build for 1.34 is UNCONFIRMED. The stored
+    copies of the EKS user guide's add-on tables stop at 1.33, so `python -m tools.preflight` (DescribeAddonVersions)
+    is what confirms both per region. vpc-cni and eks-pod-identity-agent builds are not tied to a Kubernetes minor.
     """
 
     vpc_cni: AddonPin = Field(default="v1.20.0-eksbuild.1", description="vpc-cni add-on version.")
     kube_proxy: AddonPin = Field(
-        default="v1.35.0-eksbuild.2", description="kube-proxy add-on version; its minor must equal kubernetesVersion."
+        default="v1.34.0-eksbuild.2", description="kube-proxy add-on version; its minor must equal kubernetesVersion."
     )
     coredns: AddonPin = Field(
         default="v1.13.2-eksbuild.1",
@@ -180,6 +190,32 @@ class HyperPodDependenciesConfig(Model):
 Sg = Annotated[str, Field(pattern=r"^sg-[0-9a-f]{8,17}$", description="A security group id")]
 
 
+class DeployerRoute(Model):
+    """A route from the private subnets to the runner's network, created in every private route table.
+
+    With public access off, the control plane answers from ENIs in the private subnets, so their route tables must
+    send the runner's CIDR to where it lives; the NAT gateway's default route cannot carry the replies (deploy-readiness
+    trap 11). A VPC created in this ``pulumi up`` has no such route unless the stack creates it, and no attachment or
+    peering for it either, so the stack creates that too:
+
+    * ``transitGatewayId``: a VPC attachment of the private subnets (one per AZ ID) to that transit gateway, and the
+      route to it. The transit gateway's route tables (association, propagation, the route back to this VPC) are the
+      transit gateway owner's; ``python -m tools.preflight`` checks that the gateway exists and is available.
+    * ``peerVpcId``: a peering connection to that VPC (same account and region, accepted by this stack) and the
+      route over it. The route back in the peer VPC's tables is its owner's.
+    """
+
+    cidr: ipaddress.IPv4Network = Field(description="The runner's network (private CIDR outside the VPC).")
+    transit_gateway_id: str | None = Field(
+        default=None, pattern=r"^tgw-[0-9a-f]{8,17}$", description="Route through this transit gateway (attached here)."
+    )
+    peer_vpc_id: str | None = Field(
+        default=None,
+        pattern=r"^vpc-[0-9a-f]{8,17}$",
+        description="Route through a peering connection to this VPC (same account and region; created here).",
+    )
+
+
 class DeployerAccess(Model):
     """How the machine that runs `pulumi up` reaches the EKS API server (every Kubernetes object needs it).
 
@@ -189,7 +225,8 @@ class DeployerAccess(Model):
     EKS user guide cluster-endpoint, "Accessing a private only API server"). Declare one of:
 
     * ``securityGroupIds``: the security group of a runner inside the VPC (or a peered VPC in the region);
-    * ``cidrs``: private CIDRs of such a runner (in the VPC, or a network routed into it);
+    * ``cidrs``: private CIDRs of such a runner (in the VPC, or a network routed into it: ``routes`` creates the
+      routes back to it in a VPC this stack creates);
     * ``publicCidrs``: a short list of public CIDRs of the deploy principal; turns the public endpoint on, limited
       to them (plus ``endpointPublicAccessCidrs``). Not allowed in prod, where the endpoint stays private.
     """
@@ -204,6 +241,11 @@ class DeployerAccess(Model):
         default_factory=list,
         max_length=10,
         description="Public CIDRs of the deploy principal for the public endpoint (not in prod).",
+    )
+    routes: list[DeployerRoute] = Field(
+        default_factory=list,
+        description="Routes from the private subnets to the runner's network (transitGatewayId or peerVpcId), "
+        "created before the EKS cluster; a VPC this stack creates has no other way back to cidrs outside it.",
     )
 
     @property
@@ -224,6 +266,12 @@ class ClusterConfig(Model):
         default=DEFAULT_KUBERNETES_VERSION,
         pattern=r"^1\.[0-9]{2}$",
         description="Kubernetes minor of the EKS cluster; one HyperPod supports (policies/cluster_versions.py).",
+    )
+    accept_unlisted_kubernetes_version: bool = Field(
+        default=False,
+        description="Allow a kubernetesVersion no retrievable AWS page lists as HyperPod-supported ("
+        + ", ".join(HYPERPOD_UNLISTED_VERSIONS)
+        + "); the policy eks-kubernetes-version-listed reports it as advisory.",
     )
     endpoint_public_access_cidrs: list[ipaddress.IPv4Network] = Field(
         default_factory=list,
@@ -315,7 +363,11 @@ def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                 key, "prod keeps the EKS API endpoint private (public access off); remove endpointPublicAccessCidrs"
             )
 
-    problem = version_problem(cluster.kubernetes_version, dt.datetime.now(dt.UTC).date())
+    problem = version_problem(
+        cluster.kubernetes_version,
+        dt.datetime.now(dt.UTC).date(),
+        accept_unlisted=cluster.accept_unlisted_kubernetes_version,
+    )
     if problem is not None:
         yield ConfigIssue("cluster.kubernetesVersion", problem)
     else:
@@ -369,6 +421,7 @@ def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
         elif cidr.overlaps(cfg.cluster.service_ipv4_cidr):
             yield ConfigIssue(where, f"{cidr} overlaps the Kubernetes service CIDR {cfg.cluster.service_ipv4_cidr}")
+    yield from _deployer_route_issues(cfg)
     for i, cidr in enumerate(access.public_cidrs):
         where = f"{key}.publicCidrs[{i}]"
         if cfg.is_prod:
@@ -382,6 +435,46 @@ def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
         elif _vpc_range(cidr):
             yield ConfigIssue(
                 where, f"{cidr} is not a public range; an in-VPC runner's private addresses go under cidrs"
+            )
+
+
+def _deployer_route_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
+    """Each route: one target, a private CIDR outside the VPC and the service CIDR, in a VPC this stack creates."""
+    access = cfg.cluster.deployer_access
+    if access is None:
+        return
+    vpc = cfg.network.vpc_cidr
+    for i, route in enumerate(access.routes):
+        where = f"cluster.deployerAccess.routes[{i}]"
+        if cfg.network.existing is not None:
+            yield ConfigIssue(
+                where,
+                "routes are created in the route tables of a VPC this stack creates; with network.existing the VPC's "
+                "route tables are its owner's: remove routes (`python -m tools.preflight` checks that the private "
+                "subnets' route tables send cidrs to a transit gateway, peering connection or VPN)",
+            )
+            continue
+        targets = [
+            k for k, v in (("transitGatewayId", route.transit_gateway_id), ("peerVpcId", route.peer_vpc_id)) if v
+        ]
+        if len(targets) != 1:
+            yield ConfigIssue(
+                where,
+                f"set exactly one of transitGatewayId or peerVpcId (got {', '.join(targets) or 'neither'}); a NAT or "
+                "internet gateway cannot carry the control plane's replies to a private network",
+            )
+        if not _vpc_range(route.cidr):
+            yield ConfigIssue(
+                f"{where}.cidr", f"{route.cidr} is not a private range; routes lead to the runner's private network"
+            )
+        elif route.cidr.overlaps(vpc):
+            yield ConfigIssue(
+                f"{where}.cidr",
+                f"{route.cidr} overlaps the VPC CIDR {vpc}; the VPC's own range needs no route (the local route covers it)",
+            )
+        elif route.cidr.overlaps(cfg.cluster.service_ipv4_cidr):
+            yield ConfigIssue(
+                f"{where}.cidr", f"{route.cidr} overlaps the Kubernetes service CIDR {cfg.cluster.service_ipv4_cidr}"
             )
 
 
@@ -526,8 +619,13 @@ class ExistingClusters(Model):
 ClusterConfig.model_rebuild()  # `existing` refers to ExistingClusters, defined after ClusterConfig
 
 
-def eks_compatibility_issues(name: str, authentication_mode: str | None, version: str | None) -> list[ConfigIssue]:
-    """Why an EKS cluster read from AWS cannot orchestrate HyperPod (the program and preflight share this)."""
+def eks_compatibility_issues(
+    name: str, authentication_mode: str | None, version: str | None, *, accept_unlisted: bool = False
+) -> list[ConfigIssue]:
+    """Why an EKS cluster read from AWS cannot orchestrate HyperPod (the program and preflight share this).
+
+    ``accept_unlisted``: ``cluster.acceptUnlistedKubernetesVersion`` (an unlisted version, e.g. 1.35, is then allowed).
+    """
     out: list[ConfigIssue] = []
     if authentication_mode not in HYPERPOD_AUTHENTICATION_MODES:
         out.append(
@@ -538,12 +636,17 @@ def eks_compatibility_issues(name: str, authentication_mode: str | None, version
                 f"--name {name} --access-config authenticationMode=API_AND_CONFIG_MAP`; it cannot be switched back)",
             )
         )
-    if version is not None and version not in HYPERPOD_SUPPORTED_VERSIONS:
+    unlisted_ok = accept_unlisted and version in HYPERPOD_UNLISTED_VERSIONS
+    if version is not None and version not in HYPERPOD_SUPPORTED_VERSIONS and not unlisted_ok:
+        more = (
+            f" (and, listed by no retrievable AWS page, {', '.join(HYPERPOD_UNLISTED_VERSIONS)} with "
+            f"{ACCEPT_UNLISTED_KEY}: true)"
+        )
         out.append(
             ConfigIssue(
                 EXISTING_EKS_KEY,
                 f"EKS cluster {name} runs Kubernetes {version}; HyperPod supports "
-                f"{', '.join(HYPERPOD_SUPPORTED_VERSIONS)}",
+                f"{', '.join(HYPERPOD_SUPPORTED_VERSIONS)}{more}",
             )
         )
     return out

@@ -76,7 +76,7 @@ def rehearse(
         stack=stack or "?", environment=env, mode="destroy" if destroy else "create", resources=len(graph.order)
     )
     if destroy:
-        d = simulate_destroy(graph, readiness, is_prod=env == "prod")
+        d = simulate_destroy(graph, readiness, is_prod=env == "prod", stack=stack)
         result.findings, result.waves, result.protected, result.notes = d.findings, d.waves, d.protected, d.notes
         return result
     c = simulate_create(graph, readiness, mapping=mapping, project=PROJECT, fit=fit)

@@ -12,6 +12,7 @@ through the ``fit`` hook the capacity checks provide).
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,9 @@ class NodeGroup:
     labels: dict[str, str]
     taints: tuple[tuple[str, str | None, str], ...]
     deep_health_checks: bool
+    # False: the provider's create returns before these nodes join (a HyperPod cluster); a wait for pods is then
+    # met only once a `nodes_joined` provider (the node wait) ordered before it is done.
+    joined_at_create: bool = True
 
     def describe(self) -> str:
         return f"{self.cluster}/{self.name} ({self.count} x {self.instance_type})"
@@ -58,7 +62,7 @@ class NodeGroup:
 FitHook = Callable[[SystemPod, NodeGroup, int], "str | None"]
 
 
-def node_groups(reg: Registration, readiness: Readiness) -> list[NodeGroup]:
+def node_groups(reg: Registration, readiness: Readiness, *, joined_at_create: bool = True) -> list[NodeGroup]:
     """The instance groups a HyperPod cluster registration creates, with their labels and taints."""
     out = []
     for g in input_value(reg.inputs, "instanceGroups", []) or []:
@@ -85,6 +89,7 @@ def node_groups(reg: Registration, readiness: Readiness) -> list[NodeGroup]:
                 labels=labels,
                 taints=taints,
                 deep_health_checks=bool(g.get("onStartDeepHealthChecks")),
+                joined_at_create=joined_at_create,
             )
         )
     return out
@@ -183,6 +188,7 @@ class _Context:
     crd_providers: dict[str, list[str]]
     pod_installers: dict[str, list[str]]
     fit: FitHook | None
+    node_waits: list[str] = field(default_factory=list)  # URNs that provide `nodes_joined`
     selector_cache: dict[str, list[str]] = field(default_factory=dict)
 
     def name(self, urn: str) -> str:
@@ -204,6 +210,7 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
     groups: list[NodeGroup] = []
     crd_providers: dict[str, list[str]] = {}
     pod_installers: dict[str, list[str]] = {}
+    node_waits: list[str] = []
     installer_types = {sel.type for pod in readiness.system_pods for sel in pod.installed_by}
     may_install: dict[str, bool] = {}
     for urn in graph.order:
@@ -214,7 +221,9 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
             if not all_hold(provide.when, reg.inputs):
                 continue
             if provide.kind == "nodes":
-                groups.extend(node_groups(reg, readiness))
+                groups.extend(node_groups(reg, readiness, joined_at_create=provide.joined_at_create))
+            elif provide.kind == "nodes_joined":
+                node_waits.append(urn)
             elif provide.kind == "crds":
                 for crd in provide.crds:
                     crd_providers.setdefault(crd, []).append(urn)
@@ -224,7 +233,7 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
         if installs:
             for pod in readiness.pods_installed_by(reg.type, reg.inputs):
                 pod_installers.setdefault(pod.name, []).append(urn)
-    return _Context(graph, readiness, entries, groups, crd_providers, pod_installers, fit)
+    return _Context(graph, readiness, entries, groups, crd_providers, pod_installers, fit, node_waits)
 
 
 class _Findings:
@@ -278,14 +287,166 @@ def _classify(ctx: _Context, urn: str, candidates: list[str]) -> tuple[str, list
 
 @dataclass
 class ApiPath:
-    """Whether (and through what) Pulumi reaches the Kubernetes API of the stack's cluster."""
+    """Whether (and through what) Pulumi reaches the Kubernetes API of the stack's cluster.
+
+    ``reachable`` covers both directions: the runner's packets admitted by the cluster security group, and the
+    control plane's replies routed back from the cluster subnets' route tables. ``advisories`` name what cannot be
+    known offline (route tables the stack does not own, the far side of a transit gateway or peering) and what
+    would check it; they are reported as notes, never as "reachable" facts nor as findings.
+    """
 
     reachable: bool
     why: str
-    via: list[str] = field(default_factory=list)  # URNs of rules that open the path (ordering matters)
+    via: list[str] = field(default_factory=list)  # URNs of the rules that admit the runner: any one opens it
+    advisories: list[str] = field(default_factory=list)
+    routes: list[str] = field(default_factory=list)  # URNs of the associations and routes back: all are needed
+    source: str = ""  # of the fact an unreachable verdict rests on (default: deployer_access.source)
+
+
+def physical_id(reg: Registration) -> str | None:
+    """A registration's cloud id: its ``id`` output, else the last path segment of its ARN (the mocks' EC2 ids)."""
+    rid = reg.outputs.get("id")
+    if isinstance(rid, str) and rid:
+        return rid
+    arn = reg.outputs.get("arn")
+    if isinstance(arn, str) and "/" in arn:
+        return arn.rsplit("/", 1)[-1]
+    return None
+
+
+def _networks(values: Any) -> list[ipaddress.IPv4Network]:
+    out = []
+    for v in values if isinstance(values, list) else [values]:
+        try:
+            out.append(ipaddress.IPv4Network(str(v)))
+        except ValueError:
+            continue
+    return out
+
+
+@dataclass(frozen=True)
+class _Route:
+    destination: ipaddress.IPv4Network
+    target: str  # the target input (natGatewayId, transitGatewayId, ...), '' for none
+    value: str
+    urn: str | None  # None for an inline route (part of its route table)
+
+
+def _route_of(inputs: dict[str, Any], dest_key: str, targets: list[str], urn: str | None) -> _Route | None:
+    dest = _networks(inputs.get(dest_key))
+    if not dest:
+        return None
+    target = next((t for t in targets if inputs.get(t)), "")
+    return _Route(dest[0], target, str(inputs.get(target) or ""), urn)
+
+
+def route_back(ctx: _Context, cluster: Registration, runner_cidrs: list[ipaddress.IPv4Network]) -> ApiPath | None:
+    """The return half of the deployer's path: do the route tables of the cluster's subnets send each runner CIDR to
+    a target that reaches a private network (transit gateway, peering connection, VPN, Cloud WAN)?
+
+    None when there is nothing to check (no runner CIDR outside the VPC). Unknown parts become advisories.
+    """
+    rm = ctx.readiness.deployer_access.routing
+    subnets: list[str] = []
+    for key in rm.subnet_inputs:
+        got = input_value(cluster.inputs, key)
+        if isinstance(got, list) and got:
+            subnets = [str(s) for s in got]
+            break
+    by_id: dict[str, Registration] = {}
+    associations: dict[str, tuple[str, str]] = {}  # subnet id -> (route table id, association URN)
+    routes: dict[str, list[_Route]] = {}  # route table id -> routes
+    vpc_cidr: ipaddress.IPv4Network | None = None
+    vpc_id = input_value(cluster.inputs, rm.vpc_input)
+    for urn in ctx.graph.order:
+        reg = ctx.graph.nodes[urn]
+        if reg.type == rm.association_type:
+            associations[str(reg.inputs.get("subnetId"))] = (str(reg.inputs.get("routeTableId")), urn)
+        elif reg.type == rm.route_type:
+            route = _route_of(reg.inputs, rm.destination_input, rm.target_inputs, urn)
+            if route is not None:
+                routes.setdefault(str(reg.inputs.get("routeTableId")), []).append(route)
+        elif reg.type in (rm.route_table_type, rm.vpc_type):
+            rid = physical_id(reg)
+            if rid is not None:
+                by_id[rid] = reg
+            if reg.type == rm.route_table_type and rid is not None:
+                for inline in input_value(reg.inputs, rm.inline_routes_input, []) or []:
+                    route = _route_of(inline, rm.inline_destination_input, rm.target_inputs, None)
+                    if route is not None:
+                        routes.setdefault(rid, []).append(route)
+            elif rid is not None and rid == vpc_id:
+                found = _networks(reg.inputs.get(rm.vpc_cidr_input))
+                vpc_cidr = found[0] if found else None
+    outside = [c for c in runner_cidrs if vpc_cidr is None or not c.subnet_of(vpc_cidr)]
+    if not outside:
+        return None
+    advisories: list[str] = []
+    unknown = [s for s in subnets if s not in associations]
+    if unknown or not subnets:
+        advisories.append(
+            "the route tables of the cluster's subnets "
+            + (", ".join(unknown) if unknown else "(none named)")
+            + " are not in this stack (network.existing): whether they route "
+            + ", ".join(map(str, outside))
+            + " back to the runner cannot be known offline; `python -m tools.preflight` checks them (DescribeRouteTables)"
+        )
+    tables = sorted({associations[s][0] for s in subnets if s in associations})
+    if not tables:
+        return ApiPath(True, "", advisories=advisories)
+    via = sorted({associations[s][1] for s in subnets if s in associations})
+    bad: dict[tuple[str, str], list[str]] = {}
+    good: dict[str, set[str]] = {}
+    for cidr in outside:
+        for table in tables:
+            candidates = [r for r in routes.get(table, []) if cidr.subnet_of(r.destination)]
+            best = max(candidates, key=lambda r: r.destination.prefixlen, default=None)
+            name = by_id[table].name if table in by_id else table
+            prefix_ok = best is not None and best.target in rm.return_targets
+            if best is not None and prefix_ok and best.value.startswith(rm.return_targets[best.target]):
+                if best.urn is not None:
+                    via.append(best.urn)
+                good.setdefault(str(cidr), set()).add(f"{best.target} {best.value}".strip())
+                continue
+            where = (
+                f"to {best.destination} via {best.target or 'no target'}" if best is not None else "nowhere (no route)"
+            )
+            bad.setdefault((str(cidr), where), []).append(name)
+    if bad:
+        parts = [
+            f"route tables {', '.join(sorted(names))} send {cidr} {where}"
+            for (cidr, where), names in sorted(bad.items())
+        ]
+        return ApiPath(
+            False,
+            "the control plane's replies cannot reach the runner: "
+            + "; ".join(parts)
+            + ", which cannot carry them to a private network (a NAT or internet gateway translates or drops them); "
+            "add cluster.deployerAccess.routes (transitGatewayId or peerVpcId) for the runner's network "
+            "(docs/cluster.md, 'Reaching the API')",
+            advisories=advisories,
+            source=rm.source,
+            routes=via,
+        )
+    advisories.append(
+        "the far side of the deployer's routes ("
+        + "; ".join(f"{c} via {', '.join(sorted(t))}" for c, t in sorted(good.items()))
+        + ") is outside this stack: whether it routes back to "
+        + (str(vpc_cidr) if vpc_cidr is not None else "this VPC")
+        + " (the transit gateway's route tables, the peer VPC's routes) cannot be known offline"
+    )
+    return ApiPath(
+        True,
+        "replies to "
+        + ", ".join(sorted(good))
+        + f" routed back from {', '.join(sorted(by_id[t].name if t in by_id else t for t in tables))}",
+        advisories=advisories,
+        routes=sorted(set(via)),
+    )
 
 
 def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> ApiPath | None:
+    """Both halves of the deployer's path to a private endpoint (or the public endpoint); None: no cluster here."""
     da = ctx.readiness.deployer_access
     clusters = [r for r in ctx.graph.nodes.values() if r.type == "eks:index:Cluster"]
     prefix = ""
@@ -300,6 +461,26 @@ def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> Api
     if public:
         shown = ", ".join(map(str, cidrs)) if cidrs else "0.0.0.0/0 (EKS default)"
         return ApiPath(True, f"public endpoint open to {shown}")
+    forward, runner = _forward_path(ctx, cluster, mapping, project)
+    if not forward.reachable:
+        return forward
+    back = route_back(ctx, cluster, runner)
+    if back is None:
+        return forward
+    advisories = [*forward.advisories, *back.advisories]
+    if not back.reachable:
+        return ApiPath(False, back.why, forward.via, advisories, routes=back.routes, source=back.source)
+    return ApiPath(
+        True, forward.why + (f"; {back.why}" if back.why else ""), forward.via, advisories, routes=back.routes
+    )
+
+
+def _forward_path(
+    ctx: _Context, cluster: Registration, mapping: dict[str, Any] | None, project: str
+) -> tuple[ApiPath, list[ipaddress.IPv4Network]]:
+    """The runner's half: an HTTPS rule on the cluster security group (or, without one in the graph, a declared
+    deployer path), and the runner's CIDRs (admitted by those rules, declared in the config)."""
+    da = ctx.readiness.deployer_access
     # A security-group rule admitting HTTPS to the cluster SG from something other than the nodes.
     cluster_sg_ids = {
         str(v)
@@ -348,19 +529,38 @@ def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> Api
         if source_sg is not None and str(source_sg) in node_sgs:
             continue
         via.append(urn)
-    if via:
-        return ApiPath(True, "HTTPS to the cluster security group from " + ", ".join(ctx.name(u) for u in via), via)
-    for key in da.config_keys:
+    admitted = [n for u in via for k in ("cidrIpv4", "cidrBlocks") for n in _networks(ctx.graph.nodes[u].inputs.get(k))]
+    declared: list[ipaddress.IPv4Network] = []
+    for key in da.routing.runner_cidrs_keys:
         top, _, rest = key.partition(".")
-        declared = input_value((mapping or {}).get(f"{project}:{top}") or {}, rest) if rest else None
-        if declared:
-            return ApiPath(True, f"deployer path declared by {project}:{key} (no rule for it found in the graph)")
-    return ApiPath(
-        False,
-        "the endpoint is private only and nothing declares how Pulumi reaches it "
-        f"(no {', '.join(project + ':' + k for k in da.config_keys)}, no HTTPS rule on the cluster security group "
-        "except from the nodes)",
-    )
+        declared += _networks(input_value((mapping or {}).get(f"{project}:{top}") or {}, rest, []) if rest else [])
+    runner = list(dict.fromkeys([*admitted, *declared]))
+    if not via:
+        for key in da.config_keys:
+            top, _, rest = key.partition(".")
+            if rest and input_value((mapping or {}).get(f"{project}:{top}") or {}, rest):
+                why = f"deployer path declared by {project}:{key} (no rule for it found in the graph)"
+                return ApiPath(True, why), runner
+        why = (
+            "the endpoint is private only and nothing declares how Pulumi reaches it "
+            f"(no {', '.join(project + ':' + k for k in da.config_keys)}, no HTTPS rule on the cluster security "
+            "group except from the nodes)"
+        )
+        return ApiPath(False, why), runner
+    missing = [c for c in declared if not any(c.subnet_of(a) for a in admitted)]
+    if missing:
+        why = (
+            f"no HTTPS rule on the cluster security group admits the runner's {', '.join(map(str, missing))} "
+            f"({project}:{da.routing.runner_cidrs_keys[0]})"
+        )
+        return ApiPath(False, why, via), runner
+    forward = ApiPath(True, "HTTPS to the cluster security group from " + ", ".join(ctx.name(u) for u in via), via)
+    if not admitted:
+        forward.advisories.append(
+            "the runner is admitted by security group only: where it runs (in this VPC, or behind a peering or "
+            "transit gateway route) cannot be known offline"
+        )
+    return forward, runner
 
 
 # --- the simulation -----------------------------------------------------------------------------------
@@ -406,6 +606,7 @@ def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _
         providers = sorted({g.provider for g in takers})
         state, concerned = _classify(ctx, urn, providers)
         if state == "met":
+            _joined_wait(ctx, urn, reg, pod.name, waits=waits, takers=takers, out=out)
             continue
         names = ", ".join(ctx.name(u) for u in concerned)
         if state == "deadlock":
@@ -413,6 +614,44 @@ def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _
         else:
             why = f"the nodes come from {names}, which is not ordered before it (works only if timing is lucky)"
         out.add(urn, reg, state, waits, why, source=wait.source)  # type: ignore[arg-type]
+
+
+def _joined_wait(
+    ctx: _Context, urn: str, reg: Registration, pod: str, *, waits: str, takers: list[NodeGroup], out: _Findings
+) -> None:
+    """The nodes exist before ``urn`` only once they have *joined*: for groups whose provider's create returns
+    first (a HyperPod cluster), a ``nodes_joined`` provider of that cluster must be ordered before ``urn``."""
+    if any(g.joined_at_create for g in takers):
+        return
+    for provider in sorted({g.provider for g in takers}):
+        waits_on = [w for w in ctx.node_waits if ctx.graph.is_ancestor(provider, w)]
+        state, concerned = _classify(ctx, urn, waits_on)
+        if state == "met":
+            return
+        cluster = ctx.name(provider)
+        entry = ctx.entries[urn]
+        timeout = create_timeout(reg, entry)
+        limit = f"its {timeout:g} min create timeout" if timeout is not None else "its create timeout"
+        if state == "race":
+            names = ", ".join(ctx.name(u) for u in concerned)
+            why = (
+                f"the nodes of {cluster} have joined only once {names} is done, which is not ordered before it: "
+                f"{limit} may run out while they join (timeout risk)"
+            )
+            out.add(urn, reg, "race", waits, why, source=_join_source(ctx, provider))
+            return
+        why = (
+            f"{cluster}'s create returns before its nodes join (AWS's Terraform waits for them afterwards) and "
+            f"nothing that waits for them (a HyperPod node wait) is ordered before it: {limit} starts before {pod} "
+            "can be scheduled (timeout risk)"
+        )
+        out.add(urn, reg, "timeout", waits, why, source=_join_source(ctx, provider))
+        return
+
+
+def _join_source(ctx: _Context, provider: str) -> str:
+    """The source of "this provider's nodes join after its create" (its readiness ``provides`` entry)."""
+    return next((p.source for p in ctx.entries[provider].provides if p.kind == "nodes"), "")
 
 
 def _provider_wait(
@@ -460,10 +699,15 @@ def check_waits(ctx: _Context, api: ApiPath | None, project: str, notes: list[st
                         "unreachable-api",
                         "a reachable Kubernetes API",
                         unreachable_reason,
-                        source=ctx.readiness.deployer_access.source,
+                        source=(api.source if api is not None else "") or ctx.readiness.deployer_access.source,
                     )
-                elif api is not None and api.via:
-                    state, concerned = _classify(ctx, urn, api.via)
+                elif api is not None and (api.via or api.routes):
+                    # one admitting rule, and every route back, must be created before it
+                    state, concerned = _classify(ctx, urn, api.via) if api.via else ("met", [])
+                    for route in api.routes if state == "met" else []:
+                        state, concerned = _classify(ctx, urn, [route])
+                        if state != "met":
+                            break
                     if state != "met":
                         names = ", ".join(ctx.name(u) for u in concerned)
                         why = (
@@ -557,6 +801,8 @@ def critical_path(
     for urn in graph.order:
         best: str | None = None
         for d in graph.edges.get(urn, ()):
+            if d not in depth:  # an edge against the order: only a cyclic (hand-mutated) graph has one
+                continue
             if best is None or (finish[d], depth[d], graph._index[d]) > (finish[best], depth[best], graph._index[best]):
                 best = d
         via[urn] = best
@@ -612,6 +858,13 @@ def simulate_create(
         for u in chain
     ]
     total = finish[chain[-1]] if chain else 0.0
+    for u in chain:
+        entry = ctx.entries[u]
+        if entry.create_minutes_third_party and entry.create_minutes is not None:
+            notes.append(
+                f"{graph.nodes[u].name}: its typical create time ({entry.create_minutes:g} min) comes from a "
+                "third-party page only, no AWS source gives one (policies/readiness.yaml)"
+            )
     on_path = set(chain)
     long_off: list[LongCreate] = []
     for u in graph.order:
@@ -627,6 +880,7 @@ def simulate_create(
     blocked = graph.descendants(found.failed) - found.failed
     if api is not None:
         notes.insert(0, f"Kubernetes API: {'reachable' if api.reachable else 'UNREACHABLE'} — {api.why}")
+        notes[1:1] = [f"Kubernetes API (cannot be known offline): {a}" for a in api.advisories]
     return {
         "findings": found.all(),
         "waves": [[graph.nodes[u].name for u in w] for w in waves],

@@ -36,7 +36,9 @@ def _bucket_names(reg: Any) -> set[str]:
     return {str(v) for v in (reg.inputs.get("bucket"), reg.outputs.get("bucket"), reg.outputs.get("id")) if v}
 
 
-def simulate_destroy(graph: CompleteGraph, readiness: Readiness, *, is_prod: bool) -> DestroyResult:
+def simulate_destroy(
+    graph: CompleteGraph, readiness: Readiness, *, is_prod: bool, stack: str | None = None
+) -> DestroyResult:
     ctx = _context(graph, readiness, None)
     out = _Findings()
     notes: list[str] = []
@@ -143,7 +145,22 @@ def simulate_destroy(graph: CompleteGraph, readiness: Readiness, *, is_prod: boo
                         f"{graph.nodes[cand].name} does not come after it in the reverse walk",
                         source=wait.source,
                     )
+    notes.extend(_guardduty_notes(graph, readiness, stack))
     return DestroyResult(out.all(), waves, protected, notes)
+
+
+def _guardduty_notes(graph: CompleteGraph, readiness: Readiness, stack: str | None) -> list[str]:
+    """GuardDuty's endpoint in a VPC this stack deletes: whether GuardDuty is on cannot be known offline."""
+    gd = readiness.destroy.get("guardduty_vpc") or {}
+    vpcs = [graph.nodes[u].name for u in graph.order if graph.nodes[u].type == gd.get("vpc_type")]
+    if not vpcs:
+        return []
+    return [
+        f"GuardDuty (cannot be known offline): with EKS Runtime Monitoring and automated agent configuration on, "
+        f"GuardDuty adds a VPC endpoint ({gd.get('service')}) and a security group to {', '.join(vpcs)}; they block "
+        f"deleting its subnets, security groups and the VPC. Checked by {gd.get('checked_by')}; before the network "
+        f"is deleted run {str(gd.get('cleanup')).replace('<stack>', stack or '<stack>')} [{gd.get('source')}]"
+    ]
 
 
 if __name__ == "__main__":

@@ -262,3 +262,9 @@ def describe(graph: CompleteGraph, edge: OrderingEdge) -> str:
 
 
 __all__ = ["OrderingEdge", "describe", "missing_edges", "ordering_edges", "report_missing", "values_at"]
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.rehearse.ordering", "python -m tools.rehearse --stack <name>")

@@ -1,0 +1,286 @@
+"""HyperPodNodeWait: a Pulumi dynamic resource that waits until a HyperPod cluster's nodes are running.
+
+Why: the HyperPod cluster's create (aws-native, CloudControl) ends when its handler reports SUCCESS, and no source
+says that means the nodes have joined. AWS's own Terraform waits for them *after* the cluster: it polls
+``kubectl get nodes -l sagemaker.amazonaws.com/cluster-name=<cluster>`` every 30 s, up to 60 times (30 minutes),
+before anything that needs nodes (awslabs/awsome-distributed-ai@95b939cd
+``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/modules/hyperpod_cluster/main.tf:136-144``
+and ``scripts/wait-for-hyperpod-nodes.sh:10-24``). CoreDNS, the operator's prerequisite add-ons, the inference
+add-on and the charts that wait for pods start their own create timers when their create starts, and CoreDNS
+"always takes 15 minutes" even with nodes (aws-ia/terraform-aws-eks-blueprints#642): without this wait their
+timeouts run while the nodes are still joining (deploy-readiness.md trap 12).
+
+What it waits for is stricter than AWS's script (at least one node): **every instance group has its target count
+of nodes whose ``InstanceStatus.Status`` is ``Running``**, read with SageMaker ``ListClusterNodes`` (paginated,
+``MaxResults`` 100) every ``pollSeconds``, through the AWS API, so it needs no route to the Kubernetes API. The
+request and response shapes below mirror botocore's ``sagemaker`` service model and ``tests/test_hyperpod_node_wait.py``
+checks them against it. Whether ``Running`` means the node has joined EKS and passed its on-start deep health checks
+(``DeepHealthCheckInProgress`` is a separate status) is UNCONFIRMED; a group whose nodes are Running but not yet
+Ready in Kubernetes is possible.
+
+Lifecycle:
+
+- create / update: the wait above, bounded by ``timeoutSeconds`` (its default is the ``create_timeout_minutes`` of
+  this resource's entry in ``policies/readiness.yaml``). On timeout it fails with each group that is short, its
+  count and the statuses its nodes are in. The failed create is not saved, so ``pulumi up`` again waits again.
+- diff: a new cluster ARN or region replaces; target counts, timeout and poll interval update (the wait runs
+  again, e.g. after an instance group is resized).
+- read: the inputs (it owns nothing in AWS); delete: nothing to delete.
+
+Errors: AccessDenied names ``sagemaker:ListClusterNodes``; throttling is retried with exponential backoff on top of
+botocore's retries; an unknown cluster is one clear error. Waits take an injectable ``sleep`` and ``clock``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
+
+import pulumi
+from botocore.exceptions import ClientError
+from pulumi import dynamic
+
+RESOURCE_KIND = "hyperpod:HyperPodNodeWait"
+RUNNING = "Running"
+POLL_SECONDS = 30.0  # as AWS's wait-for-hyperpod-nodes.sh (sleep 30)
+PAGE_SIZE = 100  # ListClusterNodes MaxResults maximum (botocore sagemaker model)
+MAX_RETRIES = 6
+THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"})
+DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
+NOT_FOUND_CODES = frozenset({"ResourceNotFound", "ResourceNotFoundException"})
+
+
+# --- API shapes (botocore sagemaker model, 2017-07-24; checked in tests) -------------------------------
+
+
+class _ListRequired(TypedDict):
+    ClusterName: str
+
+
+class ListClusterNodesRequest(_ListRequired, total=False):
+    """``ListClusterNodesRequest`` (the members this provider sends)."""
+
+    NextToken: str
+    MaxResults: int
+
+
+class InstanceStatusShape(TypedDict, total=False):
+    """``ClusterInstanceStatusDetails``: ``Status`` is required."""
+
+    Status: str
+    Message: str
+
+
+class ClusterNodeSummaryShape(TypedDict, total=False):
+    """``ClusterNodeSummary`` (the members this provider reads)."""
+
+    InstanceGroupName: str
+    InstanceId: str
+    InstanceStatus: InstanceStatusShape
+
+
+class ListClusterNodesResponse(TypedDict, total=False):
+    """``ListClusterNodesResponse``."""
+
+    NextToken: str
+    ClusterNodeSummaries: list[ClusterNodeSummaryShape]
+
+
+class NodeWaitError(Exception):
+    """One clear, actionable message for a failed wait."""
+
+
+def _code(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Code", ""))
+
+
+def _message(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Message", "") or err)
+
+
+def node_statuses(pages: list[ListClusterNodesResponse]) -> dict[str, Counter[str]]:
+    """Instance group -> how many of its nodes are in each ``InstanceStatus.Status``."""
+    out: dict[str, Counter[str]] = {}
+    for page in pages:
+        for node in page.get("ClusterNodeSummaries", []):
+            group = str(node.get("InstanceGroupName", ""))
+            status = str((node.get("InstanceStatus") or {}).get("Status", "unknown"))
+            out.setdefault(group, Counter())[status] += 1
+    return out
+
+
+def short_groups(targets: Mapping[str, int], statuses: Mapping[str, Counter[str]]) -> dict[str, tuple[int, int]]:
+    """Groups with fewer Running nodes than their target: group -> (running, target)."""
+    out = {}
+    for group, target in sorted(targets.items()):
+        running = statuses.get(group, Counter())[RUNNING]
+        if running < int(target):
+            out[group] = (running, int(target))
+    return out
+
+
+def describe_short(short: Mapping[str, tuple[int, int]], statuses: Mapping[str, Counter[str]]) -> str:
+    parts = []
+    for group, (running, target) in short.items():
+        others = {s: n for s, n in sorted(statuses.get(group, Counter()).items()) if s != RUNNING}
+        detail = ", ".join(f"{s}: {n}" for s, n in others.items()) or "no other nodes listed"
+        parts.append(f"instance group {group}: {running} of {target} node(s) Running ({detail})")
+    return "; ".join(parts)
+
+
+class HyperPodNodeWaitProvider(dynamic.ResourceProvider):
+    """Waits for a HyperPod cluster's nodes; ``client_factory``/``sleep``/``clock``/``log`` are for tests.
+
+    Nothing AWS-related is held at construction (the provider is pickled into the state): the boto3 client is made
+    on first use, in the resource's ``region``, from the credential chain of the process that runs ``pulumi up``.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_factory: Callable[[str], Any] | None = None,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._client_factory = client_factory
+        self._sleep = sleep
+        self._clock = clock
+        self._log = log
+        self._clients: dict[str, Any] = {}
+        self._profile: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_clients"] = {}
+        return state
+
+    def _client(self, region: str) -> Any:
+        if region not in self._clients:
+            if self._client_factory is not None:
+                self._clients[region] = self._client_factory(region)
+            else:
+                import boto3
+
+                session = boto3.Session(profile_name=self._profile) if self._profile else boto3.Session()
+                self._clients[region] = session.client("sagemaker", region_name=region)
+        return self._clients[region]
+
+    def _now(self) -> float:
+        return (self._clock or time.monotonic)()
+
+    def _wait(self, seconds: float) -> None:
+        (self._sleep or time.sleep)(seconds)
+
+    def _info(self, message: str) -> None:
+        (self._log or pulumi.log.info)(message)
+
+    def _list_page(self, region: str, request: ListClusterNodesRequest) -> ListClusterNodesResponse:
+        delay = 1.0
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                page: ListClusterNodesResponse = self._client(region).list_cluster_nodes(**request)
+                return page
+            except ClientError as err:
+                code = _code(err)
+                if code in THROTTLING_CODES and attempt < MAX_RETRIES:
+                    self._info(f"ListClusterNodes: {code}, retrying in {delay:g}s")
+                    self._wait(delay)
+                    delay = min(delay * 2, 30.0)
+                    continue
+                raise self._error(request["ClusterName"], err) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @staticmethod
+    def _error(cluster: str, err: ClientError) -> NodeWaitError:
+        code, message = _code(err), _message(err)
+        if code in DENIED_CODES:
+            return NodeWaitError(
+                "access denied: the credentials running `pulumi up` need IAM action sagemaker:ListClusterNodes "
+                f"on {cluster} to wait for its nodes: {message}"
+            )
+        if code in THROTTLING_CODES:
+            return NodeWaitError(f"ListClusterNodes: still throttled after {MAX_RETRIES} retries: {message}")
+        if code in NOT_FOUND_CODES:
+            return NodeWaitError(f"ListClusterNodes: no HyperPod cluster {cluster}: {message}")
+        return NodeWaitError(f"ListClusterNodes on {cluster} failed ({code}): {message}")
+
+    def statuses(self, region: str, cluster: str) -> dict[str, Counter[str]]:
+        """Every page of ListClusterNodes, counted per group and status."""
+        pages: list[ListClusterNodesResponse] = []
+        token: str | None = None
+        while True:
+            request = ListClusterNodesRequest(ClusterName=cluster, MaxResults=PAGE_SIZE)
+            if token:
+                request["NextToken"] = token
+            page = self._list_page(region, request)
+            pages.append(page)
+            token = page.get("NextToken")
+            if not token:
+                return node_statuses(pages)
+
+    def wait(self, props: Mapping[str, Any]) -> dict[str, int]:
+        """Until every group has its target of Running nodes; the Running count per group."""
+        self._profile = props.get("awsProfile") or None
+        region, cluster = str(props["region"]), str(props["clusterArn"])
+        targets = {str(k): int(v) for k, v in (props.get("groups") or {}).items()}
+        timeout = float(props["timeoutSeconds"])
+        poll = float(props.get("pollSeconds") or POLL_SECONDS)
+        started = self._now()
+        while True:
+            statuses = self.statuses(region, cluster)
+            short = short_groups(targets, statuses)
+            elapsed = self._now() - started
+            if not short:
+                running = {g: statuses.get(g, Counter())[RUNNING] for g in sorted(targets)}
+                self._info(f"{cluster}: every instance group has its nodes Running after {elapsed:.0f}s ({running})")
+                return running
+            if elapsed >= timeout:
+                raise NodeWaitError(
+                    f"HyperPod cluster {cluster}: after {elapsed:.0f}s (timeoutSeconds {timeout:g}, "
+                    f"policies/readiness.yaml) {describe_short(short, statuses)}. The nodes may still join: check "
+                    f"`aws sagemaker list-cluster-nodes --cluster-name {cluster} --region {region}` (a Failure status "
+                    "shows its reason in InstanceStatus.Message), then rerun `pulumi up`, which waits again"
+                )
+            self._info(f"{cluster}: waiting for nodes: {describe_short(short, statuses)}")
+            self._wait(poll)
+
+    # CRUD
+
+    def create(self, props: dict[str, Any]) -> dynamic.CreateResult:
+        running = self.wait(props)
+        return dynamic.CreateResult(str(props["clusterArn"]), {**props, "runningNodes": running})
+
+    def read(self, id_: str, props: dict[str, Any]) -> dynamic.ReadResult:
+        return dynamic.ReadResult(id_, props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
+        replaces = [k for k in ("clusterArn", "region") if olds.get(k) != news.get(k)]
+        changed = [k for k in ("groups", "timeoutSeconds", "pollSeconds") if olds.get(k) != news.get(k)]
+        return dynamic.DiffResult(changes=bool(replaces or changed), replaces=replaces)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
+        return dynamic.UpdateResult({**news, "runningNodes": self.wait(news)})
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None  # nothing of its own in AWS
+
+
+class HyperPodNodeWait(dynamic.Resource):
+    """The wait. Inputs (camelCase, also read by the rehearsal): ``region``, ``clusterArn``, ``groups``
+    (instance group name -> target count), ``timeoutSeconds``, ``pollSeconds``, ``awsProfile`` (or None)."""
+
+    runningNodes: pulumi.Output[dict[str, int]]  # outputs keep their property names
+
+    def __init__(
+        self,
+        name: str,
+        props: Mapping[str, Any],
+        opts: pulumi.ResourceOptions | None = None,
+        provider: HyperPodNodeWaitProvider | None = None,
+    ) -> None:
+        inputs: dict[str, Any] = {**props, "resourceKind": RESOURCE_KIND, "runningNodes": None}
+        super().__init__(provider or HyperPodNodeWaitProvider(), name, inputs, opts)

@@ -125,7 +125,9 @@ PINS: tuple[PinnedFile, ...] = (
         "samples/stale/v1_modeldeployment.yaml", "v1_modeldeployment.yaml", "8937613991468e4f1dfad838f6788f3122190d2f"
     ),
     _sample(
-        "samples/stale/v1_deepseek_model15b.yaml", "v1_deepseek_model15b.yaml", "5a065ed714e6a3430bf9246f607374f8f9aac1ea"
+        "samples/stale/v1_deepseek_model15b.yaml",
+        "v1_deepseek_model15b.yaml",
+        "5a065ed714e6a3430bf9246f607374f8f9aac1ea",
     ),
     PinnedFile(
         "third-party/elbv2.k8s.aws_targetgroupbindings.yaml",
@@ -167,7 +169,9 @@ def _git(*args: str, cwd: Path | None = None) -> bytes:
 def _check_pins(pins: tuple[PinnedFile, ...]) -> None:
     for p in pins:
         if len(p.commit) != 40 or any(c not in "0123456789abcdef" for c in p.commit):
-            raise FetchError(f"{p.dest}: {p.commit!r} is not a full commit id; pin a 40-hex-digit commit, never a branch")
+            raise FetchError(
+                f"{p.dest}: {p.commit!r} is not a full commit id; pin a 40-hex-digit commit, never a branch"
+            )
         if Path(p.dest).is_absolute() or ".." in Path(p.dest).parts:
             raise FetchError(f"{p.dest}: not a path inside the CRD folder")
 

@@ -55,7 +55,7 @@ _MWC = "inference.sagemaker.aws.amazon.com_modelweightscacheconfigs.yaml"
 V32 = "a00b22d17ea928a6e39a43bd2efdafe01b1005ea"  # chart 2.2.2, operator 3.2 (#430, 2026-06-19)
 # Chart 2.3.0 / appVersion 3.3. Not in the fetched snapshot (newer than it): whether it is on main, and its blob
 # ids (taken from the copies in ../shared/crds/v3.3, which match the search index's stored text), are confirmed
-# only by the first real fetch, which refuses any other content [UNCONFIRMED: crd-v33-pin].
+# only by the first real fetch, which refuses any other content: UNCONFIRMED [crd-v33-pin].
 V33 = "0986f2cc4eb14070d3aeb159c2c9b09d1b5f287b"
 SAMPLES_AT = "011ca927123e02b35a399935bbb3ab1905fe33c7"  # main HEAD of the snapshot
 LBC_V2_13_0 = "73980cf11d1c79c310f4f14a089554f58b165d7d"

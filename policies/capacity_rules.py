@@ -432,8 +432,7 @@ def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> Nod
         for r, v in (pod.requests or {}).items():
             ds_total[r] = ds_total.get(r, 0) + v
     # Tiered storage is shown, not subtracted: whether HyperPod takes it from pod-allocatable memory is
-    # UNCONFIRMED [tiered-storage-memory],
-    # and a mandatory error must not rest on a guess (docs/capacity.md).
+    # UNCONFIRMED [tiered-storage-memory], and a mandatory error must not rest on a guess (docs/capacity.md).
     alloc = {r: max(0, capacity[r] - reserved.get(r, 0) - eviction.get(r, 0) - ds_total.get(r, 0)) for r in capacity}
     return NodeAllocatable(
         group=group,

@@ -48,7 +48,6 @@ from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, REPLICATI
 from policies.pack import POLICIES
 from tools.capacity_report import capacity_report
 from tools.console import make_console
-from tools.deployer_policy import write_deployer_policy
 from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
 from tools.mocks import Registration, unwrap_secrets
@@ -271,6 +270,8 @@ def preview(
     written: list[Path] = []
     if out is not None:
         written = write_outputs(run.registrations, out, region or "us-east-1")
+        from tools.deployer_policy import write_deployer_policy  # only --out pays for the SAR data
+
         written += write_deployer_policy(run.registrations, run.mocks.calls, out, stack=stack, region=region or "us-east-1")
         plan_path = out / "plan.json"
         plan_path.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")

@@ -112,6 +112,14 @@ def test_a_marker_added_without_a_row_fails_naming_the_place_and_the_fix(tmp_pat
     assert "mark it `UNCONFIRMED [<id>]`" in u.HOW_TO and "docs/first-deploy.md" in u.HOW_TO
 
 
+def test_outside_a_git_checkout_every_source_file_is_scanned(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("UNCONFIRMED [x]\n", encoding="utf-8")
+    (tmp_path / "venv").mkdir()
+    (tmp_path / "venv" / "lib.py").write_text("# unconfirmed\n", encoding="utf-8")
+    assert u.repository_files(tmp_path) == ["docs/a.md"]
+
+
 def test_a_row_twice_is_a_problem() -> None:
     assert (
         u.problems([], ["a", "a"])[0]

@@ -47,15 +47,26 @@ class Marker:
         return f"{self.path}:{self.line}"
 
 
+_NOT_SOURCES = frozenset({".git", "venv", "vendor", "mutants", "__pycache__", ".mypy_cache", ".ruff_cache"})
+
+
 def repository_files(root: Path = ROOT) -> list[str]:
-    """Tracked and new (not ignored) files, as git sees them."""
-    done = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    """Tracked and new (not ignored) files, as git sees them; outside a git checkout, every file but the venv,
+    vendored data and caches."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(
+            p.relative_to(root).as_posix()
+            for p in root.rglob("*")
+            if p.is_file() and not _NOT_SOURCES.intersection(p.relative_to(root).parts)
+        )
     return sorted(set(done.stdout.splitlines()))
 
 

@@ -45,7 +45,7 @@ WAF_NS = "AWS/WAFV2"
 ROW_HEIGHT = 6
 
 # Metric name -> (what it shows, source). Label names in the PromQL below (namespace, pod) depend on the
-# add-on's collector relabeling: UNCONFIRMED until checked against a live workspace.
+# add-on's collector relabeling: UNCONFIRMED [promql-labels] until checked against a live workspace.
 PROMETHEUS_METRICS: dict[str, tuple[str, str]] = {
     "model_invocations_total": ("invocations", "AWS docs sagemaker-hyperpod-model-deployment-observability"),
     "model_errors_total": ("invocation errors", "AWS docs sagemaker-hyperpod-model-deployment-observability"),

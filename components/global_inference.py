@@ -6,7 +6,7 @@ exports with the same rules the policy pack runs (``policies/global_policies.py`
 
 - the execution role the gateway assumes (unless ``executionRoleArn`` is given). AWS's model documents
   only that it "assumes [it] to access your SageMaker HyperPod clusters" and that it must be in the
-  gateway's account and partition (botocore ``GlobalInferenceGatewayExecutionRoleArn``). UNCONFIRMED, not
+  gateway's account and partition (botocore ``GlobalInferenceGatewayExecutionRoleArn``). UNCONFIRMED [global-gateway-execution-role], not
   found in AWS docs: the service principal (``sagemaker.amazonaws.com`` assumed) and the permissions
   (``sagemaker:DescribeCluster`` on the member clusters assumed). Verify against the docs page
   sagemaker-hyperpod-model-deployment-global-inference-gateway before the first real deploy.
@@ -59,7 +59,7 @@ def checked_members(
 
 
 def execution_role_trust(account_id: str) -> dict[str, Any]:
-    """Trust policy of the gateway's execution role (service principal UNCONFIRMED; see module doc).
+    """Trust policy of the gateway's execution role (service principal UNCONFIRMED [global-gateway-execution-role]).
 
     Confused-deputy guard as AWS recommends for service roles (IAM User Guide, "The confused deputy
     problem"): only calls on behalf of this account's global inference gateways may assume it.
@@ -78,7 +78,7 @@ def execution_role_trust(account_id: str) -> dict[str, Any]:
 
 
 def execution_role_policy(cluster_arns: list[str]) -> dict[str, Any]:
-    """Permissions of the execution role: read the member clusters (UNCONFIRMED; see module doc)."""
+    """Permissions of the execution role: read the member clusters (UNCONFIRMED [global-gateway-execution-role])."""
     return {
         "Version": "2012-10-17",
         "Statement": [

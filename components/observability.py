@@ -4,7 +4,7 @@ The add-on deploys, in namespace ``hyperpod-observability``, a controller manage
 and node-level exporters (node, DCGM GPU, EFA, kube-state), scrapes them and the inference workloads, and
 remote-writes to Amazon Managed Service for Prometheus (AWS docs "Troubleshooting the Amazon SageMaker
 HyperPod observability add-on": namespace, ``control-plane=hyperpod-observability-controller-manager``,
-node collectors; the exporter list is UNCONFIRMED, named by community IaC only). The inference metrics it collects
+node collectors; the exporter list is UNCONFIRMED [obs-workloads], named by community IaC only). The inference metrics it collects
 (``model_invocations_total``, ``model_errors_total``, ``model_concurrent_requests``,
 ``model_latency_milliseconds``, ``model_ttfb_milliseconds``) and the KVCache / Intelligent Router dashboards
 come from the endpoints' ``metrics`` spec (AWS docs sagemaker-hyperpod-model-deployment-observability; the
@@ -19,7 +19,7 @@ port right.
   "Verify Pod Identity association" documents, scoped to the one workspace.
 - **Add-on**: pinned (``observability.addonVersion``), ``resolve_conflicts`` OVERWRITE like the inference
   add-on, Pod Identity association for ``hyperpod-observability-operator-otel-collector``. Configuration keys:
-  see components/config/observability.py (UNCONFIRMED against describe-addon-configuration).
+  see components/config/observability.py (UNCONFIRMED [obs-addon-schema] against describe-addon-configuration).
 
 Create waits for: the add-on's pods to run (ACTIVE) — so it depends on the HyperPod cluster (the only nodes)
 and on the eks-pod-identity-agent add-on (credentials; troubleshooting page, "Check health probe status").

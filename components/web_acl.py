@@ -19,7 +19,7 @@ cap *concurrency* per pod. This WebACL adds, in priority order:
 Logging: a CloudWatch log group named ``aws-waf-logs-<prefix>`` (the prefix AWS WAF requires, "Sending web
 ACL traffic logs to an Amazon CloudWatch Logs log group") with retention, the ``authorization`` header redacted
 so bearer tokens never land in logs. WAF adds the log group's resource policy itself when the deploying
-principal may call ``logs:PutResourcePolicy`` (same page, "Permissions"): UNCONFIRMED offline.
+principal may call ``logs:PutResourcePolicy`` (same page, "Permissions"): UNCONFIRMED [waf-log-resource-policy].
 
 Every nested input uses the typed ``pulumi_aws.wafv2`` ``*Args`` classes.
 """

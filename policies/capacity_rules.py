@@ -16,10 +16,10 @@ How a node's allocatable is computed (every number cited; see docs/capacity.md f
   0.25 % of every further core; ``getMemoryMebibytesToReserve``: ``11 x maxPods + 255`` MiB), with
   ``maxPods`` from the AMI's ``eni-max-pods.txt`` formula (``instance_types.json``); eviction threshold
   ``memory.available=100Mi`` (same file, ``defaultKubeletSubConfig``). Whether HyperPod's AMI applies
-  nodeadm's defaults is UNCONFIRMED (deploy-readiness.md trap 8).
+  nodeadm's defaults is UNCONFIRMED [nodeadm-defaults].
 * HyperPod tiered storage: with ``TieredStorageConfig`` on, ``InstanceMemoryAllocationPercentage`` of the
   instance memory goes to the tiered-storage daemon; whether that comes out of pod-allocatable memory is
-  UNCONFIRMED, so it is reported (``NodeAllocatable.tiered_storage``) but not subtracted.
+  UNCONFIRMED [tiered-storage-memory], so it is reported (``NodeAllocatable.tiered_storage``) but not subtracted.
 * the requests of the DaemonSets the stack puts on the node (system-pod data of ``policies/readiness.yaml``);
   a DaemonSet counts on a group when its node selector matches the group's labels and it tolerates the
   group's taints. DaemonSets whose requests are unknown are listed, never guessed.
@@ -55,7 +55,7 @@ EXTENDED = (GPU, NEURON, NEURONCORE, EFA)
 # Well-known node labels the scheduler can match. node.kubernetes.io/instance-type carries the ml.* type on
 # HyperPod nodes (the operator selects nodes by it; HyperPod Karpenter NodePool docs use it);
 # sagemaker.amazonaws.com/instance-group-name and compute-type=hyperpod are set by HyperPod (public manifests
-# select on them; not in an AWS reference page: UNCONFIRMED); node-health-status is Schedulable on a healthy
+# select on them; not in an AWS reference page: UNCONFIRMED [hyperpod-node-labels]); node-health-status is Schedulable on a healthy
 # node (docs: sagemaker-hyperpod-eks-resiliency-node-labels).
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
@@ -539,8 +539,8 @@ def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> Nod
     for pod in ds:
         for r, v in (pod.requests or {}).items():
             ds_total[r] = ds_total.get(r, 0) + v
-    # Tiered storage is shown, not subtracted: whether HyperPod takes it from pod-allocatable memory is UNCONFIRMED,
-    # and a mandatory error must not rest on a guess (docs/capacity.md).
+    # Tiered storage is shown, not subtracted: whether HyperPod takes it from pod-allocatable memory is
+    # UNCONFIRMED [tiered-storage-memory], and a mandatory error must not rest on a guess (docs/capacity.md).
     alloc = {r: max(0, capacity[r] - reserved.get(r, 0) - eviction.get(r, 0) - ds_total.get(r, 0)) for r in capacity}
     return NodeAllocatable(
         group=group,

@@ -444,7 +444,7 @@ def tieredstorage_on_non_p_instance(cr: Mapping[str, Any], ctx: RuleContext) -> 
     return [
         Violation(
             f"l2CacheBackend tieredstorage on {t}: the managed tiered KV cache has been observed to be "
-            "created only on P-family instances (unconfirmed by AWS docs)",
+            "created only on P-family instances (not in AWS docs: UNCONFIRMED [tieredstorage-p-only])",
             path,
         )
         for path, t in instance_types_of(cr)

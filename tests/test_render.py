@@ -58,6 +58,9 @@ def test_out_writes_every_iam_document(tmp_path: Path, stack_runs, capsys) -> No
     assert any(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false" for s in tls["Statement"])
     for f in files:
         assert json.loads((tmp_path / "iam" / f).read_text())["Version"] == "2012-10-17", f
+    # the stack's deploy policy (tools/deployer_policy.py; tests/test_deployer_policy.py checks its content)
+    assert "deployer-prod.json" in files and "deployer-prod.part1.json" in files
+    assert json.loads((tmp_path / "deployer-prod.notes.json").read_text())["complete"] is True
 
 
 def test_cloudformation_uses_the_stack_region(tmp_path: Path, stack_runs, capsys, monkeypatch) -> None:

@@ -318,6 +318,9 @@ def preview(
     written: list[Path] = []
     if out is not None:
         written = write_outputs(run.registrations, out, region or "us-east-1")
+        from tools.deployer_policy import write_deployer_policy  # only --out pays for the SAR data
+
+        written += write_deployer_policy(run.registrations, run.mocks.calls, out, stack=stack, region=region or "us-east-1")
         plan_path = out / "plan.json"
         plan_path.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
         written.insert(0, plan_path)

@@ -7,9 +7,9 @@ What this section turns on, and where each fact comes from:
   ``metricsProvider.<domain>.{level,scrapeInterval}``, ``logging.enabled``, ``amgWorkspace``) are the ones
   aws-samples/awsome-distributed-training@19ce5e9ce963ef1b3eaa28dace882250eeec2146
   ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/modules/observability/eks_addon.tf``
-  passes; AWS publishes no configuration schema page for the add-on, so they are **UNCONFIRMED** against
+  passes; AWS publishes no configuration schema page for the add-on, so they are UNCONFIRMED [obs-addon-schema] against
   ``aws eks describe-addon-configuration`` (run it in preflight before a first deploy). Levels ``DISABLED`` and
-  ``BASIC`` appear there; ``ADVANCED`` is **UNCONFIRMED** (console wording).
+  ``BASIC`` appear there; ``ADVANCED`` is UNCONFIRMED [obs-advanced-level] (console wording).
 - The Pod Identity association (namespace ``hyperpod-observability``, service account
   ``hyperpod-observability-operator-otel-collector``) and the role's permissions and trust policy: AWS docs
   "Troubleshooting the Amazon SageMaker HyperPod observability add-on" (hyperpod-observability-addon-troubleshooting),
@@ -50,7 +50,7 @@ SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
 class AddonWorkload:
     """One workload the observability add-on runs, for the deploy-rehearsal and capacity checks.
 
-    ``requests`` is None where AWS publishes none (UNCONFIRMED until read from a live cluster with
+    ``requests`` is None where AWS publishes none (UNCONFIRMED [obs-workloads] until read from a live cluster with
     ``kubectl -n hyperpod-observability get deploy,ds -o yaml``); ``kind`` is inferred where marked.
     """
 

@@ -601,7 +601,7 @@ def _pods_wait(ctx: _Context, urn: str, reg: Registration, wait: Wait, *, out: _
             notes.append(
                 f"{reg.name}: {pod.name} can run only on groups with on-start deep health checks "
                 f"({', '.join(g.name for g in takers)}) and does not tolerate {health.key}={health.value}:"
-                f"{health.effect}, set while they run; whether the HyperPod create waits for the checks is UNCONFIRMED"
+                f"{health.effect}, set while they run; whether the HyperPod create waits for the checks is UNCONFIRMED [hyperpod-create-completion]"
             )
         providers = sorted({g.provider for g in takers})
         state, concerned = _classify(ctx, urn, providers)

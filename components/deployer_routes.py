@@ -9,9 +9,9 @@ in the same ``pulumi up`` has no transit-gateway attachment or peering connectio
 
 * ``transitGatewayId``: one VPC attachment of the private subnets (one per AZ ID) per transit gateway, and a route
   ``cidr -> transit gateway`` in every private route table, after the attachment (a route to a transit gateway needs
-  the VPC's attachment to it; without it the route's create is refused: UNCONFIRMED wording). Whether the transit gateway accepts the
+  the VPC's attachment to it; without it the route's create is refused: UNCONFIRMED [tgw-route-needs-attachment]). Whether the transit gateway accepts the
   attachment by itself (a shared gateway may need its owner to accept it) and routes ``cidr`` back to this VPC is
-  its owner's configuration: UNCONFIRMED offline, ``python -m tools.preflight`` checks that it exists and is available.
+  its owner's configuration: UNCONFIRMED [deployer-route-far-side], ``python -m tools.preflight`` checks that it exists and is available.
 * ``peerVpcId``: one peering connection to that VPC (same account and region, so this stack accepts it:
   ``auto_accept``) and a route ``cidr -> peering connection`` in every private route table. The peer VPC's route
   back to this VPC's CIDR is its owner's.

@@ -15,7 +15,7 @@ of nodes whose ``InstanceStatus.Status`` is ``Running``**, read with SageMaker `
 ``MaxResults`` 100) every ``pollSeconds``, through the AWS API, so it needs no route to the Kubernetes API. The
 request and response shapes below mirror botocore's ``sagemaker`` service model and ``tests/test_hyperpod_node_wait.py``
 checks them against it. Whether ``Running`` means the node has joined EKS and passed its on-start deep health checks
-(``DeepHealthCheckInProgress`` is a separate status) is UNCONFIRMED; a group whose nodes are Running but not yet
+(``DeepHealthCheckInProgress`` is a separate status) is UNCONFIRMED [node-running-means-ready]; a group whose nodes are Running but not yet
 Ready in Kubernetes is possible.
 
 Lifecycle:

@@ -201,7 +201,7 @@ def _eks_kubernetes_version_listed(args: ResourceValidationArgs, report: ReportV
 eks_kubernetes_version_listed = ResourceValidationPolicy(
     name="eks-kubernetes-version-listed",
     description="The EKS cluster's Kubernetes version should be one a retrievable AWS page lists as supported by "
-    "SageMaker HyperPod; an unlisted one (allowed by cluster.acceptUnlistedKubernetesVersion) is unconfirmed. AWS "
+    "SageMaker HyperPod; an unlisted one (allowed by cluster.acceptUnlistedKubernetesVersion) is UNCONFIRMED [k8s-unlisted-version-supported]. AWS "
     "docs: SageMaker 'sagemaker-hyperpod-eks-prerequisites' (Kubernetes version support).",
     validate=_eks_kubernetes_version_listed,
     enforcement_level=EnforcementLevel.ADVISORY,

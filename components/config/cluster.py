@@ -128,7 +128,7 @@ class AddonVersions(Model):
     kube-proxy follows the Kubernetes minor (checked below). ``v1.34.0-eksbuild.2`` is the 1.34 entry of the
     kube-proxy version map of aws-quickstart/cdk-eks-blueprints ``lib/addons/kube-proxy`` (stored index copy, not
     tied to a commit); for 1.35 the same map gives ``v1.35.0-eksbuild.2``. CoreDNS ``v1.13.2-eksbuild.1``: stored add-on
-    version tables map v1.13.2 builds to 1.33, 1.34 and 1.35 alike; the exact build for 1.34 is UNCONFIRMED. The stored
+    version tables map v1.13.2 builds to 1.33, 1.34 and 1.35 alike; the exact build for 1.34 is UNCONFIRMED [addon-builds-in-region]. The stored
     copies of the EKS user guide's add-on tables stop at 1.33, so `python -m tools.preflight` (DescribeAddonVersions)
     is what confirms both per region. vpc-cni and eks-pod-identity-agent builds are not tied to a Kubernetes minor.
     """

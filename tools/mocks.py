@@ -524,6 +524,10 @@ class Registration:
     provider: str | None = None
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     additional_secret_outputs: list[str] = field(default_factory=list)
+    # What the mock returned as the resource's ID, and the replacement options the program set.
+    id: str | None = None
+    replace_on_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
 
 
 class GraphMonitor(MockMonitor):
@@ -562,6 +566,9 @@ class GraphMonitor(MockMonitor):
                 provider=request.provider or None,
                 custom_timeouts=timeouts,
                 additional_secret_outputs=list(request.additionalSecretOutputs),
+                id=reg.id if reg is not None else None,
+                replace_on_changes=list(request.replaceOnChanges),
+                delete_before_replace=bool(request.deleteBeforeReplace),
             )
         )
         return response

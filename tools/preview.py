@@ -170,7 +170,7 @@ def _fail(
 ) -> int:
     """Print a config error (as JSON with ``--json``) and return exit code 2."""
     if as_json:
-        print(json.dumps(config_error_plan(stack, issues), indent=2))
+        print(json.dumps(config_error_plan(stack, issues), indent=2, sort_keys=True))
     else:
         console.print(f"[bold red]{heading}[/] in stack {stack}:")
         for _, _, text in issues:
@@ -205,14 +205,14 @@ def _write_graph(run: StackRun, graph: Path) -> list[Path]:
     return [graph]
 
 
-def _load_base(path: Path) -> dict[str, Any]:
+def _load_base(path: Path, stack: str) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BasePlanError(f"--diff {path}: no such file") from None
     except json.JSONDecodeError as err:
         raise BasePlanError(f"--diff {path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
-    return check_base(raw, f"--diff {path}")
+    return check_base(raw, f"--diff {path}", stack=stack)
 
 
 def preview(
@@ -245,7 +245,7 @@ def preview(
     base = None
     if diff is not None:
         try:
-            base = _load_base(diff)
+            base = _load_base(diff, stack)
         except BasePlanError as err:
             return _argument_error(console, as_json, stack, str(err))
 
@@ -271,13 +271,13 @@ def preview(
     if out is not None:
         written = write_outputs(run.registrations, out, region or "us-east-1")
         plan_path = out / "plan.json"
-        plan_path.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+        plan_path.write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written.insert(0, plan_path)
     if graph is not None:
         written += _write_graph(run, graph)
 
     if as_json:
-        print(json.dumps(plan, indent=2))
+        print(json.dumps(plan, indent=2, sort_keys=True))
     else:
         _print_human(
             console,
@@ -311,7 +311,7 @@ def _print_human(
     if base_path is not None:
         console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")
         for line in diff_lines(plan):
-            style = {"+ ": "green", "~ ": "yellow", "+-": "red", "- ": "red"}.get(line[:2], "")
+            style = {"+ ": "green", "~ ": "yellow", "+-": "red", "+?": "red", "- ": "red"}.get(line[:2], "")
             console.print(Text(line, style=style, overflow="fold"))
     else:
         console.print(_tree(run))

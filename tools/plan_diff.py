@@ -37,7 +37,7 @@ from typing import Any
 from components.config import PROJECT
 from policies.baselines import STATEFUL as _PACK_STATEFUL
 from policies.graph import EKS_CLUSTER, EKS_COMPONENT
-from tools.plan import PLAN_FORMAT, UNKNOWN_ID, policy_diagnostic, sort_results, summary
+from tools.plan import PLAN_FORMAT, SECRET, UNKNOWN_ID, policy_diagnostic, sort_results, summary
 from tools.replacement_rules import rules_for
 
 POLICY = "no-replacement-of-stateful-resources"
@@ -112,6 +112,17 @@ def contains_unknown(value: Any) -> bool:
     return False
 
 
+def contains_secret(value: Any) -> bool:
+    """A blinded value built from another resource's outputs may hide a computed one (a kubeconfig)."""
+    if isinstance(value, str):
+        return value == SECRET
+    if isinstance(value, dict):
+        return any(contains_secret(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_secret(v) for v in value)
+    return False
+
+
 def logical_name(urn: str) -> str:
     return urn.rsplit("::", 1)[-1]
 
@@ -179,7 +190,7 @@ class _Step:
         deps = (self.head.get("newState") or {}).get("propertyDependencies") or {}
         for key, urns in sorted(deps.items()):
             value = self.inputs.get(key)
-            if not contains_unknown(value):
+            if not (contains_unknown(value) or contains_secret(value)):
                 continue  # a known value: compared as it is (a name the dependency was given, say)
             for dep in urns:
                 dep_op = ops.get(dep, "same")

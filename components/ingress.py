@@ -31,6 +31,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from policies.replacement_rules import replace_paths
+
 from .config.endpoints import (
     EndpointConfig,
     endpoint_health_check_path,
@@ -39,6 +41,9 @@ from .config.endpoints import (
 )
 from .config.ingress import IngressConfig, ServiceTarget, service_target
 from .private_bucket import PrivateBucket, PrivateBucketArgs
+
+TARGET_GROUP_BINDING = "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding"
+
 
 # Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.
 RULE_PRIORITY_STEP = 10
@@ -287,9 +292,16 @@ class IngressAlb(pulumi.ComponentResource):
     ) -> None:
         """The LB controller registers the Service's pod IPs in the target group and opens their SG to the ALB.
 
-        Router targets: the router pods' port is not documented, so the security-group rule names no port
-        (the controller then opens all TCP ports, from this ALB's security group only: LBC v2.13.2
-        targetgroupbinding_types.go ``NetworkingIngressRule.Ports``). Worker targets: the container port.
+        Router targets: the router pods' port is not documented, so the rule names the protocol only
+        (``ports: [{protocol: TCP}]``: a port "if unspecified, defaults to all ports", still from this ALB's
+        security group only). The CRD requires ``ports`` in every ingress rule (``required: [from, ports]`` in
+        LBC v2.13.0 config/crd/bases/elbv2.k8s.aws_targetgroupbindings.yaml), so it cannot be left out. Worker
+        targets: the container port.
+
+        The controller's validating webhook refuses a change of ``spec.targetGroupARN``, ``spec.targetType``,
+        ``spec.vpcID`` or ``spec.ipAddressType`` (failurePolicy Fail), so Pulumi must replace the binding instead
+        (``replace_on_changes``; the paths are ``tools/replacement_rules.json``'s, one place), deleting the old one
+        first: the new binding has the same name (``delete_before_replace``).
         """
         ep, svc = t.endpoint, t.service
         depends: list[pulumi.Resource] = list(args.k8s_depends_on)
@@ -297,9 +309,10 @@ class IngressAlb(pulumi.ComponentResource):
             depends.append(args.namespaces[svc.namespace])
         if ep.name in args.endpoint_resources:
             depends.append(args.endpoint_resources[ep.name])
-        rule: dict[str, Any] = {"from": [{"securityGroup": {"groupID": sg.id}}]}
+        port: dict[str, Any] = {"protocol": "TCP"}
         if not svc.router:
-            rule["ports"] = [{"protocol": "TCP", "port": t.target_port}]
+            port["port"] = t.target_port
+        rule: dict[str, Any] = {"from": [{"securityGroup": {"groupID": sg.id}}], "ports": [port]}
         k8s.apiextensions.CustomResource(
             f"{name}-tgb-{ep.name}",
             api_version="elbv2.k8s.aws/v1beta1",
@@ -316,7 +329,13 @@ class IngressAlb(pulumi.ComponentResource):
                 "vpcID": args.vpc_id,
                 "networking": {"ingress": [rule]},
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=depends),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=depends,
+                replace_on_changes=replace_paths(TARGET_GROUP_BINDING),
+                delete_before_replace=True,
+            ),
         )
 
     # --- network and logs ---------------------------------------------------------------------------

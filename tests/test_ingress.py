@@ -191,10 +191,21 @@ def test_one_target_group_and_binding_per_routed_endpoint(prod: StackRun) -> Non
         arn = prod.named(TG, f"front-door-tg-{endpoint}").outputs["arn"]
         assert tgb["spec"]["targetGroupARN"] == arn
         sg = prod.named("aws:ec2/securityGroup:SecurityGroup", "front-door-sg").outputs["arn"].rsplit("/", 1)[1]
-        # router pods' port is not documented: no port list (all TCP, from the ALB's SG only)
-        assert tgb["spec"]["networking"]["ingress"] == [{"from": [{"securityGroup": {"groupID": sg}}]}]
+        # router pods' port is not documented: protocol only (all TCP ports, from the ALB's SG only); the CRD
+        # requires `ports` in every rule (LBC v2.13.0 CRD: required [from, ports])
+        assert tgb["spec"]["networking"]["ingress"] == [
+            {"from": [{"securityGroup": {"groupID": sg}}], "ports": [{"protocol": "TCP"}]}
+        ]
     # the bindings go through the EKS cluster's provider, not an ambient kubeconfig
     for reg in prod.of_type(TGB):
+        # the LB controller's webhook refuses these changes: Pulumi replaces the binding (same name: delete first)
+        assert sorted(reg.replace_on_changes) == [
+            "spec.ipAddressType",
+            "spec.targetGroupARN",
+            "spec.targetType",
+            "spec.vpcID",
+        ]
+        assert reg.delete_before_replace is True
         assert reg.provider is not None and "eks" in reg.provider
         # ...and only after the add-on that installs the LB controller and the TargetGroupBinding CRD
         assert any(d.endswith("aws:eks/addon:Addon::inference-operator-addon") for d in reg.dependencies)

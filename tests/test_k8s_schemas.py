@@ -19,7 +19,11 @@ TGB_KIND = "TargetGroupBinding"
 
 
 def _addon_version(run: Any) -> str | None:
-    addons = [r for r in run.of_type("aws:eks/addon:Addon") if r.inputs.get("addonName") == "amazon-sagemaker-hyperpod-inference"]
+    addons = [
+        r
+        for r in run.of_type("aws:eks/addon:Addon")
+        if r.inputs.get("addonName") == "amazon-sagemaker-hyperpod-inference"
+    ]
     return addons[0].inputs.get("addonVersion") if addons else None
 
 
@@ -84,7 +88,11 @@ def test_a_misspelt_core_field_is_invalid() -> None:
 
 
 def test_kinds_without_a_public_schema_are_not_called_valid(crds_dir) -> None:
-    gw = {"apiVersion": "inference.sagemaker.aws.amazon.com/v1alpha1", "kind": "InferenceGatewayConfig", "metadata": {"name": "g"}}
+    gw = {
+        "apiVersion": "inference.sagemaker.aws.amazon.com/v1alpha1",
+        "kind": "InferenceGatewayConfig",
+        "metadata": {"name": "g"},
+    }
     assert validate_object(gw, crds_dir=crds_dir).outcome == "cannot-validate-offline"
 
 

@@ -85,7 +85,7 @@ def _errors(validator: Any, value: Any, prefix: str) -> list[str]:
     return [f"{prefix}{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
 
 
-def validate_object(
+def validate_object(  # noqa: PLR0911 - one return per schema family and outcome
     obj: dict[str, Any],
     *,
     crds_dir: Path | None = CRDS_DIR,
@@ -119,7 +119,7 @@ def validate_object(
         assert crds_dir is not None
         errs = _errors(_tgb_validator(crds_dir), obj.get("spec") or {}, "spec.")
         return result("invalid" if errs else "valid", f"{TGB_CRD} (LBC v2.13.0)", errs)
-    if "." not in api.split("/")[0] or api.startswith(("rbac.authorization.k8s.io/", "apps/", "batch/")):
+    if "." not in api.split("/", maxsplit=1)[0] or api.startswith(("rbac.authorization.k8s.io/", "apps/", "batch/")):
         import kubernetes_validate
 
         version, _ = kubernetes_validate_version(kubernetes_version)

@@ -37,8 +37,8 @@ from typing import Any
 from components.config import PROJECT
 from policies.baselines import STATEFUL as _PACK_STATEFUL
 from policies.graph import EKS_CLUSTER, EKS_COMPONENT
+from policies.replacement_rules import rules_for
 from tools.plan import PLAN_FORMAT, SECRET, UNKNOWN_ID, policy_diagnostic, sort_results, summary
-from tools.replacement_rules import rules_for
 
 POLICY = "no-replacement-of-stateful-resources"
 POLICY_DESCRIPTION = (

@@ -1,10 +1,10 @@
-"""What replaces a resource: one data file of replacement rules per resource type, and the generator that writes it.
+"""The generator of ``policies/replacement_rules.json``: what replaces a resource, per type, from its owner's source.
 
     venv/bin/python -m tools.replacement_rules --write [--tf-source DIR]   # regenerate tools/replacement_rules.json
     venv/bin/python -m tools.replacement_rules --check [--tf-source DIR]   # exit 1 when the file is stale
 
 No provider plugin runs its ``Diff`` offline, so ``tools.plan_diff`` judges a changed property by the rules in
-:data:`RULES_FILE`, each taken from the owner's machine-readable source:
+``policies/replacement_rules.json`` (read by :mod:`policies.replacement_rules`), each taken from the owner's machine-readable source:
 
 * ``aws-native:*`` — the ``createOnlyProperties`` (replace) and ``conditionalCreateOnlyProperties`` (may replace)
   of the CloudFormation resource schema cfn-lint ships (read here, as data, through :func:`tools.render.resource_schema`).
@@ -23,127 +23,22 @@ No provider plugin runs its ``Diff`` offline, so ``tools.plan_diff`` judges a ch
 
 ``other`` says what a change of any property no rule names is: ``update`` when the source is complete (a
 Terraform schema: every attribute that is not ForceNew is updated in place), ``may-replace`` when it is not.
-The file is loaded once, lazily (:func:`load_rules`); ``tests/test_replacement_rules.py`` keeps it current and
+The file is loaded once, lazily (:func:`policies.replacement_rules.load_rules`); ``tests/test_replacement_rules.py`` keeps it current and
 fails when a type the program can register has no entry.
 """
 
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import re
 import sys
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-RULES_FILE = Path(__file__).with_name("replacement_rules.json")
+from policies.replacement_rules import DYNAMIC, RULES_FILE
+
 RULES_FORMAT = 1
-DYNAMIC = "pulumi-python:dynamic:Resource"
-
-Path_ = tuple[str, ...]
-
-# --- evaluation -------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Rules:
-    """The replacement rules of one type: ``replace`` and ``may_replace`` paths, what any other change is."""
-
-    key: str
-    source: str
-    replace: tuple[Path_, ...]
-    may_replace: tuple[tuple[Path_, str], ...]
-    update: tuple[Path_, ...]
-    ignore: tuple[Path_, ...]
-    other: str  # "update" | "may-replace" | "ignore"
-
-    def classify(self, path: tuple[str | int, ...]) -> tuple[str, str]:
-        """(``replace`` | ``may-replace`` | ``update`` | ``ignore``, why) for a changed property path."""
-        parts = tuple(str(p) for p in path if not isinstance(p, int))
-        for rule in self.replace:
-            if _covers(rule, parts):
-                return "replace", self.source
-        for rule, why in self.may_replace:
-            if _covers(rule, parts):
-                return "may-replace", why
-        for rule in self.ignore:
-            if _covers(rule, parts):
-                return "ignore", self.source
-        for rule in self.update:
-            if _covers(rule, parts):
-                return "update", self.source
-        if self.other == "may-replace":
-            return "may-replace", f"no source lists how a change of this property is applied ({self.source})"
-        return self.other, self.source
-
-
-def _covers(rule: Path_, path: Path_) -> bool:
-    """A rule path covers ``path`` when one is a prefix of the other (case-insensitively, ``*`` any key).
-
-    Prefix both ways: a changed ``vpcConfig.subnets`` is inside create-only ``vpcConfig``, and a changed
-    ``orchestrator`` object contains create-only ``orchestrator.eks``.
-    """
-    return all(r == "*" or r.lower() == p.lower() for r, p in zip(rule, path, strict=False))
-
-
-def _split(path: str) -> Path_:
-    return tuple(p for p in path.split(".") if p)
-
-
-@cache
-def load_rules() -> dict[str, Any]:
-    """The rule data (read once per process)."""
-    data: dict[str, Any] = json.loads(RULES_FILE.read_text(encoding="utf-8"))
-    return data
-
-
-@cache
-def _compiled(key: str) -> Rules | None:
-    entry = load_rules()["types"].get(key)
-    if entry is None:
-        return None
-    return Rules(
-        key=key,
-        source=entry["source"],
-        replace=tuple(_split(p) for p in entry.get("replace", [])),
-        may_replace=tuple((_split(m["path"]), m["why"]) for m in entry.get("mayReplace", [])),
-        update=tuple(_split(p) for p in entry.get("update", [])),
-        ignore=tuple(_split(p) for p in entry.get("ignore", [])),
-        other=entry["other"],
-    )
-
-
-def rule_key(typ: str, inputs: dict[str, Any] | None = None) -> str:
-    """The data's key of a registration: its type token; a dynamic resource adds ``#<resourceKind>``."""
-    if typ == DYNAMIC:
-        return f"{typ}#{(inputs or {}).get('resourceKind') or '?'}"
-    return typ
-
-
-def rules_for(typ: str, inputs: dict[str, Any] | None = None) -> Rules | None:
-    """The rules of a type (None when the data has none: every change then *may replace*)."""
-    key = rule_key(typ, inputs)
-    found = _compiled(key)
-    if found is not None:
-        return found
-    for pattern in load_rules().get("globs", {}):
-        if fnmatch.fnmatchcase(key, pattern):
-            return _compiled_glob(pattern)
-    return None
-
-
-@cache
-def _compiled_glob(pattern: str) -> Rules:
-    entry = load_rules()["globs"][pattern]
-    return Rules(pattern, entry["source"], (), (), (), (), entry["other"])
-
-
-def has_rules(typ: str, inputs: dict[str, Any] | None = None) -> bool:
-    return rules_for(typ, inputs) is not None
-
 
 # --- generation -------------------------------------------------------------------------------------------------
 
@@ -464,7 +359,7 @@ def parse_go_schema(text: str, attr_names: dict[str, str] | None = None) -> list
             while stack and stack[-1][1] == depth:
                 stack.pop()
             depth -= 1
-        elif ch in "\"n":
+        elif ch in '"n':
             m = _KEY.match(text, i)
             if m and m.group(3) is None:
                 name = m.group(1) or attr_names.get(m.group(2) or "", _snake(m.group(2) or ""))

@@ -39,14 +39,35 @@ def _step(plan: dict[str, Any], urn_end: str) -> dict[str, Any]:
     return found[0]
 
 
+STACK_URN = "urn:pulumi:prod::hyperpod-inference::pulumi:pulumi:Stack::hyperpod-inference-prod"
+DEFAULT_PROVIDERS = [
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:aws-native::default_1_84_0",
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:aws::default_7_51_1",
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:eks::default_4_4_0",
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:random::default_4_21_4",
+]
+
+
+def test_stack_and_default_provider_steps_come_first(prod_plan) -> None:
+    urns = [s["urn"] for s in prod_plan["steps"]]
+    assert urns[:5] == [STACK_URN, *DEFAULT_PROVIDERS]
+    stack = prod_plan["steps"][0]["newState"]
+    assert (stack["type"], stack["custom"], stack["parent"]) == ("pulumi:pulumi:Stack", False, "")
+    aws = prod_plan["steps"][2]["newState"]
+    assert aws["type"] == "pulumi:providers:aws" and aws["inputs"] == {"region": "us-east-1", "version": "7.51.1"}
+    referenced = {s["provider"].rsplit("::", 1)[0] for s in prod_plan["steps"] if "::default_" in s["provider"]}
+    assert referenced == set(DEFAULT_PROVIDERS)
+
+
 def test_one_create_step_with_inputs_per_registration(prod_plan, stack_runs) -> None:
     regs = stack_runs["prod"].registrations
     assert len(regs) > 100
-    assert len(prod_plan["steps"]) == len(regs)
-    assert {s["urn"] for s in prod_plan["steps"]} == {r.urn for r in regs}
-    assert prod_plan["changeSummary"] == {"create": len(regs)}
+    resource_steps = prod_plan["steps"][5:]
+    assert len(resource_steps) == len(regs)
+    assert {s["urn"] for s in resource_steps} == {r.urn for r in regs}
+    assert prod_plan["changeSummary"] == {"create": len(regs) + 5}
     by_urn = {r.urn: r for r in regs}
-    for s in prod_plan["steps"]:
+    for s in resource_steps:
         assert s["op"] == "create"
         state = s["newState"]
         assert set(state) == {
@@ -76,7 +97,8 @@ def test_https_listener_actions_in_order_and_secret_blinded(prod_plan) -> None:
     oidc = actions[0]["authenticateOidc"]
     assert oidc["clientSecret"] == "[secret]"
     assert oidc["clientId"] == "hpi-prod-front-door" and oidc["onUnauthenticatedRequest"] == "deny"
-    assert actions[1]["targetGroupArn"].startswith("arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/")
+    # the target group's ARN is computed: unknown until deploy, as `pulumi preview --json` shows it
+    assert actions[1]["targetGroupArn"] == UNKNOWN_ID
     text = json.dumps(prod_plan)
     assert "offline-preview-secret-placeholder" not in text
     assert "1b47061264138c4ac30d75fd1eb44270" not in text, "a Pulumi secret wrapper leaked into the plan"
@@ -177,6 +199,7 @@ def test_one_instance_count_changed_is_exactly_one_update(tmp_path, prod_plan) -
 def _base_with_other_subnet(plan: dict[str, Any]) -> dict[str, Any]:
     base = copy.deepcopy(plan)
     step = _step(base, HP_URN_END)
+    assert step["newState"]["inputs"]["vpcConfig"]["subnets"] == [UNKNOWN_ID]
     step["newState"]["inputs"]["vpcConfig"]["subnets"][0] = "subnet-0aaaaaaaaaaaaaaa0"
     return base
 
@@ -188,7 +211,16 @@ def test_changed_hyperpod_subnet_replaces_and_is_mandatory_in_prod(tmp_path, pro
     assert step["op"] == "replace"
     assert step["replaceReasons"] == ["vpcConfig"]
     assert step["detailedDiff"] == {"vpcConfig.subnets[0]": {"kind": "update-replace", "inputDiff": True}}
-    assert "createOnlyProperties of AWS::SageMaker::Cluster" in step["replacementSource"]
+    assert any("createOnlyProperties of AWS::SageMaker::Cluster" in src for src in step["replacementSource"])
+    assert step["changes"] == [
+        {
+            "path": "vpcConfig.subnets[0]",
+            "kind": "update",
+            "effect": "replace",
+            "old": "subnet-0aaaaaaaaaaaaaaa0",
+            "new": UNKNOWN_ID,
+        }
+    ]
     results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
     assert [(r["enforcementLevel"], r["resourceName"]) for r in results] == [("mandatory", "hyperpod-cluster")]
     assert results[0]["resourceUrn"] == step["urn"]
@@ -250,6 +282,9 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
 
     def plan(inputs: dict[str, Any]) -> dict[str, Any]:
         return {
+            "format": 2,
+            "project": "hyperpod-inference",
+            "stack": "prod",
             "region": "us-east-1",
             "environment": "prod",
             "steps": [
@@ -262,51 +297,46 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
 
 
 @pytest.mark.parametrize(
-    ("typ", "old", "new", "op", "replacement"),
+    ("typ", "old", "new", "op"),
     [
         (
             "aws:elasticache/replicationGroup:ReplicationGroup",
             {"replicationGroupId": "a"},
             {"replicationGroupId": "b"},
             "replace",
-            "known",
         ),
         (
             "aws:elasticache/replicationGroup:ReplicationGroup",
             {"nodeType": "cache.r7g.large"},
             {"nodeType": "cache.r7g.xlarge"},
             "update",
-            "known",
         ),
-        ("eks:index:Cluster", {"name": "a"}, {"name": "b"}, "replace", "known"),
-        ("eks:index:Cluster", {"version": "1.32"}, {"version": "1.33"}, "update", "known"),
-        ("aws:lb/loadBalancer:LoadBalancer", {"name": "a"}, {"name": "b"}, "replace", "known"),
-        ("aws:lb/loadBalancer:LoadBalancer", {"internal": True}, {"internal": False}, "replace", "known"),
-        ("aws:lb/loadBalancer:LoadBalancer", {"idleTimeout": 60}, {"idleTimeout": 300}, "update", "known"),
-        ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "update", "unknown"),
+        ("eks:index:Cluster", {"name": "a"}, {"name": "b"}, "replace"),
+        ("eks:index:Cluster", {"version": "1.32"}, {"version": "1.33"}, "update"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"name": "a"}, {"name": "b"}, "replace"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"internal": True}, {"internal": False}, "replace"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"idleTimeout": 60}, {"idleTimeout": 300}, "update"),
+        ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "may-replace"),
         (
             "kubernetes:core/v1:Namespace",
             {"kind": "Namespace", "metadata": {"name": "a"}},
             {"kind": "Namespace", "metadata": {"name": "b"}},
             "replace",
-            "known",
         ),
         (
             "kubernetes:core/v1:ConfigMap",
             {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}},
             {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}},
             "update",
-            "known",
         ),
-        ("aws-native:sagemaker:Cluster", {"clusterName": "a"}, {"clusterName": "b"}, "replace", "known"),
+        ("aws-native:sagemaker:Cluster", {"clusterName": "a"}, {"clusterName": "b"}, "replace"),
         (
             "aws-native:sagemaker:Cluster",
             {"orchestrator": {"eks": {"clusterArn": "a"}}},
             {"orchestrator": {"eks": {"clusterArn": "b"}}},
             "replace",
-            "known",
         ),
-        ("aws-native:sagemaker:Cluster", {"nodeRecovery": "None"}, {"nodeRecovery": "Automatic"}, "update", "known"),
+        ("aws-native:sagemaker:Cluster", {"nodeRecovery": "None"}, {"nodeRecovery": "Automatic"}, "update"),
     ],
     ids=[
         "redis-id",
@@ -324,11 +354,10 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
         "hp-node-recovery",
     ],
 )
-def test_replacement_rules(typ, old, new, op, replacement) -> None:
+def test_replacement_rules(typ, old, new, op) -> None:
     step = _diff_one(typ, old, new)
     assert step["op"] == op
-    assert step["replacement"] == replacement
-    assert bool(step["replaceReasons"]) == (op == "replace")
+    assert bool(step["replaceReasons"]) == (op in ("replace", "may-replace"))
 
 
 def test_detailed_diff_paths_and_kinds() -> None:
@@ -347,12 +376,23 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
     mapping["hyperpod-inference:cluster"]["instanceGroups"][0]["instanceCount"] = 4
     assert preview("prod", mapping=mapping, diff=_saved(tmp_path, _base_with_other_subnet(prod_plan))) == 1
     out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if line[:2] in ("+ ", "~ ", "+-", "- ")]
+    lines = [line for line in out.splitlines() if line[:2] in ("+ ", "~ ", "+-", "+?", "- ", "  ")]
     assert lines == [
-        "+- replace aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
-        "vpcConfig.subnets[0] (update-replace)"
+        "+- replace     aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
+        "vpcConfig.subnets[0] (update-replace)",
+        "     instanceGroups[0].instanceCount: 3 -> 4",
+        "     vpcConfig.subnets[0]: subnet-0aaaaaaaaaaaaaaa0 -> (unknown until deploy)",
+        # the add-on's configuration names the cluster's ARN: a new cluster gives it a new value, and no rule
+        # read from the add-on's source says whether that replaces it
+        "+? may-replace aws:eks/addon:Addon inference-operator-addon: configurationValues (update-replace)",
+        "     may be replaced because HyperPod cluster hyperpod-cluster is replaced (its configurationValues)",
+        "     configurationValues: takes a new value computed by hyperpod-cluster",
     ]
-    assert f"0 to create, 0 to update, 1 to replace, 0 to delete, {len(prod_plan['steps']) - 1} unchanged" in out
+    assert "config cluster.instanceGroups[0].instanceCount: 3 -> 4" in out.splitlines()
+    summary = (
+        f"0 to create, 0 to update, 1 to replace, 1 may replace, 0 to delete, {len(prod_plan['steps']) - 2} unchanged"
+    )
+    assert summary in out
     assert f"MANDATORY {POLICY} aws-native:sagemaker:Cluster::hyperpod-cluster" in out
     assert "network-vpc" not in out, "unchanged resources are not listed"
 
@@ -363,21 +403,24 @@ def test_diff_lines_symbols() -> None:
             {"op": "create", "urn": "u::a", "newState": {"type": "t"}},
             {"op": "delete", "urn": "u::b", "oldState": {"type": "t"}},
             {
-                "op": "update",
+                "op": "may-replace",
                 "urn": "u::c",
                 "newState": {"type": "t"},
-                "detailedDiff": {"x": {"kind": "update"}},
-                "replacement": "unknown",
+                "detailedDiff": {"x": {"kind": "update-replace"}},
+                "changes": [{"path": "x", "old": 1, "new": "[secret]"}],
             },
             {"op": "same", "urn": "u::d", "newState": {"type": "t"}},
         ],
-        "changeSummary": {"create": 1, "delete": 1, "update": 1, "same": 1},
+        "changeSummary": {"create": 1, "delete": 1, "may-replace": 1, "same": 1},
     }
     lines = diff_lines(plan)
-    assert lines[0] == "+  create  t a"
-    assert lines[1] == "-  delete  t b"
-    assert lines[2].startswith("~  update  t c: x  [replacement unknown offline")
-    assert lines[3] == "1 to create, 1 to update, 0 to replace, 1 to delete, 1 unchanged"
+    assert lines[0] == "+  create      t a"
+    assert lines[1] == "-  delete      t b"
+    assert lines[2] == "+? may-replace t c: x (update-replace)"
+    assert lines[3] == "     x: 1 -> [secret]"
+    assert lines[4] == "0 to create, 0 to update, 0 to replace, 1 may replace, 1 to delete, 1 unchanged".replace(
+        "0 to create", "1 to create"
+    )
 
 
 @pytest.mark.parametrize(

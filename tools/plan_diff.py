@@ -138,8 +138,8 @@ _ACRONYMS = {"Vpc": "VPC", "Eip": "EIP", "Eks": "EKS", "Acm": "ACM", "Kms": "KMS
 def kind_label(typ: str) -> str:
     """``aws:ec2/subnet:Subnet`` -> ``subnet``; ``aws:ec2/vpc:Vpc`` -> ``VPC``; ``eks:index:Cluster`` -> ``cluster``."""
     name = typ.rsplit(":", 1)[-1]
-    if typ == EKS_COMPONENT:
-        return "EKS cluster"
+    if typ in STATEFUL:
+        return STATEFUL[typ]
     if typ.startswith("pulumi:providers:"):
         return f"{typ.rsplit(':', 1)[-1]} provider"
     words = re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", name)

@@ -447,3 +447,121 @@ def test_config_is_shown_with_only_the_secure_leaves_blinded(prod_plan) -> None:
     assert ingress["scheme"] == "internet-facing" and ingress["oidc"]["clientId"] == "hpi-prod-front-door"
     assert prod_plan["config"]["aws:region"] == "us-east-1"
     assert "AAABAHpiProdFrontDoor" not in json.dumps(prod_plan)
+
+
+# --- issue 22: the plan tells the truth ---------------------------------------------------------------------
+
+
+def _by_name(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["urn"].rsplit("::", 1)[-1]: s for s in plan["steps"]}
+
+
+def test_prod_cidr_change_replaces_the_network_and_stops_the_plan(tmp_path, prod_plan) -> None:
+    mapping = stack_mapping("prod")
+    assert mapping["hyperpod-inference:network"]["cidr"] == "10.64.0.0/16"
+    mapping["hyperpod-inference:network"]["cidr"] = "10.80.0.0/16"
+    code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    assert code == 1
+    steps = _by_name(plan)
+    assert steps["network-vpc"]["op"] == "replace" and steps["network-vpc"]["replaceReasons"] == ["cidrBlock"]
+    for az in ("use1-az2", "use1-az4", "use1-az6"):
+        assert steps[f"network-private-{az}"]["op"] == "replace"
+        assert "replaced because VPC network-vpc is replaced (its vpcId)" in steps[f"network-private-{az}"]["because"]
+    hp = steps["hyperpod-cluster"]
+    assert hp["op"] == "replace"
+    assert "replaced because subnet network-private-use1-az2 is replaced (its vpcConfig)" in hp["because"]
+    eks = steps["eks-cluster"]
+    assert eks["op"] == "may-replace"
+    assert "may be replaced because VPC network-vpc is replaced (its vpcId)" in eks["because"]
+    subnet_group = steps["kv-cache-subnets"]
+    assert subnet_group["op"] == "may-replace"
+    assert any("subnet network-private-use1-az2 is replaced" in b for b in subnet_group["because"])
+    results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+    assert {(r["enforcementLevel"], r["resourceName"]) for r in results} >= {
+        ("mandatory", "hyperpod-cluster"),
+        ("mandatory", "eks-cluster"),
+    }
+    assert all("network.cidr" in r["message"] for r in results)
+    assert plan["configChanges"] == [
+        {"path": "network.cidr", "kind": "update", "old": "10.64.0.0/16", "new": "10.80.0.0/16"}
+    ]
+
+
+def test_endpoint_port_change_replaces_its_target_group_binding(tmp_path, prod_plan) -> None:
+    """A routed endpoint's serving port names the target group: a new target group, so a new binding (the LB
+    controller's webhook refuses a changed spec.targetGroupARN)."""
+    mapping = stack_mapping("prod")
+    endpoint = next(e for e in mapping["hyperpod-inference:endpoints"] if e["name"] == "llama-70b-kvaware")
+    endpoint["spec"]["worker"]["modelInvocationPort"]["containerPort"] = 8081
+    _, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    steps = _by_name(plan)
+    assert steps["front-door-tg-llama-70b-kvaware"]["op"] == "replace"
+    tgb = steps["front-door-tgb-llama-70b-kvaware"]
+    assert tgb["op"] == "replace"
+    assert "spec" in tgb["replaceReasons"]
+    assert "replaced because target group front-door-tg-llama-70b-kvaware is replaced (its spec)" in tgb["because"]
+    assert steps["front-door-tgb-llama-70b-dpd"]["op"] == "same"
+
+
+def test_service_port_change_updates_the_binding(tmp_path, prod_plan) -> None:
+    """``serviceRef.port`` is not among the webhook's immutable fields: the binding is updated in place."""
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:ingress"]["routes"][0]["servicePort"] = 8080
+    _, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    tgb = _by_name(plan)["front-door-tgb-llama-70b-kvaware"]
+    assert tgb["op"] == "update"
+    assert tgb["changes"] == [
+        {"path": "spec.serviceRef.port", "kind": "update", "effect": "update", "old": 8000, "new": 8080}
+    ]
+
+
+def test_one_endpoint_replicas_changed_is_one_update_of_its_custom_resource(tmp_path, prod_plan) -> None:
+    mapping = stack_mapping("prod")
+    endpoint = next(e for e in mapping["hyperpod-inference:endpoints"] if e["name"] == "llama-70b-kvaware")
+    assert endpoint["spec"]["replicas"] == 2
+    endpoint["spec"]["replicas"] = 3
+    code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    assert code == 0
+    changed = [s for s in plan["steps"] if s["op"] != "same"]
+    assert [(s["op"], s["urn"].rsplit("::", 1)[-1]) for s in changed] == [
+        ("update", "endpoints-inference-llama-70b-kvaware")
+    ]
+    assert changed[0]["changes"] == [
+        {"path": "spec.replicas", "kind": "update", "effect": "update", "old": 2, "new": 3}
+    ]
+
+
+def test_two_runs_print_identical_bytes() -> None:
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-m", "tools.preview", "--stack", "prod", "--json"],
+            capture_output=True,
+            check=False,
+            env=env,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda p: {**p, "stack": "dev"}, "a plan of stack 'dev', not 'prod'"),
+        (lambda p: {**p, "project": "other"}, "a plan of project 'other'"),
+        (lambda p: {**p, "format": 1}, "plan format 1"),
+    ],
+    ids=["other-stack", "other-project", "older-format"],
+)
+def test_base_of_another_stack_project_or_format_exits_2(tmp_path, prod_plan, edit, expected, capsys) -> None:
+    path = _saved(tmp_path, edit(copy.deepcopy(prod_plan)))
+    assert preview("prod", diff=path) == 2
+    out = capsys.readouterr().out
+    assert expected in out and "Traceback" not in out

@@ -358,7 +358,7 @@ def write_outputs(registrations: list[Registration], out_dir: Path, region: str 
     names from ``region``'s cfn-lint schemas), ``iam/<resource>.<kind>.json`` (every IAM document) and
     ``dashboards/<name>.json`` (every CloudWatch dashboard body), ``kubernetes/validation.json`` (each manifest
     against its upstream schema: valid, invalid with errors, or cannot be validated offline) and
-    ``iam/unknowns.json`` (which document values are computed at deploy: they read
+    ``iam-unknowns.json`` (which IAM document values are computed at deploy: they read
     ``<unknown until deploy: arn of <type> <name>>`` instead of a made-up ARN). ``plan.json`` is written by the
     preview.
     """
@@ -381,7 +381,7 @@ def write_outputs(registrations: list[Registration], out_dir: Path, region: str 
     for fname, doc in docs.items():
         written.append(_write_json(out_dir / "iam" / fname, doc))
     if unknowns:
-        written.append(_write_json(out_dir / "iam" / "unknowns.json", unknowns))
+        written.append(_write_json(out_dir / "iam-unknowns.json", unknowns))
     for name, body in dashboards(registrations).items():
         written.append(_write_json(out_dir / "dashboards" / f"{name}.json", body))
     if any(p.parent == k8s_dir for p in written):

@@ -46,7 +46,7 @@ def test_out_writes_manifests_and_template(tmp_path: Path, stack_runs, capsys) -
     unknowns = json.loads((tmp_path / "iam-unknowns.json").read_text())
     policy = json.loads((tmp_path / "iam" / "access-logs-bucket-policy.bucket-policy.json").read_text())
     assert (
-        policy["Statement"][0]["Resource"] == "<unknown until deploy: arn of aws:s3/bucket:Bucket access-logs-bucket>"
+        policy["Statement"][0]["Resource"] == "<unknown until deploy: arn of aws:s3/bucket:Bucket access-logs-bucket>/*"
     )
     assert (
         "Statement[0].Resource: <unknown until deploy: arn of aws:s3/bucket:Bucket access-logs-bucket>"

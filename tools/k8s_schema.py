@@ -128,9 +128,9 @@ def validate_object(  # noqa: PLR0911 - one return per schema family and outcome
         except kubernetes_validate.SchemaNotFoundError:
             return result("cannot-validate-offline", f"no Kubernetes {version} schema for {api}/{kind}")
         except kubernetes_validate.ValidationError as err:
-            path = ".".join(map(str, getattr(err, "path", []) or []))
+            where = ".".join(map(str, getattr(err, "path", []) or []))
             message = str(getattr(err, "message", err)).splitlines()[0]
-            return result("invalid", f"Kubernetes {version} OpenAPI (kubernetes-validate)", [f"{path}: {message}"])
+            return result("invalid", f"Kubernetes {version} OpenAPI (kubernetes-validate)", [f"{where}: {message}"])
         return result("valid", f"Kubernetes {version} OpenAPI (kubernetes-validate)")
     return result("cannot-validate-offline", f"no public schema for {api}/{kind}")
 

@@ -300,7 +300,7 @@ class IngressAlb(pulumi.ComponentResource):
 
         The controller's validating webhook refuses a change of ``spec.targetGroupARN``, ``spec.targetType``,
         ``spec.vpcID`` or ``spec.ipAddressType`` (failurePolicy Fail), so Pulumi must replace the binding instead
-        (``replace_on_changes``; the paths are ``tools/replacement_rules.json``'s, one place), deleting the old one
+        (``replace_on_changes``; the paths are ``policies/replacement_rules.json``'s, one place), deleting the old one
         first: the new binding has the same name (``delete_before_replace``).
         """
         ep, svc = t.endpoint, t.service

@@ -316,7 +316,46 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
         ("aws:lb/loadBalancer:LoadBalancer", {"name": "a"}, {"name": "b"}, "replace"),
         ("aws:lb/loadBalancer:LoadBalancer", {"internal": True}, {"internal": False}, "replace"),
         ("aws:lb/loadBalancer:LoadBalancer", {"idleTimeout": 60}, {"idleTimeout": 300}, "update"),
-        ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "may-replace"),
+        # iam/role.go: name ForceNew; assume_role_policy is updated (UpdateAssumeRolePolicy)
+        ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "replace"),
+        ("aws:iam/role:Role", {"assumeRolePolicy": '{"Version":"2012-10-17"}'}, {"assumeRolePolicy": "{}"}, "update"),
+        ("aws:iam/role:Role", {"tags": {"team": "a"}}, {"tags": {"team": "b"}}, "update"),
+        # iam/policy.go: the document is a new policy version; the description is ForceNew
+        ("aws:iam/policy:Policy", {"policy": '{"Statement":[]}'}, {"policy": '{"Statement":[{}]}'}, "update"),
+        ("aws:iam/policy:Policy", {"description": "a"}, {"description": "b"}, "replace"),
+        ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", {"policyArn": "a"}, {"policyArn": "b"}, "replace"),
+        # cloudwatch/dashboard.go: the body is put in place, the name is ForceNew
+        ("aws:cloudwatch/dashboard:Dashboard", {"dashboardBody": "{}"}, {"dashboardBody": '{"widgets":[]}'}, "update"),
+        ("aws:cloudwatch/dashboard:Dashboard", {"dashboardName": "a"}, {"dashboardName": "b"}, "replace"),
+        # pulumi-aws renames alarm_name to name
+        ("aws:cloudwatch/metricAlarm:MetricAlarm", {"name": "a"}, {"name": "b"}, "replace"),
+        ("aws:cloudwatch/metricAlarm:MetricAlarm", {"threshold": 1}, {"threshold": 2}, "update"),
+        # elbv2/listener.go: only load_balancer_arn is ForceNew
+        (
+            "aws:lb/listener:Listener",
+            {"defaultActions": [{"type": "forward", "targetGroupArn": "a"}]},
+            {"defaultActions": [{"type": "forward", "targetGroupArn": "b"}]},
+            "update",
+        ),
+        ("aws:lb/listener:Listener", {"loadBalancerArn": "a"}, {"loadBalancerArn": "b"}, "replace"),
+        # an SDK input newer than the copy read: no source says
+        ("aws:lb/listener:Listener", {"tcpIdleTimeoutSeconds": 350}, {"tcpIdleTimeoutSeconds": 600}, "may-replace"),
+        ("aws:lb/listenerRule:ListenerRule", {"priority": 10}, {"priority": 20}, "update"),
+        # every Region-aware resource: a changed region replaces (TF v6 enhanced region support)
+        ("aws:s3/bucket:Bucket", {"region": "us-east-1"}, {"region": "us-west-2"}, "replace"),
+        ("aws:s3/bucket:Bucket", {"bucket": "a"}, {"bucket": "b"}, "replace"),
+        (
+            "aws:s3/bucketPolicy:BucketPolicy",
+            {"policy": '{"Statement":[]}'},
+            {"policy": '{"Statement":[{}]}'},
+            "update",
+        ),
+        ("aws:eks/addon:Addon", {"addonVersion": "v1.0.0-eksbuild.1"}, {"addonVersion": "v1.1.0-eksbuild.1"}, "update"),
+        ("aws:eks/addon:Addon", {"addonName": "a"}, {"addonName": "b"}, "replace"),
+        ("aws:wafv2/webAcl:WebAcl", {"rules": [{"priority": 1}]}, {"rules": [{"priority": 2}]}, "update"),
+        ("aws:wafv2/webAcl:WebAcl", {"scope": "REGIONAL"}, {"scope": "CLOUDFRONT"}, "replace"),
+        ("aws:ec2/vpcEndpoint:VpcEndpoint", {"subnetIds": ["a"]}, {"subnetIds": ["a", "b"]}, "update"),
+        ("aws:ec2/vpcEndpoint:VpcEndpoint", {"privateDnsEnabled": False}, {"privateDnsEnabled": True}, "may-replace"),
         (
             "kubernetes:core/v1:Namespace",
             {"kind": "Namespace", "metadata": {"name": "a"}},
@@ -346,7 +385,29 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
         "alb-name",
         "alb-scheme",
         "alb-idle-timeout",
-        "iam-unknown",
+        "iam-role-name",
+        "iam-trust-policy",
+        "iam-role-tags",
+        "iam-policy-document",
+        "iam-policy-description",
+        "iam-attachment-arn",
+        "dashboard-body",
+        "dashboard-name",
+        "alarm-name",
+        "alarm-threshold",
+        "listener-default-action",
+        "listener-lb",
+        "listener-newer-input",
+        "listener-rule-priority",
+        "bucket-region",
+        "bucket-name",
+        "bucket-policy-document",
+        "addon-version",
+        "addon-name",
+        "waf-rules",
+        "waf-scope",
+        "endpoint-subnets",
+        "endpoint-private-dns",
         "k8s-name",
         "k8s-data",
         "hp-name",
@@ -382,15 +443,16 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
         "vpcConfig.subnets[0] (update-replace)",
         "     instanceGroups[0].instanceCount: 3 -> 4",
         "     vpcConfig.subnets[0]: subnet-0aaaaaaaaaaaaaaa0 -> (unknown until deploy)",
-        # the add-on's configuration names the cluster's ARN: a new cluster gives it a new value, and no rule
-        # read from the add-on's source says whether that replaces it
-        "+? may-replace aws:eks/addon:Addon inference-operator-addon: configurationValues (update-replace)",
-        "     may be replaced because HyperPod cluster hyperpod-cluster is replaced (its configurationValues)",
+        # the add-on's configuration names the cluster's ARN: a new cluster gives it a new value, and
+        # eks/addon.go updates configuration_values in place (UpdateAddon; only addon_name and cluster_name
+        # are ForceNew)
+        "~  update      aws:eks/addon:Addon inference-operator-addon: configurationValues",
+        "     updated because HyperPod cluster hyperpod-cluster is replaced (its configurationValues)",
         "     configurationValues: takes a new value computed by hyperpod-cluster",
     ]
     assert "config cluster.instanceGroups[0].instanceCount: 3 -> 4" in out.splitlines()
     summary = (
-        f"0 to create, 0 to update, 1 to replace, 1 may replace, 0 to delete, {len(prod_plan['steps']) - 2} unchanged"
+        f"0 to create, 1 to update, 1 to replace, 0 may replace, 0 to delete, {len(prod_plan['steps']) - 2} unchanged"
     )
     assert summary in out
     assert f"MANDATORY {POLICY} aws-native:sagemaker:Cluster::hyperpod-cluster" in out
@@ -473,9 +535,19 @@ def test_prod_cidr_change_replaces_the_network_and_stops_the_plan(tmp_path, prod
     eks = steps["eks-cluster"]
     assert eks["op"] == "may-replace"
     assert "may be replaced because VPC network-vpc is replaced (its vpcId)" in eks["because"]
+    # elasticache/subnet_group.go updates subnet_ids in place (ModifyCacheSubnetGroup) and
+    # replication_group.go updates security_group_ids: both take the new network's values as updates; whether
+    # AWS accepts another VPC's subnets for a group in use cannot be known offline (docs/policies.md)
     subnet_group = steps["kv-cache-subnets"]
-    assert subnet_group["op"] == "may-replace"
-    assert any("subnet network-private-use1-az2 is replaced" in b for b in subnet_group["because"])
+    assert subnet_group["op"] == "update"
+    assert [c["path"] for c in subnet_group["changes"]] == ["subnetIds"]
+    assert steps["kv-cache-rg"]["op"] == "update"
+    assert [c["path"] for c in steps["kv-cache-rg"]["changes"]] == ["securityGroupIds"]
+    # the ALB's subnets: the NLB branch of its CustomizeDiff forces new, the ALB branch was not read
+    assert steps["front-door-alb"]["op"] == "may-replace"
+    assert "subnets" in steps["front-door-alb"]["replaceReasons"]
+    # IAM trust policies name the new cluster's OIDC issuer: updated in place (iam/role.go)
+    assert steps["operator-iam-keda"]["op"] == "update"
     results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
     assert {(r["enforcementLevel"], r["resourceName"]) for r in results} >= {
         ("mandatory", "hyperpod-cluster"),

@@ -13,7 +13,7 @@ import pytest
 from policies.replacement_rules import RULES_FILE, load_rules, rules_for
 from tests.conftest import ALL_STACKS
 from tools.harness import ROOT, run_stack
-from tools.replacement_rules import generate, parse_go_schema, sdk_input_names
+from tools.replacement_rules import generate, parse_go_schema, sdk_input_names, sdk_path
 
 # Types other branches add at integration (notes/parallel-work.md): their rules are here already.
 PLANNED_TYPES = (
@@ -39,17 +39,26 @@ def test_the_data_file_is_what_the_generator_writes() -> None:
 
 
 @pytest.mark.skipif(
-    not os.environ.get("HPI_TF_AWS_SOURCE"), reason="HPI_TF_AWS_SOURCE (a terraform-provider-aws checkout) not set"
+    not (os.environ.get("HPI_TF_AWS_SOURCE") and os.environ.get("HPI_TF_AWS_COMMIT")),
+    reason="HPI_TF_AWS_SOURCE (a terraform-provider-aws tree) and HPI_TF_AWS_COMMIT (its commit) not set",
 )
 def test_terraform_facts_match_the_go_source() -> None:
-    """With a checkout of terraform-provider-aws, every read entry's ForceNew list is re-read from its Go file."""
+    """With a terraform-provider-aws tree, every entry read at its commit is re-read from its Go file by the
+    generator's parser and must come out as recorded (e.g. the tree of tag v5.1.0, 985efd5d)."""
     from tools.replacement_rules import reread_terraform
 
-    source = Path(os.environ["HPI_TF_AWS_SOURCE"])
+    source, commit = Path(os.environ["HPI_TF_AWS_SOURCE"]), os.environ["HPI_TF_AWS_COMMIT"]
+    compared = []
     for token, entry in load_rules()["types"].items():
         tf = entry.get("tf")
-        if tf and tf.get("read"):
-            assert sorted(reread_terraform(tf, source)["forceNew"]) == sorted(tf["forceNew"]), token
+        if not (tf and tf.get("read") and tf.get("commit") == commit):
+            continue
+        again = reread_terraform(token, tf, source)
+        assert sorted(again["forceNew"]) == sorted(tf["forceNew"]), token
+        assert sorted(c["path"] for c in again["conditional"]) == sorted(c["path"] for c in tf["conditional"]), token
+        assert sorted(again["notInCopy"]) == sorted(tf.get("notInCopy", [])), token
+        compared.append(token)
+    assert compared, f"no entry was read at {commit}"
 
 
 @pytest.mark.parametrize("stack", ALL_STACKS)
@@ -107,8 +116,30 @@ def test_terraform_entries_name_their_source_and_sdk_inputs() -> None:
             assert len(tf["commit"]) == 40 and tf["commit"] in entry["source"], token
             names = sdk_input_names(token)
             assert names and {p.split(".")[0] for p in entry["replace"]} <= names, token
+            assert {m["path"].split(".")[0] for m in entry.get("mayReplace", [])} <= names, token
         else:
             assert entry["other"] == "may-replace", token
+
+
+def test_every_pulumi_aws_type_is_read_from_its_go_file() -> None:
+    unread = sorted(
+        token
+        for token, entry in load_rules()["types"].items()
+        if entry.get("owner") == "terraform-provider-aws" and not entry["tf"]["read"]
+    )
+    assert unread == []
+    assert len([e for e in load_rules()["types"].values() if e.get("owner") == "terraform-provider-aws"]) == 56
+
+
+def test_sdk_names_walk_the_nested_args_and_the_plural_blocks() -> None:
+    assert sdk_path("aws:lb/listener:Listener", "default_action.target_group_arn") == "defaultActions.targetGroupArn"
+    assert sdk_path("aws:lb/loadBalancer:LoadBalancer", "subnet_mapping.subnet_id") == "subnetMappings.subnetId"
+    assert sdk_path("aws:iam/openIdConnectProvider:OpenIdConnectProvider", "client_id_list") == "clientIdLists"
+    assert sdk_path("aws:s3/bucket:Bucket", "no_such_attribute") is None
+    # s3.BucketLoggingArgs is the nested type of Bucket.logging; the resource's own args are BucketLoggingInitArgs
+    assert {"bucket", "targetBucket", "targetPrefix", "expectedBucketOwner"} <= (
+        sdk_input_names("aws:s3/bucketLogging:BucketLogging") or set()
+    )
 
 
 def test_literal_rules() -> None:
@@ -128,7 +159,45 @@ def test_literal_rules() -> None:
     assert gw is not None
     assert [gw.classify((k,))[0] for k in ("name", "routingWeights", "accountId")] == ["replace", "update", "ignore"]
     dashboard = rules_for("aws:cloudwatch/dashboard:Dashboard")
-    assert dashboard is not None and dashboard.classify(("dashboardBody",))[0] == "may-replace"
+    assert dashboard is not None
+    assert dashboard.classify(("dashboardBody",))[0] == "update"
+    assert dashboard.classify(("dashboardName",))[0] == "replace"
+    role = rules_for("aws:iam/role:Role")
+    assert role is not None
+    assert [role.classify((k,))[0] for k in ("name", "path", "assumeRolePolicy", "tags", "inlinePolicies")] == [
+        "replace",
+        "replace",
+        "update",
+        "update",
+        "update",
+    ]
+    listener = rules_for("aws:lb/listener:Listener")
+    assert listener is not None
+    assert listener.classify(("defaultActions", 0, "authenticateOidc", "clientId"))[0] == "update"
+    assert listener.classify(("sslPolicy",))[0] == "update"
+    assert listener.classify(("loadBalancerArn",))[0] == "replace"
+    assert listener.classify(("mutualAuthentication", "mode"))[0] == "may-replace"
+    bucket = rules_for("aws:s3/bucket:Bucket")
+    assert bucket is not None
+    assert [bucket.classify((k,))[0] for k in ("bucket", "objectLockEnabled", "bucketNamespace", "forceDestroy")] == [
+        "replace",
+        "replace",
+        "may-replace",
+        "update",
+    ]
+    lb = rules_for("aws:lb/loadBalancer:LoadBalancer")
+    assert lb is not None
+    assert [lb.classify((k,))[0] for k in ("customerOwnedIpv4Pool", "subnets", "idleTimeout")] == [
+        "replace",
+        "may-replace",
+        "update",
+    ]
+    alarm = rules_for("aws:cloudwatch/metricAlarm:MetricAlarm")
+    assert alarm is not None and alarm.classify(("name",))[0] == "replace"
+    assert alarm.classify(("alarmActions",))[0] == "update"
+    # every Region-aware pulumi-aws type replaces on a new region; IAM is global and has no region input
+    assert bucket.classify(("region",))[0] == "replace"
+    assert role.classify(("region",))[0] == "update"
 
 
 GO_SCHEMA = """
@@ -164,4 +233,80 @@ func resourceThing() *schema.Resource {
 
 
 def test_go_schema_parser_finds_force_new_at_every_depth() -> None:
-    assert parse_go_schema(GO_SCHEMA, {"AttrName": "name", "AttrTags": "tags"}) == ["block.inner_id", "name"]
+    parsed = parse_go_schema(GO_SCHEMA, {"AttrName": "name", "AttrTags": "tags"})
+    assert parsed == {
+        "forceNew": ["block.inner_id", "name"],
+        "conditional": [],
+        "attributes": ["block", "name", "plain", "tags"],
+    }
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "terraform"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "force_new", "conditional", "attributes"),
+    [
+        # SDKv2 ForceNew: true, with gofmt alignment, a comment holding a URL and a func literal in the schema
+        ("cloudwatch_dashboard.go.txt", ["dashboard_name"], [], ["dashboard_arn", "dashboard_body", "dashboard_name"]),
+        # plugin framework: stringplanmodifier.RequiresReplace() among other plan modifiers; blocks
+        (
+            "s3_bucket_lifecycle_configuration.go.txt",
+            ["bucket", "expected_bucket_owner"],
+            [],
+            ["bucket", "expected_bucket_owner", "id", "rule", "transition_default_minimum_object_size"],
+        ),
+        # nested ForceNew, names.Attr* keys without attr_consts.go, a CustomizeDiff diff.ForceNew("...")
+        (
+            "ec2_vpc_endpoint.go.txt",
+            ["dns_options.private_dns_preference", "service_name", "vpc_id"],
+            ["private_dns_enabled"],
+            ["dns_options", "policy", "private_dns_enabled", "service_name", "subnet_ids", "vpc_id"],
+        ),
+        # file constants as keys
+        (
+            "ec2_vpc_route.go.txt",
+            ["destination_cidr_block", "destination_ipv6_cidr_block", "route_table_id"],
+            [],
+            ["destination_cidr_block", "destination_ipv6_cidr_block", "gateway_id", "route_table_id"],
+        ),
+        # ForceNew: false is not ForceNew; an excerpt cut inside a literal
+        ("elbv2_listener_rule.go.txt", ["listener_arn"], [], ["listener_arn", "priority", "transform"]),
+    ],
+)
+def test_go_schema_parser_on_real_provider_excerpts(fixture, force_new, conditional, attributes) -> None:
+    text = (FIXTURES / fixture).read_text(encoding="utf-8")
+    assert text.startswith("// hashicorp/terraform-provider-aws@"), "each excerpt names its source"
+    parsed = parse_go_schema(text)
+    assert parsed["forceNew"] == force_new
+    assert [c["path"] for c in parsed["conditional"]] == conditional
+    assert parsed["attributes"] == attributes
+
+
+def test_go_schema_parser_conditional_forms() -> None:
+    text = """
+    CustomizeDiff: customdiff.Sequence(
+        customdiff.ForceNewIfChange("alias", func(_ context.Context, old, new, meta any) bool { return true }),
+    ),
+    Schema: map[string]*schema.Schema{
+        "alias": {Type: schema.TypeString, Optional: true},
+        names.AttrTags: tftags.TagsSchemaForceNew(),
+    },
+    Attributes: map[string]schema.Attribute{
+        "engine": schema.StringAttribute{
+            PlanModifiers: []planmodifier.String{
+                stringplanmodifier.RequiresReplaceIf(engineChanged, "", ""),
+            },
+        },
+    },
+    func (r *ruleResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+        resp.RequiresReplace = append(resp.RequiresReplace, path.Root("cidr_ipv4"))
+    }
+    """
+    parsed = parse_go_schema(text, {"AttrTags": "tags"})
+    assert parsed["forceNew"] == ["tags"]
+    assert [(c["path"], c["why"]) for c in parsed["conditional"]] == [
+        ("alias", "CustomizeDiff customdiff.ForceNewIfChange"),
+        ("cidr_ipv4", "ModifyPlan sets RequiresReplace under a condition"),
+        ("engine", "plan modifier RequiresReplaceIf"),
+    ]

@@ -9,7 +9,7 @@ when another resource caused it, ``because`` (``replaced because subnet network-
 Field names: see :mod:`tools.plan`.
 
 What a change does, offline (no provider plugin runs its ``Diff``), is decided by the type's rules in
-``tools/replacement_rules.json`` (:mod:`tools.replacement_rules`: cfn-lint create-only properties,
+``policies/replacement_rules.json`` (:mod:`tools.replacement_rules`: cfn-lint create-only properties,
 terraform-provider-aws ForceNew, Kubernetes identity and webhook immutables, the dynamic providers' own diff).
 **No change is called an update unless a source says so**: a type without rules, or a property its source does
 not cover, is ``may-replace``.
@@ -166,11 +166,12 @@ class _Step:
         # path -> (diff kind, effect, why)
         self.changes: dict[Path, tuple[str, str, str]] = {}
         self.causes: dict[str, tuple[str, str]] = {}  # dependency urn -> (its op, the input key it feeds)
+        self.update_causes: dict[str, tuple[str, str]] = {}  # the same, where the new value is only an update
         self.propagated: set[str] = set()  # input keys that take a new value because a dependency changes
 
     def classify(self, path: Path) -> tuple[str, str]:
         if self.rules is None:
-            return "may-replace", f"no replacement rules for {self.type} (tools/replacement_rules.json)"
+            return "may-replace", f"no replacement rules for {self.type} (policies/replacement_rules.json)"
         return self.rules.classify(path)
 
     def direct(self) -> None:
@@ -209,6 +210,8 @@ class _Step:
                     self.propagated.add(key)
                 if _RANK[effect] >= _RANK["may-replace"]:
                     self.causes.setdefault(dep, (dep_op, key))
+                else:
+                    self.update_causes.setdefault(dep, (dep_op, key))
         if provider_urn is not None and ops.get(provider_urn) in ("replace", "may-replace"):
             effect = ops[provider_urn]
             self.changes.setdefault(("__provider",), ("update", effect, "its provider is replaced with a new one"))
@@ -230,7 +233,8 @@ def _provider_urn(ref: str) -> str | None:
 def _because(step: _Step, ops: dict[str, str]) -> list[str]:
     out = []
     verb = _VERB.get(step.op, step.op)
-    for dep, (dep_op, key) in sorted(step.causes.items()):
+    causes = step.update_causes if step.op == "update" else step.causes
+    for dep, (dep_op, key) in sorted(causes.items()):
         what = f"{kind_label(_type_of(dep))} {logical_name(dep)}"
         via = "" if key == "provider" else f" (its {key})"
         out.append(f"{verb} because {what} {_STATE.get(ops.get(dep, dep_op), dep_op)}{via}")
@@ -261,9 +265,10 @@ def _render(step: _Step, ops: dict[str, str]) -> dict[str, Any]:
             "new": value_at(step.inputs, path),
         }
         if len(path) == 1 and path[0] in step.propagated:
-            change["computedBy"] = sorted(
-                logical_name(d) for d, (_, key) in step.causes.items() if key == path[0]
-            ) or sorted(logical_name(d) for d in step.causes)
+            every = {**step.update_causes, **step.causes}
+            change["computedBy"] = sorted(logical_name(d) for d, (_, key) in every.items() if key == path[0]) or sorted(
+                logical_name(d) for d in every
+            )
         changes.append(change)
     result: dict[str, Any] = {
         "op": step.op,

@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="write the results as Markdown (e.g. BENCHMARKS.md)")
     parser.add_argument("--skip-suite", action="store_true", help="don't time the test suite")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
 
     modules = sdk_modules_of_prod_preview()
     floor = measure(
@@ -216,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         "# Benchmarks",
         "",
         f"Machine: {machine()}. Produced by `venv/bin/python -m bench.run --write BENCHMARKS.md` "
-        f"({args.runs} runs per measurement, median wall time, max peak RSS; each run a fresh interpreter).",
+        f"({args.runs} runs per measurement, median wall time, max peak RSS; each run a fresh interpreter). "
+        f"1-minute load average {load_before:.1f} at the start and {os.getloadavg()[0]:.1f} at the end "
+        "(the machine is shared: wall times scale with the load, the ratios less so).",
         "",
         f"The import floor imports exactly the {len(modules)} SDK modules a prod preview loads, collected from a real run.",
         "",

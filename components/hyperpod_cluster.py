@@ -287,7 +287,11 @@ class HyperPodCluster(pulumi.ComponentResource):
         cfg = args.cluster
         source_uri = pulumi.Output.concat("s3://", bucket.bucket, f"/{LIFECYCLE_PREFIX}/")
         groups = [self._group(g, args, role.arn, source_uri) for g in cfg.instance_groups]
-        all_subnets = list(args.private_subnet_ids.values())
+        # The cluster-level VpcConfig is create-only (cfn-lint AWS::SageMaker::Cluster createOnlyProperties:
+        # ClusterName, VpcConfig, Orchestrator/Eks), each group's OverrideVpcConfig is not. So the cluster level
+        # names the default AZ's subnet only and every group carries its own AZ's subnet: adding an AZ (and a
+        # group in it) updates the cluster instead of replacing it and every GPU node (docs/cluster.md).
+        cluster_subnets = [args.private_subnet_ids[args.default_az_id]]
         cluster = sagemaker.Cluster(
             f"{name}-cluster",
             cluster_name=args.cluster_name,
@@ -300,7 +304,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 sagemaker.ClusterNodeProvisioningMode.CONTINUOUS if cfg.node_provisioning_mode == "Continuous" else None
             ),
             vpc_config=sagemaker.ClusterVpcConfigArgs(
-                security_group_ids=[args.node_security_group_id], subnets=all_subnets
+                security_group_ids=[args.node_security_group_id], subnets=cluster_subnets
             ),
             tiered_storage_config=(
                 sagemaker.ClusterTieredStorageConfigArgs(

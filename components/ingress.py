@@ -31,6 +31,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from policies.replacement_rules import replace_paths
+
 from .config.endpoints import (
     EndpointConfig,
     endpoint_health_check_path,
@@ -39,6 +41,9 @@ from .config.endpoints import (
 )
 from .config.ingress import ALL_TCP, IngressConfig, ServiceTarget, binding_ports, service_target, target_port_range
 from .private_bucket import PrivateBucket, PrivateBucketArgs
+
+TARGET_GROUP_BINDING = "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding"
+
 
 # Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.
 RULE_PRIORITY_STEP = 10
@@ -290,6 +295,11 @@ class IngressAlb(pulumi.ComponentResource):
         The networking rule's ports are :func:`binding_ports`: the pod port (worker targets: the container port;
         router targets: ``targetPort`` when configured), else no port (the controller then opens all TCP ports,
         from this ALB's security group only). The ALB security group's egress opens the same range.
+
+        The controller's validating webhook refuses a change of ``spec.targetGroupARN``, ``spec.targetType``,
+        ``spec.vpcID`` or ``spec.ipAddressType`` (failurePolicy Fail), so Pulumi must replace the binding instead
+        (``replace_on_changes``; the paths are ``policies/replacement_rules.json``'s, one place), deleting the old one
+        first: the new binding has the same name (``delete_before_replace``).
         """
         ep, svc = t.endpoint, t.service
         depends: list[pulumi.Resource] = list(args.k8s_depends_on)
@@ -314,7 +324,13 @@ class IngressAlb(pulumi.ComponentResource):
                 "vpcID": args.vpc_id,
                 "networking": {"ingress": [rule]},
             },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=depends),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=depends,
+                replace_on_changes=replace_paths(TARGET_GROUP_BINDING),
+                delete_before_replace=True,
+            ),
         )
 
     # --- network and logs ---------------------------------------------------------------------------

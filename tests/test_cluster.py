@@ -357,7 +357,11 @@ def test_one_private_subnet_per_configured_az_id(stack: str, stack_runs) -> None
     assert sorted(r.inputs["availabilityZoneId"] for r in private) == sorted(azs)
     hp = _one(run, HP)
     subnet_az = _subnet_az(run)
-    assert sorted(subnet_az[s] for s in hp.inputs["vpcConfig"]["subnets"]) == sorted(azs)
+    # the create-only cluster-level VpcConfig names the first AZ's subnet only; each group carries its own
+    # (OverrideVpcConfig is not create-only), so a new AZ does not replace the cluster
+    assert [subnet_az[s] for s in hp.inputs["vpcConfig"]["subnets"]] == [azs[0]]
+    group_azs = {subnet_az[g["overrideVpcConfig"]["subnets"][0]] for g in hp.inputs["instanceGroups"]}
+    assert group_azs <= set(azs)
 
 
 EXPECTED_GROUPS = {

@@ -198,6 +198,14 @@ def test_one_target_group_and_binding_per_routed_endpoint(prod: StackRun) -> Non
         ]
     # the bindings go through the EKS cluster's provider, not an ambient kubeconfig
     for reg in prod.of_type(TGB):
+        # the LB controller's webhook refuses these changes: Pulumi replaces the binding (same name: delete first)
+        assert sorted(reg.replace_on_changes) == [
+            "spec.ipAddressType",
+            "spec.targetGroupARN",
+            "spec.targetType",
+            "spec.vpcID",
+        ]
+        assert reg.delete_before_replace is True
         assert reg.provider is not None and "eks" in reg.provider
         # ...and only after the add-on that installs the LB controller and the TargetGroupBinding CRD
         assert any(d.endswith("aws:eks/addon:Addon::inference-operator-addon") for d in reg.dependencies)

@@ -6,6 +6,7 @@ import contextlib
 import copy
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +40,41 @@ def _step(plan: dict[str, Any], urn_end: str) -> dict[str, Any]:
     return found[0]
 
 
+STACK_URN = "urn:pulumi:prod::hyperpod-inference::pulumi:pulumi:Stack::hyperpod-inference-prod"
+DEFAULT_PROVIDERS = [
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:aws-native::default_1_84_0",
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:aws::default_7_51_1",
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:eks::default_4_4_0",
+    # the boto3 dynamic resources (the node wait): the Python SDK's own provider, unversioned
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:pulumi-python::default",
+    "urn:pulumi:prod::hyperpod-inference::pulumi:providers:random::default_4_21_4",
+]
+
+
+def test_stack_and_default_provider_steps_come_first(prod_plan) -> None:
+    urns = [s["urn"] for s in prod_plan["steps"]]
+    assert urns[:6] == [STACK_URN, *DEFAULT_PROVIDERS]
+    stack = prod_plan["steps"][0]["newState"]
+    assert (stack["type"], stack["custom"], stack["parent"]) == ("pulumi:pulumi:Stack", False, "")
+    aws = prod_plan["steps"][2]["newState"]
+    assert aws["type"] == "pulumi:providers:aws" and aws["inputs"] == {"region": "us-east-1", "version": "7.51.1"}
+    referenced = {
+        s["provider"].rsplit("::", 1)[0]
+        for s in prod_plan["steps"]
+        if re.search(r"::default(_[0-9_]+)?::", s["provider"])
+    }
+    assert referenced == set(DEFAULT_PROVIDERS)
+
+
 def test_one_create_step_with_inputs_per_registration(prod_plan, stack_runs) -> None:
     regs = stack_runs["prod"].registrations
     assert len(regs) > 100
-    assert len(prod_plan["steps"]) == len(regs)
-    assert {s["urn"] for s in prod_plan["steps"]} == {r.urn for r in regs}
-    assert prod_plan["changeSummary"] == {"create": len(regs)}
+    resource_steps = prod_plan["steps"][6:]
+    assert len(resource_steps) == len(regs)
+    assert {s["urn"] for s in resource_steps} == {r.urn for r in regs}
+    assert prod_plan["changeSummary"] == {"create": len(regs) + 6}
     by_urn = {r.urn: r for r in regs}
-    for s in prod_plan["steps"]:
+    for s in resource_steps:
         assert s["op"] == "create"
         state = s["newState"]
         assert set(state) == {
@@ -76,7 +104,8 @@ def test_https_listener_actions_in_order_and_secret_blinded(prod_plan) -> None:
     oidc = actions[0]["authenticateOidc"]
     assert oidc["clientSecret"] == "[secret]"
     assert oidc["clientId"] == "hpi-prod-front-door" and oidc["onUnauthenticatedRequest"] == "deny"
-    assert actions[1]["targetGroupArn"].startswith("arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/")
+    # the target group's ARN is computed: unknown until deploy, as `pulumi preview --json` shows it
+    assert actions[1]["targetGroupArn"] == UNKNOWN_ID
     text = json.dumps(prod_plan)
     assert "offline-preview-secret-placeholder" not in text
     assert "1b47061264138c4ac30d75fd1eb44270" not in text, "a Pulumi secret wrapper leaked into the plan"
@@ -92,7 +121,19 @@ def test_redis_password_is_blinded_and_absent_from_the_endpoint(prod_plan, stack
     endpoint = _step(prod_plan, "InferenceEndpointConfig::endpoints-inference-llama-70b-kvaware")
     l2 = endpoint["newState"]["inputs"]["spec"]["kvCacheSpec"]["l2CacheSpec"]
     assert l2["l2CacheBackend"] == "redis"
-    assert l2["l2CacheLocalUrl"].startswith("rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@")
+    # the URL carries the replication group's computed endpoint: unknown until deploy, as `pulumi preview` shows it
+    assert l2["l2CacheLocalUrl"] == UNKNOWN_ID
+    run_url = (
+        stack_runs["prod"]
+        .named(
+            "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig",
+            "endpoints-inference-llama-70b-kvaware",
+        )
+        .inputs["spec"]
+    )
+    assert run_url["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"].startswith(
+        "rediss://$(HPI_KV_CACHE_USERNAME):$(HPI_KV_CACHE_PASSWORD)@"
+    )
     secret = _step(prod_plan, "Secret::endpoints-inference-kv-cache-credentials")
     assert secret["newState"]["inputs"]["stringData"] == {"password": "[secret]", "username": "hpi-prod-kv-lmcache"}
     assert password not in json.dumps(prod_plan)
@@ -186,6 +227,7 @@ def test_one_instance_count_changed_updates_the_cluster_and_its_node_wait(tmp_pa
 def _base_with_other_subnet(plan: dict[str, Any]) -> dict[str, Any]:
     base = copy.deepcopy(plan)
     step = _step(base, HP_URN_END)
+    assert step["newState"]["inputs"]["vpcConfig"]["subnets"] == [UNKNOWN_ID]
     step["newState"]["inputs"]["vpcConfig"]["subnets"][0] = "subnet-0aaaaaaaaaaaaaaa0"
     return base
 
@@ -197,7 +239,16 @@ def test_changed_hyperpod_subnet_replaces_and_is_mandatory_in_prod(tmp_path, pro
     assert step["op"] == "replace"
     assert step["replaceReasons"] == ["vpcConfig"]
     assert step["detailedDiff"] == {"vpcConfig.subnets[0]": {"kind": "update-replace", "inputDiff": True}}
-    assert "createOnlyProperties of AWS::SageMaker::Cluster" in step["replacementSource"]
+    assert any("createOnlyProperties of AWS::SageMaker::Cluster" in src for src in step["replacementSource"])
+    assert step["changes"] == [
+        {
+            "path": "vpcConfig.subnets[0]",
+            "kind": "update",
+            "effect": "replace",
+            "old": "subnet-0aaaaaaaaaaaaaaa0",
+            "new": UNKNOWN_ID,
+        }
+    ]
     results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
     assert [(r["enforcementLevel"], r["resourceName"]) for r in results] == [("mandatory", "hyperpod-cluster")]
     assert results[0]["resourceUrn"] == step["urn"]
@@ -259,6 +310,9 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
 
     def plan(inputs: dict[str, Any]) -> dict[str, Any]:
         return {
+            "format": 2,
+            "project": "hyperpod-inference",
+            "stack": "prod",
             "region": "us-east-1",
             "environment": "prod",
             "steps": [
@@ -271,51 +325,85 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
 
 
 @pytest.mark.parametrize(
-    ("typ", "old", "new", "op", "replacement"),
+    ("typ", "old", "new", "op"),
     [
         (
             "aws:elasticache/replicationGroup:ReplicationGroup",
             {"replicationGroupId": "a"},
             {"replicationGroupId": "b"},
             "replace",
-            "known",
         ),
         (
             "aws:elasticache/replicationGroup:ReplicationGroup",
             {"nodeType": "cache.r7g.large"},
             {"nodeType": "cache.r7g.xlarge"},
             "update",
-            "known",
         ),
-        ("eks:index:Cluster", {"name": "a"}, {"name": "b"}, "replace", "known"),
-        ("eks:index:Cluster", {"version": "1.32"}, {"version": "1.33"}, "update", "known"),
-        ("aws:lb/loadBalancer:LoadBalancer", {"name": "a"}, {"name": "b"}, "replace", "known"),
-        ("aws:lb/loadBalancer:LoadBalancer", {"internal": True}, {"internal": False}, "replace", "known"),
-        ("aws:lb/loadBalancer:LoadBalancer", {"idleTimeout": 60}, {"idleTimeout": 300}, "update", "known"),
-        ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "update", "unknown"),
+        ("eks:index:Cluster", {"name": "a"}, {"name": "b"}, "replace"),
+        ("eks:index:Cluster", {"version": "1.32"}, {"version": "1.33"}, "update"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"name": "a"}, {"name": "b"}, "replace"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"internal": True}, {"internal": False}, "replace"),
+        ("aws:lb/loadBalancer:LoadBalancer", {"idleTimeout": 60}, {"idleTimeout": 300}, "update"),
+        # iam/role.go: name ForceNew; assume_role_policy is updated (UpdateAssumeRolePolicy)
+        ("aws:iam/role:Role", {"name": "a"}, {"name": "b"}, "replace"),
+        ("aws:iam/role:Role", {"assumeRolePolicy": '{"Version":"2012-10-17"}'}, {"assumeRolePolicy": "{}"}, "update"),
+        ("aws:iam/role:Role", {"tags": {"team": "a"}}, {"tags": {"team": "b"}}, "update"),
+        # iam/policy.go: the document is a new policy version; the description is ForceNew
+        ("aws:iam/policy:Policy", {"policy": '{"Statement":[]}'}, {"policy": '{"Statement":[{}]}'}, "update"),
+        ("aws:iam/policy:Policy", {"description": "a"}, {"description": "b"}, "replace"),
+        ("aws:iam/rolePolicyAttachment:RolePolicyAttachment", {"policyArn": "a"}, {"policyArn": "b"}, "replace"),
+        # cloudwatch/dashboard.go: the body is put in place, the name is ForceNew
+        ("aws:cloudwatch/dashboard:Dashboard", {"dashboardBody": "{}"}, {"dashboardBody": '{"widgets":[]}'}, "update"),
+        ("aws:cloudwatch/dashboard:Dashboard", {"dashboardName": "a"}, {"dashboardName": "b"}, "replace"),
+        # pulumi-aws renames alarm_name to name
+        ("aws:cloudwatch/metricAlarm:MetricAlarm", {"name": "a"}, {"name": "b"}, "replace"),
+        ("aws:cloudwatch/metricAlarm:MetricAlarm", {"threshold": 1}, {"threshold": 2}, "update"),
+        # elbv2/listener.go: only load_balancer_arn is ForceNew
+        (
+            "aws:lb/listener:Listener",
+            {"defaultActions": [{"type": "forward", "targetGroupArn": "a"}]},
+            {"defaultActions": [{"type": "forward", "targetGroupArn": "b"}]},
+            "update",
+        ),
+        ("aws:lb/listener:Listener", {"loadBalancerArn": "a"}, {"loadBalancerArn": "b"}, "replace"),
+        # an SDK input newer than the copy read: no source says
+        ("aws:lb/listener:Listener", {"tcpIdleTimeoutSeconds": 350}, {"tcpIdleTimeoutSeconds": 600}, "may-replace"),
+        ("aws:lb/listenerRule:ListenerRule", {"priority": 10}, {"priority": 20}, "update"),
+        # every Region-aware resource: a changed region replaces (TF v6 enhanced region support)
+        ("aws:s3/bucket:Bucket", {"region": "us-east-1"}, {"region": "us-west-2"}, "replace"),
+        ("aws:s3/bucket:Bucket", {"bucket": "a"}, {"bucket": "b"}, "replace"),
+        (
+            "aws:s3/bucketPolicy:BucketPolicy",
+            {"policy": '{"Statement":[]}'},
+            {"policy": '{"Statement":[{}]}'},
+            "update",
+        ),
+        ("aws:eks/addon:Addon", {"addonVersion": "v1.0.0-eksbuild.1"}, {"addonVersion": "v1.1.0-eksbuild.1"}, "update"),
+        ("aws:eks/addon:Addon", {"addonName": "a"}, {"addonName": "b"}, "replace"),
+        ("aws:wafv2/webAcl:WebAcl", {"rules": [{"priority": 1}]}, {"rules": [{"priority": 2}]}, "update"),
+        ("aws:wafv2/webAcl:WebAcl", {"scope": "REGIONAL"}, {"scope": "CLOUDFRONT"}, "replace"),
+        ("aws:ec2/vpcEndpoint:VpcEndpoint", {"subnetIds": ["a"]}, {"subnetIds": ["a", "b"]}, "update"),
+        ("aws:ec2/vpcEndpoint:VpcEndpoint", {"privateDnsEnabled": False}, {"privateDnsEnabled": True}, "may-replace"),
         (
             "kubernetes:core/v1:Namespace",
             {"kind": "Namespace", "metadata": {"name": "a"}},
             {"kind": "Namespace", "metadata": {"name": "b"}},
             "replace",
-            "known",
         ),
         (
             "kubernetes:core/v1:ConfigMap",
             {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}},
             {"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}},
             "update",
-            "known",
         ),
-        ("aws-native:sagemaker:Cluster", {"clusterName": "a"}, {"clusterName": "b"}, "replace", "known"),
+        ("aws-native:sagemaker:Cluster", {"clusterName": "a"}, {"clusterName": "b"}, "replace"),
         (
             "aws-native:sagemaker:Cluster",
             {"orchestrator": {"eks": {"clusterArn": "a"}}},
             {"orchestrator": {"eks": {"clusterArn": "b"}}},
             "replace",
-            "known",
         ),
-        ("aws-native:sagemaker:Cluster", {"nodeRecovery": "None"}, {"nodeRecovery": "Automatic"}, "update", "known"),
+        ("aws-native:sagemaker:Cluster", {"nodeRecovery": "None"}, {"nodeRecovery": "Automatic"}, "update"),
     ],
     ids=[
         "redis-id",
@@ -325,7 +413,29 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
         "alb-name",
         "alb-scheme",
         "alb-idle-timeout",
-        "iam-unknown",
+        "iam-role-name",
+        "iam-trust-policy",
+        "iam-role-tags",
+        "iam-policy-document",
+        "iam-policy-description",
+        "iam-attachment-arn",
+        "dashboard-body",
+        "dashboard-name",
+        "alarm-name",
+        "alarm-threshold",
+        "listener-default-action",
+        "listener-lb",
+        "listener-newer-input",
+        "listener-rule-priority",
+        "bucket-region",
+        "bucket-name",
+        "bucket-policy-document",
+        "addon-version",
+        "addon-name",
+        "waf-rules",
+        "waf-scope",
+        "endpoint-subnets",
+        "endpoint-private-dns",
         "k8s-name",
         "k8s-data",
         "hp-name",
@@ -333,11 +443,10 @@ def _diff_one(typ: str, old: dict[str, Any], new: dict[str, Any]) -> dict[str, A
         "hp-node-recovery",
     ],
 )
-def test_replacement_rules(typ, old, new, op, replacement) -> None:
+def test_replacement_rules(typ, old, new, op) -> None:
     step = _diff_one(typ, old, new)
     assert step["op"] == op
-    assert step["replacement"] == replacement
-    assert bool(step["replaceReasons"]) == (op == "replace")
+    assert bool(step["replaceReasons"]) == (op in ("replace", "may-replace"))
 
 
 def test_detailed_diff_paths_and_kinds() -> None:
@@ -356,14 +465,29 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
     mapping["hyperpod-inference:cluster"]["instanceGroups"][0]["instanceCount"] = 4
     assert preview("prod", mapping=mapping, diff=_saved(tmp_path, _base_with_other_subnet(prod_plan))) == 1
     out = capsys.readouterr().out
-    lines = [line for line in out.splitlines() if line[:2] in ("+ ", "~ ", "+-", "- ")]
+    lines = [line for line in out.splitlines() if line[:2] in ("+ ", "~ ", "+-", "+?", "- ", "  ")]
     assert lines == [
-        "+- replace aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
+        "+- replace     aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
         "vpcConfig.subnets[0] (update-replace)",
-        "~  update  pulumi-python:dynamic:Resource hyperpod-nodes: groups.system  [replacement unknown offline: no "
-        "source lists this type's replacing properties]",
+        "     instanceGroups[0].instanceCount: 3 -> 4",
+        "     vpcConfig.subnets[0]: subnet-0aaaaaaaaaaaaaaa0 -> (unknown until deploy)",
+        # the node wait's own diff replaces it on a new cluster ARN (components/hyperpod_node_wait.py)
+        "+- replace     pulumi-python:dynamic:Resource hyperpod-nodes: clusterArn (update-replace), groups.system",
+        "     replaced because HyperPod cluster hyperpod-cluster is replaced (its clusterArn)",
+        "     clusterArn: takes a new value computed by hyperpod-cluster",
+        "     groups.system: 3 -> 4",
+        # the add-on's configuration names the cluster's ARN: a new cluster gives it a new value, and
+        # eks/addon.go updates configuration_values in place (UpdateAddon; only addon_name and cluster_name
+        # are ForceNew)
+        "~  update      aws:eks/addon:Addon inference-operator-addon: configurationValues",
+        "     updated because HyperPod cluster hyperpod-cluster is replaced (its configurationValues)",
+        "     configurationValues: takes a new value computed by hyperpod-cluster",
     ]
-    assert f"0 to create, 1 to update, 1 to replace, 0 to delete, {len(prod_plan['steps']) - 2} unchanged" in out
+    assert "config cluster.instanceGroups[0].instanceCount: 3 -> 4" in out.splitlines()
+    summary = (
+        f"0 to create, 1 to update, 2 to replace, 0 may replace, 0 to delete, {len(prod_plan['steps']) - 3} unchanged"
+    )
+    assert summary in out
     assert f"MANDATORY {POLICY} aws-native:sagemaker:Cluster::hyperpod-cluster" in out
     assert "network-vpc" not in out, "unchanged resources are not listed"
 
@@ -374,21 +498,24 @@ def test_diff_lines_symbols() -> None:
             {"op": "create", "urn": "u::a", "newState": {"type": "t"}},
             {"op": "delete", "urn": "u::b", "oldState": {"type": "t"}},
             {
-                "op": "update",
+                "op": "may-replace",
                 "urn": "u::c",
                 "newState": {"type": "t"},
-                "detailedDiff": {"x": {"kind": "update"}},
-                "replacement": "unknown",
+                "detailedDiff": {"x": {"kind": "update-replace"}},
+                "changes": [{"path": "x", "old": 1, "new": "[secret]"}],
             },
             {"op": "same", "urn": "u::d", "newState": {"type": "t"}},
         ],
-        "changeSummary": {"create": 1, "delete": 1, "update": 1, "same": 1},
+        "changeSummary": {"create": 1, "delete": 1, "may-replace": 1, "same": 1},
     }
     lines = diff_lines(plan)
-    assert lines[0] == "+  create  t a"
-    assert lines[1] == "-  delete  t b"
-    assert lines[2].startswith("~  update  t c: x  [replacement unknown offline")
-    assert lines[3] == "1 to create, 1 to update, 0 to replace, 1 to delete, 1 unchanged"
+    assert lines[0] == "+  create      t a"
+    assert lines[1] == "-  delete      t b"
+    assert lines[2] == "+? may-replace t c: x (update-replace)"
+    assert lines[3] == "     x: 1 -> [secret]"
+    assert lines[4] == "0 to create, 0 to update, 0 to replace, 1 may replace, 1 to delete, 1 unchanged".replace(
+        "0 to create", "1 to create"
+    )
 
 
 @pytest.mark.parametrize(
@@ -415,3 +542,131 @@ def test_config_is_shown_with_only_the_secure_leaves_blinded(prod_plan) -> None:
     assert ingress["scheme"] == "internet-facing" and ingress["oidc"]["clientId"] == "hpi-prod-front-door"
     assert prod_plan["config"]["aws:region"] == "us-east-1"
     assert "AAABAHpiProdFrontDoor" not in json.dumps(prod_plan)
+
+
+# --- issue 22: the plan tells the truth ---------------------------------------------------------------------
+
+
+def _by_name(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["urn"].rsplit("::", 1)[-1]: s for s in plan["steps"]}
+
+
+def test_prod_cidr_change_replaces_the_network_and_stops_the_plan(tmp_path, prod_plan) -> None:
+    mapping = stack_mapping("prod")
+    assert mapping["hyperpod-inference:network"]["cidr"] == "10.64.0.0/16"
+    mapping["hyperpod-inference:network"]["cidr"] = "10.80.0.0/16"
+    code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    assert code == 1
+    steps = _by_name(plan)
+    assert steps["network-vpc"]["op"] == "replace" and steps["network-vpc"]["replaceReasons"] == ["cidrBlock"]
+    for az in ("use1-az2", "use1-az4", "use1-az6"):
+        assert steps[f"network-private-{az}"]["op"] == "replace"
+        assert "replaced because VPC network-vpc is replaced (its vpcId)" in steps[f"network-private-{az}"]["because"]
+    hp = steps["hyperpod-cluster"]
+    assert hp["op"] == "replace"
+    assert "replaced because subnet network-private-use1-az2 is replaced (its vpcConfig)" in hp["because"]
+    eks = steps["eks-cluster"]
+    assert eks["op"] == "may-replace"
+    assert "may be replaced because VPC network-vpc is replaced (its vpcId)" in eks["because"]
+    # elasticache/subnet_group.go updates subnet_ids in place (ModifyCacheSubnetGroup) and
+    # replication_group.go updates security_group_ids: both take the new network's values as updates; whether
+    # AWS accepts another VPC's subnets for a group in use cannot be known offline (docs/policies.md)
+    subnet_group = steps["kv-cache-subnets"]
+    assert subnet_group["op"] == "update"
+    assert [c["path"] for c in subnet_group["changes"]] == ["subnetIds"]
+    assert steps["kv-cache-rg"]["op"] == "update"
+    assert [c["path"] for c in steps["kv-cache-rg"]["changes"]] == ["securityGroupIds"]
+    # the ALB's subnets: the NLB branch of its CustomizeDiff forces new, the ALB branch was not read
+    assert steps["front-door-alb"]["op"] == "may-replace"
+    assert "subnets" in steps["front-door-alb"]["replaceReasons"]
+    # IAM trust policies name the new cluster's OIDC issuer: updated in place (iam/role.go)
+    assert steps["operator-iam-keda"]["op"] == "update"
+    results = [r for r in plan["policyResults"] if r["policyName"] == POLICY]
+    assert {(r["enforcementLevel"], r["resourceName"]) for r in results} >= {
+        ("mandatory", "hyperpod-cluster"),
+        ("mandatory", "eks-cluster"),
+    }
+    assert all("network.cidr" in r["message"] for r in results)
+    assert plan["configChanges"] == [
+        {"path": "network.cidr", "kind": "update", "old": "10.64.0.0/16", "new": "10.80.0.0/16"}
+    ]
+
+
+def test_endpoint_port_change_replaces_its_target_group_binding(tmp_path, prod_plan) -> None:
+    """A routed endpoint's serving port names the target group: a new target group, so a new binding (the LB
+    controller's webhook refuses a changed spec.targetGroupARN)."""
+    mapping = stack_mapping("prod")
+    endpoint = next(e for e in mapping["hyperpod-inference:endpoints"] if e["name"] == "llama-70b-kvaware")
+    endpoint["spec"]["worker"]["modelInvocationPort"]["containerPort"] = 8081
+    _, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    steps = _by_name(plan)
+    assert steps["front-door-tg-llama-70b-kvaware"]["op"] == "replace"
+    tgb = steps["front-door-tgb-llama-70b-kvaware"]
+    assert tgb["op"] == "replace"
+    assert "spec" in tgb["replaceReasons"]
+    assert "replaced because target group front-door-tg-llama-70b-kvaware is replaced (its spec)" in tgb["because"]
+    assert steps["front-door-tgb-llama-70b-dpd"]["op"] == "same"
+
+
+def test_service_port_change_updates_the_binding(tmp_path, prod_plan) -> None:
+    """``serviceRef.port`` is not among the webhook's immutable fields: the binding is updated in place."""
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:ingress"]["routes"][0]["servicePort"] = 8080
+    _, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    tgb = _by_name(plan)["front-door-tgb-llama-70b-kvaware"]
+    assert tgb["op"] == "update"
+    assert tgb["changes"] == [
+        {"path": "spec.serviceRef.port", "kind": "update", "effect": "update", "old": 8000, "new": 8080}
+    ]
+
+
+def test_one_endpoint_replicas_changed_is_one_update_of_its_custom_resource(tmp_path, prod_plan) -> None:
+    mapping = stack_mapping("prod")
+    endpoint = next(e for e in mapping["hyperpod-inference:endpoints"] if e["name"] == "llama-70b-kvaware")
+    assert endpoint["spec"]["replicas"] == 2
+    endpoint["spec"]["replicas"] = 3
+    code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
+    assert code == 0
+    changed = [s for s in plan["steps"] if s["op"] != "same"]
+    assert [(s["op"], s["urn"].rsplit("::", 1)[-1]) for s in changed] == [
+        ("update", "endpoints-inference-llama-70b-kvaware")
+    ]
+    assert changed[0]["changes"] == [
+        {"path": "spec.replicas", "kind": "update", "effect": "update", "old": 2, "new": 3}
+    ]
+
+
+def test_two_runs_print_identical_bytes() -> None:
+    import os
+    import subprocess
+    import sys
+
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-m", "tools.preview", "--stack", "prod", "--json"],
+            capture_output=True,
+            check=False,
+            env=env,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda p: {**p, "stack": "dev"}, "a plan of stack 'dev', not 'prod'"),
+        (lambda p: {**p, "project": "other"}, "a plan of project 'other'"),
+        (lambda p: {**p, "format": 1}, "plan format 1"),
+    ],
+    ids=["other-stack", "other-project", "older-format"],
+)
+def test_base_of_another_stack_project_or_format_exits_2(tmp_path, prod_plan, edit, expected, capsys) -> None:
+    path = _saved(tmp_path, edit(copy.deepcopy(prod_plan)))
+    assert preview("prod", diff=path) == 2
+    out = capsys.readouterr().out
+    assert expected in out and "Traceback" not in out

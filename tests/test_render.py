@@ -34,7 +34,24 @@ def test_out_writes_manifests_and_template(tmp_path: Path, stack_runs, capsys) -
     types = {r["Type"] for r in template["Resources"].values()}
     assert "AWS::SageMaker::Cluster" in types
     plan = json.loads((tmp_path / "plan.json").read_text())
-    assert len(plan["steps"]) == len(run.registrations)
+    # the Stack step, the four default providers (aws, aws-native, eks, random), one step per registration
+    assert len(plan["steps"]) == len(run.registrations) + 6  # the Stack and 5 default providers
+    validation = json.loads((tmp_path / "kubernetes" / "validation.json").read_text())
+    outcomes = {(o["kind"], o["outcome"]) for o in validation["objects"]}
+    assert ("TargetGroupBinding", "valid") in outcomes and (
+        "InferenceGatewayConfig",
+        "cannot-validate-offline",
+    ) in outcomes
+    assert not [o for o in validation["objects"] if o["outcome"] == "invalid"]
+    unknowns = json.loads((tmp_path / "iam-unknowns.json").read_text())
+    policy = json.loads((tmp_path / "iam" / "access-logs-bucket-policy.bucket-policy.json").read_text())
+    assert (
+        policy["Statement"][0]["Resource"] == "<unknown until deploy: arn of aws:s3/bucket:Bucket access-logs-bucket>/*"
+    )
+    assert (
+        "Statement[0].Resource: <unknown until deploy: arn of aws:s3/bucket:Bucket access-logs-bucket>"
+        in (unknowns["access-logs-bucket-policy.bucket-policy.json"])
+    )
 
 
 def test_out_writes_every_iam_document(tmp_path: Path, stack_runs, capsys) -> None:

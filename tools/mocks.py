@@ -420,7 +420,23 @@ def _log_group(ctx: MockContext) -> dict[str, Any]:
     return {"id": name, "name": name, "arn": f"arn:aws:logs:{ctx.region}:{ACCOUNT_ID}:log-group:{name}"}
 
 
+def _sns_topic(ctx: MockContext) -> dict[str, Any]:
+    """SNS: ``arn:aws:sns:<region>:<account>:<topic name>`` (no ``topic/``); the ID is the ARN."""
+    arn = ctx.arn("sns", ctx.physical_name)
+    return {"id": arn, "arn": arn}
+
+
+def _web_acl(ctx: MockContext) -> dict[str, Any]:
+    """WAFv2: ``arn:aws:wafv2:<region>:<account>:<regional|global>/webacl/<name>/<id>`` (AWS WAF developer guide)."""
+    wid = f"{_hex(ctx.name, n=8)}-{_hex(ctx.name, 'a', n=4)}-{_hex(ctx.name, 'b', n=4)}-{_hex(ctx.name, 'c', n=4)}-{_hex(ctx.name, 'd', n=12)}"
+    scope = "global" if ctx.inputs.get("scope") == "CLOUDFRONT" else "regional"
+    name = ctx.physical_name
+    return {"id": wid, "arn": ctx.arn("wafv2", f"{scope}/webacl/{name}/{wid}"), "capacity": 0}
+
+
 OUTPUTS: dict[str, OutputFn] = {
+    "aws:sns/topic:Topic": _sns_topic,
+    "aws:wafv2/webAcl:WebAcl": _web_acl,
     "aws:cloudwatch/logGroup:LogGroup": _log_group,
     "aws:amp/workspace:Workspace": _amp_workspace,
     "pulumi:pulumi:StackReference": _stack_reference,
@@ -540,6 +556,10 @@ class Registration:
     provider: str | None = None
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     additional_secret_outputs: list[str] = field(default_factory=list)
+    # What the mock returned as the resource's ID, and the replacement options the program set.
+    id: str | None = None
+    replace_on_changes: list[str] = field(default_factory=list)
+    delete_before_replace: bool = False
 
 
 class GraphMonitor(MockMonitor):
@@ -578,6 +598,9 @@ class GraphMonitor(MockMonitor):
                 provider=request.provider or None,
                 custom_timeouts=timeouts,
                 additional_secret_outputs=list(request.additionalSecretOutputs),
+                id=reg.id if reg is not None else None,
+                replace_on_changes=list(request.replaceOnChanges),
+                delete_before_replace=bool(request.deleteBeforeReplace),
             )
         )
         return response

@@ -18,13 +18,24 @@ Our own top-level keys: ``stack``, ``environment``, ``region``, ``counts`` (reso
 camelCase like the rest) and ``configErrors`` (``path``, ``message``, ``text``). ``tools.preview`` adds
 ``rehearsal`` (the deploy rehearsal, :mod:`tools.rehearse`) and ``capacity`` (:mod:`tools.capacity_report`).
 
-Differences from the CLI, on purpose: one step per registered resource (the stack resource and default
-providers are not steps); a default provider is referenced as the CLI references a provider it has not
-created yet, ``<urn>::04da6b54-80e4-46f7-96ec-b56ff0331ba9`` (the engine's unknown-ID sentinel,
-``plugin.UnknownStringValue``); ``inputs`` are every input the program passed (secrets as ``"[secret]"``),
-not the provider's checked inputs; ``diagnostics`` carries the policy results and config errors. Steps come
-in a stable order: depth first through the parent tree, children sorted by type and name — the order of
-the terminal tree (the SDK's registration order varies from run to run).
+Steps as the CLI writes them for a new stack: first the ``pulumi:pulumi:Stack`` step
+(``urn:pulumi:<stack>::<project>::pulumi:pulumi:Stack::<project>-<stack>``), then one step per default provider
+the program uses (``urn:pulumi:<stack>::<project>::pulumi:providers:aws::default_7_51_1``: the engine's
+``default_<version with _>`` naming, pulumi/pulumi ``pkg/resource/deploy/providers`` ``defaultProviderName``), then
+one step per registered resource, depth first through the parent tree, children sorted by type and name (the
+SDK's registration order varies from run to run). A resource managed by a default provider references it as
+``<provider urn>::04da6b54-80e4-46f7-96ec-b56ff0331ba9`` (the engine's unknown-ID sentinel,
+``plugin.UnknownStringValue``: the provider does not exist yet).
+
+**Unknown values.** Every value a resource computes (its ID, ARN, endpoint: whatever the mocks made up) is
+unknown until deploy, as ``pulumi preview --json`` shows it: an input that holds one — alone, or inside a string
+built from it (a policy document, a URL) — is the sentinel ``04da6b54-80e4-46f7-96ec-b56ff0331ba9`` in the plan
+(:func:`mark_unknowns`; only inputs whose ``propertyDependencies`` name the computing resource are touched).
+Stack outputs likewise. Secrets are ``"[secret]"``.
+
+Differences from the CLI, on purpose: ``inputs`` are every input the program passed, not the provider's checked
+inputs; ``diagnostics`` carries the policy results and config errors. The same inputs give the same bytes:
+``json.dumps(plan, sort_keys=True)``, and ``policyResults`` and ``diagnostics`` sorted.
 """
 
 from __future__ import annotations
@@ -32,7 +43,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from functools import cache
 from typing import Any
 
@@ -44,7 +55,8 @@ from policies.engine import PolicyResult
 from tools.harness import StackRun
 from tools.mocks import Registration, secret_values, unwrap_secrets
 
-PLAN_FORMAT = 1
+# 2: the Stack and default-provider steps, computed values unknown (format-1 plans carried mock values).
+PLAN_FORMAT = 2
 SECRET = "[secret]"
 # The engine's unknown-value sentinel (pulumi/pulumi sdk/go/common/resource/plugin: UnknownStringValue),
 # which `pulumi preview` prints as the ID of providers that do not exist yet.
@@ -156,9 +168,133 @@ def new_state(reg: Registration, stack: str, secrets: frozenset[str] = frozenset
     }
 
 
-def step(reg: Registration, stack: str, secrets: frozenset[str] = frozenset()) -> dict[str, Any]:
+def step(
+    reg: Registration,
+    stack: str,
+    secrets: frozenset[str] = frozenset(),
+    made: dict[str, frozenset[str]] | None = None,
+) -> dict[str, Any]:
     state = new_state(reg, stack, secrets)
+    if made:
+        state["inputs"] = {
+            key: mark_unknowns(value, _dependency_values(reg, key, made)) for key, value in state["inputs"].items()
+        }
     return {"op": "create", "urn": reg.urn, "provider": state["provider"], "newState": state}
+
+
+_MIN_MADE = 8  # shorter computed strings ("ACTIVE", "none") are not looked for inside other strings
+
+
+def _leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return []
+
+
+def mock_made(registrations: Iterable[Registration]) -> dict[str, frozenset[str]]:
+    """Per resource URN, the strings the mocks made up for it: its ID and every output that is not an input.
+
+    A made-up value equal to one of the resource's own input strings (a bucket whose ID is the name it was
+    given) stays known: a dependent may have taken the input's echo.
+    """
+    out: dict[str, frozenset[str]] = {}
+    for r in registrations:
+        given = set(_leaves(r.inputs))
+        made = {leaf for k, v in r.outputs.items() if k not in r.inputs for leaf in _leaves(v)}
+        if r.id:
+            made.add(r.id)
+        out[r.urn] = frozenset(m for m in made if len(m) >= _MIN_MADE and m not in given)
+    return out
+
+
+def _dependency_values(reg: Registration, key: str, made: dict[str, frozenset[str]]) -> frozenset[str]:
+    deps = reg.property_dependencies.get(key) or []
+    if not deps:
+        return frozenset()
+    return frozenset().union(*(made.get(d, frozenset()) for d in deps))
+
+
+def mark_unknowns(value: Any, made: Collection[str]) -> Any:
+    """``value`` with every string that is, or contains, a computed value replaced by the unknown sentinel."""
+    if not made:
+        return value
+    if isinstance(value, str):
+        return UNKNOWN_ID if value in made or any(m in value for m in made) else value
+    if isinstance(value, dict):
+        return {k: mark_unknowns(v, made) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mark_unknowns(v, made) for v in value]
+    return value
+
+
+def stack_urn(stack: str) -> str:
+    return f"urn:pulumi:{stack}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{stack}"
+
+
+def stack_step(stack: str) -> dict[str, Any]:
+    urn = stack_urn(stack)
+    state = {
+        "type": "pulumi:pulumi:Stack",
+        "urn": urn,
+        "custom": False,
+        "parent": "",
+        "provider": "",
+        "protect": False,
+        "inputs": {},
+        "dependencies": [],
+        "propertyDependencies": {},
+    }
+    return {"op": "create", "urn": urn, "provider": "", "newState": state}
+
+
+def default_provider_steps(steps: list[dict[str, Any]], stack: str, region: str | None) -> list[dict[str, Any]]:
+    """A step per default provider the resource steps reference (``...::pulumi:providers:<pkg>::default_<v>``)."""
+    refs = sorted({s["provider"].rsplit("::", 1)[0] for s in steps if "::pulumi:providers:" in s["provider"]})
+    out = []
+    for urn in refs:
+        if not logical(urn).startswith("default"):
+            continue  # an explicit provider the program registered: it has its own step
+        package = urn.split("::pulumi:providers:", 1)[1].split("::", 1)[0]
+        inputs: dict[str, Any] = {}
+        version = _sdk_version(package)
+        if version:
+            inputs["version"] = version
+        if package in ("aws", "aws-native") and region:
+            inputs["region"] = region
+        state = {
+            "type": f"pulumi:providers:{package}",
+            "urn": urn,
+            "custom": True,
+            "parent": "",
+            "provider": "",
+            "protect": False,
+            "inputs": inputs,
+            "dependencies": [],
+            "propertyDependencies": {},
+        }
+        out.append({"op": "create", "urn": urn, "provider": "", "newState": state})
+    return out
+
+
+def logical(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1]
+
+
+def sort_results(items: Iterable[dict[str, Any]], key: str | None = None) -> list[dict[str, Any]]:
+    """Results or diagnostics in a fixed order (the engine's evaluation order varies from run to run)."""
+
+    def order(r: dict[str, Any]) -> tuple[str, ...]:
+        if key is not None:
+            return (str(r.get(key, "")), str(r.get("urn", "")), str(r.get("severity", "")))
+        return tuple(
+            str(r.get(k, "")) for k in ("policyName", "resourceType", "resourceName", "resourceUrn", "message")
+        )
+
+    return sorted(items, key=order)
 
 
 def policy_result_json(result: PolicyResult, urns: dict[tuple[str, str], str]) -> dict[str, Any]:
@@ -225,11 +361,15 @@ def build_plan(
     """The plan of one mock run (``op: create`` for every registered resource)."""
     regs = ordered(run.registrations)
     urns = {(r.type, r.name): r.urn for r in regs}
-    policy = [policy_result_json(r, urns) for r in results]
+    policy = sort_results(policy_result_json(r, urns) for r in results)
     secrets = secret_values(run.registrations, (OFFLINE_SECRET_PLACEHOLDER,))
-    steps = [step(r, run.stack, secrets) for r in regs]
+    made = mock_made(regs)
+    resource_steps = [step(r, run.stack, secrets, made) for r in regs]
+    steps = [stack_step(run.stack), *default_provider_steps(resource_steps, run.stack, region), *resource_steps]
+    every_made = frozenset().union(*made.values()) if made else frozenset()
     plan: dict[str, Any] = {
         "format": PLAN_FORMAT,
+        "project": PROJECT,
         "stack": run.stack,
         "environment": environment,
         "region": region,
@@ -237,8 +377,11 @@ def build_plan(
         "steps": steps,
         "changeSummary": summary(steps),
         "counts": dict(sorted(Counter(r.type for r in regs).items())),
-        "diagnostics": [policy_diagnostic(p) for p in policy],
-        "outputs": {k: (SECRET if k in run.secret_outputs else plain(v)) for k, v in sorted(run.outputs.items())},
+        "diagnostics": sort_results((policy_diagnostic(p) for p in policy), key="message"),
+        "outputs": {
+            k: (SECRET if k in run.secret_outputs else mark_unknowns(plain(v), every_made))
+            for k, v in sorted(run.outputs.items())
+        },
         "policyResults": policy,
         "configErrors": [],
     }
@@ -255,6 +398,7 @@ def config_error_plan(
     errors = [{"path": p, "message": m, "text": t} for p, m, t in issues]
     return {
         "format": PLAN_FORMAT,
+        "project": PROJECT,
         "stack": stack,
         "environment": environment,
         "region": region,

@@ -1,101 +1,56 @@
 """``tools.preview --diff BASE.json``: compare this run's plan with a saved one, as ``pulumi preview --json --diff``.
 
-Every step of the head plan becomes ``same``, ``create``, ``update`` or ``replace`` (matched to the base by
-URN), and every base step without a head step a ``delete``. Updates and replacements carry ``diffReasons``
-(top-level input keys), ``replaceReasons`` (those that force a replacement) and ``detailedDiff``
+Every step of the head plan becomes ``same``, ``create``, ``update``, ``replace`` or ``may-replace`` (matched to
+the base by URN), and every base step without a head step a ``delete``. Changed steps carry ``diffReasons``
+(top-level input keys), ``replaceReasons`` (those that force or may force a replacement), ``detailedDiff``
 (``{property path: {kind, inputDiff}}``, kinds as Pulumi's ``DiffKind``: ``add``, ``update``, ``delete`` and
-their ``-replace`` forms). Field names: see :mod:`tools.plan`.
+their ``-replace`` forms), ``changes`` (each path with its old and new value, secrets as ``"[secret]"``) and,
+when another resource caused it, ``because`` (``replaced because subnet network-private-use1-az2 is replaced``).
+Field names: see :mod:`tools.plan`.
 
-What replaces a resource, offline (no provider plugin runs its ``Diff``):
+What a change does, offline (no provider plugin runs its ``Diff``), is decided by the type's rules in
+``policies/replacement_rules.json`` (:mod:`tools.replacement_rules`: cfn-lint create-only properties,
+terraform-provider-aws ForceNew, Kubernetes identity and webhook immutables, the dynamic providers' own diff).
+**No change is called an update unless a source says so**: a type without rules, or a property its source does
+not cover, is ``may-replace``.
 
-* aws-native: the ``createOnlyProperties`` of the CloudFormation resource schema cfn-lint ships for the
-  stack's region (``AWS::SageMaker::Cluster``: ``ClusterName``, ``VpcConfig``, ``Orchestrator/Eks``), read as
-  data by :func:`tools.render.resource_schema`.
-* Kubernetes objects: a changed ``apiVersion``, ``kind``, ``metadata.name`` or ``metadata.namespace`` (the
-  object's identity; pulumi-kubernetes replaces on these).
-* pulumi-aws (and the pulumi-eks component): only the properties :data:`FORCE_NEW` lists with a source (the
-  Terraform provider pulumi-aws bridges marks them ``ForceNew: true``). Any other changed property of such a
-  type is an ``update`` with ``"replacement": "unknown"``: the real preview may still replace it.
+Replacement propagates: an input that holds a value another resource computes (``04da6b54-…``, unknown until
+deploy, see :func:`tools.plan.mark_unknowns`) takes a new value when that resource is created, replaced or may
+be replaced; the input's own rule then decides (a ForceNew ``subnetId`` replaces, an updatable one updates).
+A resource whose provider is (or may be) replaced is (or may be) replaced with it.
 
-The plan-level policy ``no-replacement-of-stateful-resources``: a step that replaces or deletes the EKS
-cluster, the HyperPod cluster, the ElastiCache replication group or an S3 bucket is a mandatory violation in
-prod and advisory elsewhere, unless the stack config lists the resource's logical name in
-``hyperpod-inference:allowReplacement`` (then it is reported as advisory, to stay visible in the review).
-Secrets compare as ``"[secret]"``, so a changed secret value is not seen.
+The plan-level policy ``no-replacement-of-stateful-resources``: a step that replaces or deletes the EKS cluster,
+the HyperPod cluster, the ElastiCache replication group or an S3 bucket — or, in prod, *may* replace one — is a
+mandatory violation in prod and advisory elsewhere, unless the stack config lists the resource's logical name in
+``hyperpod-inference:allowReplacement`` (then it is reported as advisory, to stay visible in the review). The
+message names the stack-config keys the plans differ in (``network.cidr``). Secrets compare as ``"[secret]"``,
+so a changed secret value is not seen.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
+from components.config import PROJECT
 from policies.baselines import STATEFUL as _PACK_STATEFUL
 from policies.graph import EKS_CLUSTER, EKS_COMPONENT
-from tools.plan import policy_diagnostic, summary
-from tools.render import cfn_type, resource_schema
+from policies.replacement_rules import rules_for
+from tools.plan import PLAN_FORMAT, SECRET, UNKNOWN_ID, policy_diagnostic, sort_results, summary
 
 POLICY = "no-replacement-of-stateful-resources"
 POLICY_DESCRIPTION = (
     "A plan that replaces or deletes the EKS cluster, the HyperPod cluster, the ElastiCache replication group "
-    "or an S3 bucket destroys running capacity or data; mandatory in prod unless the stack's allowReplacement "
-    "lists the resource, advisory elsewhere."
+    "or an S3 bucket destroys running capacity or data; in prod a step that may replace one counts too. "
+    "Mandatory in prod unless the stack's allowReplacement lists the resource, advisory elsewhere."
 )
 # The stateful types of the pack's stateful-resources-protected policy, plus the EKS cluster (both forms).
 STATEFUL: dict[str, str] = {**_PACK_STATEFUL, EKS_CLUSTER: "EKS cluster", EKS_COMPONENT: "EKS cluster"}
 
-_TF = "hashicorp/terraform-provider-aws"
-_TF_REPLICATION_GROUP = (
-    f"{_TF}@001b6364c1a3b3045e152f655440a6d47eb44a70:internal/service/elasticache/replication_group.go"
-)
-_TF_EKS_CLUSTER = f"{_TF}@00555dc5b38f92abbfa230badea0ed0754cea81e:internal/service/eks/cluster.go"
-_TF_LOAD_BALANCER = f"{_TF}@00edc94be7a89c4c485415cdec27094875f61bfc:internal/service/elbv2/load_balancer.go"
-
-# type -> (property paths that force a new resource, source). pulumi-aws input names are the camelCase of
-# the Terraform attribute names (replication_group_id -> replicationGroupId).
-FORCE_NEW: dict[str, tuple[tuple[tuple[str, ...], ...], str]] = {
-    "aws:elasticache/replicationGroup:ReplicationGroup": (
-        (
-            ("replicationGroupId",),
-            ("atRestEncryptionEnabled",),
-            ("dataTieringEnabled",),
-            ("globalReplicationGroupId",),
-            ("kmsKeyId",),
-            ("networkType",),
-            ("port",),
-            ("securityGroupNames",),
-            ("snapshotArns",),
-            ("snapshotName",),
-            ("subnetGroupName",),
-        ),
-        f"{_TF_REPLICATION_GROUP} (ForceNew: true)",
-    ),
-    EKS_CLUSTER: (
-        (
-            ("name",),
-            ("roleArn",),
-            ("bootstrapSelfManagedAddons",),
-            ("accessConfig", "bootstrapClusterCreatorAdminPermissions"),
-            ("kubernetesNetworkConfig", "serviceIpv4Cidr"),
-            ("kubernetesNetworkConfig", "ipFamily"),
-        ),
-        f"{_TF_EKS_CLUSTER} (ForceNew: true)",
-    ),
-    # pulumi-eks passes these component inputs to its aws.eks.Cluster (`name`, and
-    # `kubernetesServiceIpAddressRange`/`ipFamily` as kubernetesNetworkConfig.serviceIpv4Cidr/ipFamily;
-    # pulumi-eks API docs, Cluster inputs), whose ForceNew attributes they are.
-    EKS_COMPONENT: (
-        (("name",), ("kubernetesServiceIpAddressRange",), ("ipFamily",), ("serviceRole",)),
-        f"{_TF_EKS_CLUSTER} (ForceNew: true), through pulumi-eks's Cluster inputs",
-    ),
-    "aws:lb/loadBalancer:LoadBalancer": (
-        (("name",), ("namePrefix",), ("internal",), ("loadBalancerType",)),
-        f"{_TF_LOAD_BALANCER} (ForceNew: true)",
-    ),
-}
-
-_K8S_IDENTITY = (("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace"))
 _IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+_RANK = {"same": 0, "ignore": 0, "update": 1, "may-replace": 2, "replace": 3}
 
 Path = tuple[str | int, ...]
 
@@ -138,103 +93,238 @@ def input_diff(old: Any, new: Any, path: Path = ()) -> dict[Path, str]:
     return {} if old == new else {path: "update"}
 
 
-def _matches(rule: tuple[str, ...], path: Path) -> bool:
-    """A rule path (``*`` for any list index) covers ``path`` when one is a prefix of the other, case-insensitively.
-
-    Prefix both ways: a changed ``vpcConfig.subnets[0]`` is inside create-only ``VpcConfig``, and a changed
-    ``orchestrator`` object contains create-only ``Orchestrator/Eks``.
-    """
-    for r, p in zip(rule, path, strict=False):
-        if r == "*":
-            if not isinstance(p, int):
-                return False
-        elif isinstance(p, int) or r.lower() != p.lower():
-            return False
-    return True
+def value_at(value: Any, path: Path) -> Any:
+    for part in path:
+        if isinstance(part, int):
+            value = value[part] if isinstance(value, list) and part < len(value) else None
+        else:
+            value = value.get(part) if isinstance(value, dict) else None
+    return value
 
 
-def _create_only(typ: str, region: str) -> list[tuple[str, ...]] | None:
-    schema = resource_schema(cfn_type(typ), region)
-    if schema is None:
-        return None
-    paths = schema.get("createOnlyProperties") or []
-    return [tuple(p.removeprefix("/properties/").split("/")) for p in paths]
+def contains_unknown(value: Any) -> bool:
+    if isinstance(value, str):
+        return value == UNKNOWN_ID
+    if isinstance(value, dict):
+        return any(contains_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_unknown(v) for v in value)
+    return False
 
 
-def replacement_rules(typ: str, inputs: dict[str, Any], region: str) -> tuple[list[tuple[str, ...]], str] | None:
-    """(property paths that force replacement, source) for a type; None when no source says (unknown)."""
-    if typ.startswith("aws-native:"):
-        rules = _create_only(typ, region)
-        if rules is None:
-            return None
-        return rules, f"createOnlyProperties of {cfn_type(typ)} (cfn-lint's CloudFormation schema, {region})"
-    if typ.startswith("kubernetes:") and "kind" in inputs:
-        return list(_K8S_IDENTITY), "a Kubernetes object's identity (apiVersion, kind, metadata.name/namespace)"
-    known = FORCE_NEW.get(typ)
-    if known is None:
-        return None
-    paths, source = known
-    return list(paths), source
-
-
-def diff_step(base: dict[str, Any], head: dict[str, Any], region: str) -> dict[str, Any]:
-    """One head step against its base step: ``same``, ``update`` or ``replace`` with the diff fields."""
-    old_inputs = (base.get("newState") or {}).get("inputs") or {}
-    new_state = head["newState"]
-    new_inputs = new_state.get("inputs") or {}
-    changes = input_diff(old_inputs, new_inputs)
-    out = {k: v for k, v in head.items() if k not in ("op",)}
-    if not changes:
-        return {"op": "same", **out}
-    rules = replacement_rules(new_state["type"], new_inputs, region)
-    detailed: dict[str, dict[str, Any]] = {}
-    replace_keys: set[str] = set()
-    for path, kind in changes.items():
-        forces = rules is not None and any(_matches(rule, path) for rule in rules[0])
-        if forces:
-            replace_keys.add(str(path[0]))
-        detailed[property_path(path)] = {"kind": f"{kind}-replace" if forces else kind, "inputDiff": True}
-    step: dict[str, Any] = {
-        "op": "replace" if replace_keys else "update",
-        **out,
-        "oldState": base.get("newState"),
-        "diffReasons": sorted({str(p[0]) for p in changes}),
-        "replaceReasons": sorted(replace_keys),
-        "detailedDiff": detailed,
-        "replacement": "unknown" if rules is None else "known",
-    }
-    if rules is not None:
-        step["replacementSource"] = rules[1]
-    return step
+def contains_secret(value: Any) -> bool:
+    """A blinded value built from another resource's outputs may hide a computed one (a kubeconfig)."""
+    if isinstance(value, str):
+        return value == SECRET
+    if isinstance(value, dict):
+        return any(contains_secret(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_secret(v) for v in value)
+    return False
 
 
 def logical_name(urn: str) -> str:
     return urn.rsplit("::", 1)[-1]
 
 
+def _type_of(urn: str) -> str:
+    parts = urn.split("::")
+    return parts[-2].rsplit("$", 1)[-1] if len(parts) >= 2 else ""
+
+
+_ACRONYMS = {"Vpc": "VPC", "Eip": "EIP", "Eks": "EKS", "Acm": "ACM", "Kms": "KMS", "Sns": "SNS", "Iam": "IAM"}
+
+
+def kind_label(typ: str) -> str:
+    """``aws:ec2/subnet:Subnet`` -> ``subnet``; ``aws:ec2/vpc:Vpc`` -> ``VPC``; ``eks:index:Cluster`` -> ``cluster``."""
+    name = typ.rsplit(":", 1)[-1]
+    if typ in STATEFUL:
+        return STATEFUL[typ]
+    if typ.startswith("pulumi:providers:"):
+        return f"{typ.rsplit(':', 1)[-1]} provider"
+    words = re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", name)
+    return " ".join(_ACRONYMS.get(w, w.lower() if w not in _ACRONYMS.values() else w) for w in words) or name
+
+
+_VERB = {"replace": "replaced", "may-replace": "may be replaced", "create": "created", "update": "updated"}
+_STATE = {"replace": "is replaced", "may-replace": "may be replaced", "create": "is created"}
+
+
+class _Step:
+    """One head step under evaluation: its direct changes and what other steps' ops do to it."""
+
+    def __init__(self, head: dict[str, Any], base: dict[str, Any] | None) -> None:
+        self.head = head
+        self.base = base
+        self.urn: str = head["urn"]
+        state = head.get("newState") or {}
+        self.type: str = state.get("type", "")
+        self.inputs: dict[str, Any] = state.get("inputs") or {}
+        self.old_inputs: dict[str, Any] = ((base or {}).get("newState") or {}).get("inputs") or {}
+        self.rules = rules_for(self.type, self.inputs)
+        self.op = "create" if base is None else "same"
+        # path -> (diff kind, effect, why)
+        self.changes: dict[Path, tuple[str, str, str]] = {}
+        self.causes: dict[str, tuple[str, str]] = {}  # dependency urn -> (its op, the input key it feeds)
+        self.update_causes: dict[str, tuple[str, str]] = {}  # the same, where the new value is only an update
+        self.propagated: set[str] = set()  # input keys that take a new value because a dependency changes
+
+    def classify(self, path: Path) -> tuple[str, str]:
+        if self.rules is None:
+            return "may-replace", f"no replacement rules for {self.type} (policies/replacement_rules.json)"
+        return self.rules.classify(path)
+
+    def direct(self) -> None:
+        if self.base is None:
+            return
+        for path, kind in input_diff(self.old_inputs, self.inputs).items():
+            effect, why = self.classify(path)
+            if effect != "ignore":
+                self.changes[path] = (kind, effect, why)
+        self._settle()
+
+    def propagate(self, ops: dict[str, str], provider_urn: str | None) -> bool:
+        """Apply the ops of this step's dependencies; True when its own op changed."""
+        if self.base is None:
+            return False
+        before = self.op
+        deps = (self.head.get("newState") or {}).get("propertyDependencies") or {}
+        for key, urns in sorted(deps.items()):
+            value = self.inputs.get(key)
+            if not (contains_unknown(value) or contains_secret(value)):
+                continue  # a known value: compared as it is (a name the dependency was given, say)
+            for dep in urns:
+                dep_op = ops.get(dep, "same")
+                if dep_op not in ("create", "replace", "may-replace"):
+                    continue
+                effect, why = self.classify((key,))
+                if effect == "ignore":
+                    continue
+                if effect == "replace" and dep_op == "may-replace":
+                    effect = "may-replace"
+                if effect == "update" and dep_op == "may-replace":
+                    effect = "update"
+                prev = self.changes.get((key,))
+                if prev is None or _RANK[effect] > _RANK[prev[1]]:
+                    self.changes[(key,)] = ("update", effect, why)
+                    self.propagated.add(key)
+                if _RANK[effect] >= _RANK["may-replace"]:
+                    self.causes.setdefault(dep, (dep_op, key))
+                else:
+                    self.update_causes.setdefault(dep, (dep_op, key))
+        if provider_urn is not None and ops.get(provider_urn) in ("replace", "may-replace"):
+            effect = ops[provider_urn]
+            self.changes.setdefault(("__provider",), ("update", effect, "its provider is replaced with a new one"))
+            self.causes.setdefault(provider_urn, (effect, "provider"))
+        self._settle()
+        return self.op != before
+
+    def _settle(self) -> None:
+        if self.base is None:
+            return
+        rank = max((_RANK[e] for _, e, _ in self.changes.values()), default=0)
+        self.op = next(op for op, r in (("replace", 3), ("may-replace", 2), ("update", 1), ("same", 0)) if r == rank)
+
+
+def _provider_urn(ref: str) -> str | None:
+    return ref.rsplit("::", 1)[0] if ref else None
+
+
+def _because(step: _Step, ops: dict[str, str]) -> list[str]:
+    out = []
+    verb = _VERB.get(step.op, step.op)
+    causes = step.update_causes if step.op == "update" else step.causes
+    for dep, (dep_op, key) in sorted(causes.items()):
+        what = f"{kind_label(_type_of(dep))} {logical_name(dep)}"
+        via = "" if key == "provider" else f" (its {key})"
+        out.append(f"{verb} because {what} {_STATE.get(ops.get(dep, dep_op), dep_op)}{via}")
+    return out
+
+
+def _render(step: _Step, ops: dict[str, str]) -> dict[str, Any]:
+    out = {k: v for k, v in step.head.items() if k != "op"}
+    if step.op in ("same", "create"):
+        return {"op": step.op, **out}
+    detailed: dict[str, dict[str, Any]] = {}
+    changes: list[dict[str, Any]] = []
+    replace_keys: set[str] = set()
+    sources: set[str] = set()
+    for path, (kind, effect, why) in sorted(step.changes.items(), key=lambda kv: property_path(kv[0])):
+        if path == ("__provider",):
+            continue
+        forced = effect in ("replace", "may-replace")
+        if forced:
+            replace_keys.add(str(path[0]))
+            sources.add(why)
+        detailed[property_path(path)] = {"kind": f"{kind}-replace" if forced else kind, "inputDiff": True}
+        change = {
+            "path": property_path(path),
+            "kind": kind,
+            "effect": effect,
+            "old": value_at(step.old_inputs, path),
+            "new": value_at(step.inputs, path),
+        }
+        if len(path) == 1 and path[0] in step.propagated:
+            every = {**step.update_causes, **step.causes}
+            change["computedBy"] = sorted(logical_name(d) for d, (_, key) in every.items() if key == path[0]) or sorted(
+                logical_name(d) for d in every
+            )
+        changes.append(change)
+    result: dict[str, Any] = {
+        "op": step.op,
+        **out,
+        "oldState": (step.base or {}).get("newState"),
+        "diffReasons": sorted({str(p[0]) for p in step.changes if p != ("__provider",)}),
+        "replaceReasons": sorted(replace_keys),
+        "detailedDiff": detailed,
+        "changes": changes,
+    }
+    if sources:
+        result["replacementSource"] = sorted(sources)
+    because = _because(step, ops)
+    if because:
+        result["because"] = because
+    return result
+
+
+def _stateful_message(verb: str, what: str, name: str, step: dict[str, Any], config_changes: list[str]) -> str:
+    why = ""
+    if step.get("because"):
+        why = f" ({'; '.join(step['because'])})"
+    elif step.get("replaceReasons") and verb != "delete":
+        why = f" (a change to {', '.join(step['replaceReasons'])})"
+    cfg = f"; the stack config changed: {', '.join(config_changes)}" if config_changes else ""
+    return f"this plan would {verb} the {what} `{name}`{why}{cfg}"
+
+
 def stateful_results(
-    steps: list[dict[str, Any]], environment: str | None, allow_replacement: Iterable[str]
+    steps: list[dict[str, Any]],
+    environment: str | None,
+    allow_replacement: Iterable[str],
+    config_changes: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The ``no-replacement-of-stateful-resources`` results of a diffed plan (policyResults shape)."""
     allowed = set(allow_replacement)
+    config_changes = config_changes or []
     out = []
     for s in steps:
-        if s["op"] not in ("replace", "delete"):
+        if s["op"] not in ("replace", "delete", "may-replace"):
             continue
         state = s.get("newState") or s.get("oldState") or {}
         what = STATEFUL.get(state.get("type", ""))
         if what is None:
             continue
         name = logical_name(s["urn"])
-        verb = "replace" if s["op"] == "replace" else "delete"
-        why = f" (replaced by a change to {', '.join(s.get('replaceReasons') or [])})" if verb == "replace" else ""
+        verb = {"replace": "replace", "delete": "delete", "may-replace": "possibly replace"}[s["op"]]
+        message = _stateful_message(verb, what, name, s, config_changes)
         if name in allowed:
             level = "advisory"
-            message = f"this plan would {verb} the {what} `{name}`{why}; allowed by hyperpod-inference:allowReplacement"
+            message += "; allowed by hyperpod-inference:allowReplacement"
         else:
+            # In prod "may replace" counts as a replacement: the guard must not wait for certainty.
             level = "mandatory" if environment == "prod" else "advisory"
-            message = (
-                f"this plan would {verb} the {what} `{name}`{why}, destroying it and what it holds"
+            message += (
+                f", destroying it and what it holds"
                 f"{' (every HyperPod node)' if state.get('type') == 'aws-native:sagemaker:Cluster' else ''}; "
                 f"if that is intended, list `{name}` in hyperpod-inference:allowReplacement of the stack file"
             )
@@ -252,59 +342,136 @@ def stateful_results(
 
 
 class BasePlanError(ValueError):
-    """The ``--diff`` base is not a plan this tool wrote."""
+    """The ``--diff`` base is not a plan this tool can compare with."""
 
 
-def check_base(base: Any, source: str) -> dict[str, Any]:
+def check_base(base: Any, source: str, *, stack: str | None = None) -> dict[str, Any]:
+    """``base`` when it is a plan of this project, ``stack`` and plan format; else :class:`BasePlanError`."""
     if not isinstance(base, dict) or not isinstance(base.get("steps"), list):
         raise BasePlanError(f"{source}: not a plan (expected the JSON `tools.preview --json` prints, with `steps`)")
+    fmt = base.get("format")
+    if fmt != PLAN_FORMAT:
+        raise BasePlanError(
+            f"{source}: plan format {fmt!r}, this tool writes format {PLAN_FORMAT} (computed values unknown, stack "
+            "and provider steps); regenerate the base with `python -m tools.preview --stack <s> --json` on the "
+            "base revision"
+        )
+    project = base.get("project")
+    urn_projects = {s.get("urn", "").split("::")[1] for s in base["steps"] if s.get("urn", "").count("::") >= 3}
+    if project != PROJECT or urn_projects - {PROJECT}:
+        found = project if project != PROJECT else ", ".join(sorted(urn_projects - {PROJECT}))
+        raise BasePlanError(f"{source}: a plan of project {found!r}, not {PROJECT!r}")
+    if stack is not None and base.get("stack") != stack:
+        raise BasePlanError(
+            f"{source}: a plan of stack {base.get('stack')!r}, not {stack!r}; diff a plan against one of its own stack"
+        )
     return base
+
+
+def config_changes(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str, Any]]:
+    """Changed stack-config paths (``network.cidr``) with old and new value, from the plans' ``config``."""
+
+    def parsed(cfg: dict[str, Any]) -> dict[str, Any]:
+        out = {}
+        for key, text in (cfg or {}).items():
+            short = key.split(":", 1)[1] if key.startswith(f"{PROJECT}:") else key
+            try:
+                out[short] = json.loads(text) if isinstance(text, str) and text[:1] in "[{" else text
+            except ValueError:
+                out[short] = text
+        return out
+
+    old, new = parsed(base.get("config") or {}), parsed(head.get("config") or {})
+    return [
+        {"path": property_path(p), "kind": k, "old": value_at(old, p), "new": value_at(new, p)}
+        for p, k in input_diff(old, new).items()
+    ]
 
 
 def diff_plans(base: dict[str, Any], head: dict[str, Any], *, allow_replacement: Iterable[str] = ()) -> dict[str, Any]:
     """The head plan with every step diffed against ``base``, deletes appended, the stateful-resource policy run."""
-    region = head.get("region") or "us-east-1"
     base_steps = {s["urn"]: s for s in base.get("steps") or [] if s.get("op") != "delete"}
-    head_urns = {s["urn"] for s in head.get("steps") or []}
-    steps: list[dict[str, Any]] = []
-    for s in head.get("steps") or []:
-        old = base_steps.get(s["urn"])
-        steps.append({**s, "op": "create"} if old is None else diff_step(old, s, region))
+    head_steps = head.get("steps") or []
+    evaluated = [_Step(s, base_steps.get(s["urn"])) for s in head_steps]
+    for st in evaluated:
+        st.direct()
+    ops = {st.urn: st.op for st in evaluated}
+    # Propagate to a fixed point: each round can only raise an op (same < update < may-replace < replace).
+    for _ in range(len(evaluated) + 1):
+        changed = False
+        for st in evaluated:
+            if st.propagate(ops, _provider_urn(st.head.get("provider", ""))):
+                ops[st.urn] = st.op
+                changed = True
+        if not changed:
+            break
+    steps = [_render(st, ops) for st in evaluated]
+    head_urns = {s["urn"] for s in head_steps}
     for urn, old in base_steps.items():
         if urn not in head_urns:
             steps.append(
                 {"op": "delete", "urn": urn, "provider": old.get("provider", ""), "oldState": old.get("newState")}
             )
-    results = stateful_results(steps, head.get("environment"), allow_replacement)
+    cfg = config_changes(base, head)
+    results = stateful_results(steps, head.get("environment"), allow_replacement, [c["path"] for c in cfg])
     plan = {**head, "steps": steps, "changeSummary": summary(steps)}
-    plan["policyResults"] = [*head.get("policyResults", []), *results]
-    plan["diagnostics"] = [*head.get("diagnostics", []), *(policy_diagnostic(r) for r in results)]
+    plan["policyResults"] = sort_results([*head.get("policyResults", []), *results])
+    plan["diagnostics"] = sort_results(
+        [*head.get("diagnostics", []), *(policy_diagnostic(r) for r in results)], key="message"
+    )
     plan["base"] = {"stack": base.get("stack"), "steps": len(base_steps)}
+    plan["configChanges"] = cfg
     return plan
 
 
-_SYMBOL = {"create": "+", "update": "~", "replace": "+-", "delete": "-"}
+_SYMBOL = {"create": "+", "update": "~", "replace": "+-", "may-replace": "+?", "delete": "-"}
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    if value == UNKNOWN_ID:
+        return "(unknown until deploy)"
+    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def diff_lines(plan: dict[str, Any]) -> list[str]:
-    """The human form: one line per changed step (``+``, ``~``, ``+-``, ``-``) with its changed property paths."""
+    """The human form: one line per changed step (``+``, ``~``, ``+-``, ``+?``, ``-``), then each changed property
+    with its old and new value, and why another resource forces it."""
     lines = []
+    for c in plan.get("configChanges") or []:
+        lines.append(f"config {c['path']}: {_shown(c['old'])} -> {_shown(c['new'])}")
     for s in plan["steps"]:
         op = s["op"]
         if op == "same":
             continue
         state = s.get("newState") or s.get("oldState") or {}
-        line = f"{_SYMBOL.get(op, op):<2} {op:<7} {state.get('type', '')} {logical_name(s['urn'])}"
+        line = f"{_SYMBOL.get(op, op):<2} {op:<11} {state.get('type', '')} {logical_name(s['urn'])}"
         detailed = s.get("detailedDiff") or {}
         if detailed:
             parts = [f"{p} ({d['kind']})" if d["kind"].endswith("-replace") else p for p, d in detailed.items()]
             line += ": " + ", ".join(parts)
-        if op == "update" and s.get("replacement") == "unknown":
-            line += "  [replacement unknown offline: no source lists this type's replacing properties]"
         lines.append(line)
+        for reason in s.get("because") or []:
+            lines.append(f"     {reason}")
+        for c in s.get("changes") or []:
+            if c.get("computedBy") and c["old"] == c["new"]:
+                lines.append(f"     {c['path']}: takes a new value computed by {', '.join(c['computedBy'])}")
+            else:
+                lines.append(f"     {c['path']}: {_shown(c['old'])} -> {_shown(c['new'])}")
     counts = plan.get("changeSummary") or {}
     lines.append(
-        ", ".join(f"{counts.get(op, 0)} to {op}" for op in ("create", "update", "replace", "delete"))
+        ", ".join(
+            f"{counts.get(op, 0)} {label}"
+            for op, label in (
+                ("create", "to create"),
+                ("update", "to update"),
+                ("replace", "to replace"),
+                ("may-replace", "may replace"),
+                ("delete", "to delete"),
+            )
+        )
         + f", {counts.get('same', 0)} unchanged"
     )
     return lines

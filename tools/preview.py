@@ -172,7 +172,7 @@ def _fail(
 ) -> int:
     """Print a config error (as JSON with ``--json``) and return exit code 2."""
     if as_json:
-        print(json.dumps(config_error_plan(stack, issues), indent=2))
+        print(json.dumps(config_error_plan(stack, issues), indent=2, sort_keys=True))
     else:
         console.print(f"[bold red]{heading}[/] in stack {stack}:")
         for _, _, text in issues:
@@ -207,14 +207,14 @@ def _write_graph(run: StackRun, graph: Path) -> list[Path]:
     return [graph]
 
 
-def _load_base(path: Path) -> dict[str, Any]:
+def _load_base(path: Path, stack: str) -> dict[str, Any]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise BasePlanError(f"--diff {path}: no such file") from None
     except json.JSONDecodeError as err:
         raise BasePlanError(f"--diff {path}: not JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
-    return check_base(raw, f"--diff {path}")
+    return check_base(raw, f"--diff {path}", stack=stack)
 
 
 def allow_replacement_check(
@@ -277,7 +277,7 @@ def preview(
         members = member_outputs.for_stack(stack, mapping, member_outputs_file)
         if graph is not None and (problem := _graph_problem(graph)) is not None:
             raise cli.InputError(problem)
-        base = _load_base(diff) if diff is not None else None
+        base = _load_base(diff, stack) if diff is not None else None
     except StackFileError as err:
         return _fail(console, as_json, stack, [("", p, p) for p in err.problems])
     except (cli.InputError, BasePlanError) as err:
@@ -322,13 +322,13 @@ def preview(
 
         written += write_deployer_policy(run.registrations, run.mocks.calls, out, stack=stack, region=region or "us-east-1")
         plan_path = out / "plan.json"
-        plan_path.write_text(json.dumps(plan, indent=2) + "\n", encoding="utf-8")
+        plan_path.write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written.insert(0, plan_path)
     if graph is not None:
         written += _write_graph(run, graph)
 
     if as_json:
-        print(json.dumps(plan, indent=2))
+        print(json.dumps(plan, indent=2, sort_keys=True))
     else:
         if notice:
             console.print(notice, style="bold yellow", soft_wrap=True, markup=False)
@@ -366,7 +366,7 @@ def _print_human(
     if base_path is not None:
         console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")
         for line in diff_lines(plan):
-            style = {"+ ": "green", "~ ": "yellow", "+-": "red", "- ": "red"}.get(line[:2], "")
+            style = {"+ ": "green", "~ ": "yellow", "+-": "red", "+?": "red", "- ": "red"}.get(line[:2], "")
             console.print(Text(line, style=style, overflow="fold"))
     else:
         console.print(_tree(run))

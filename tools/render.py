@@ -240,6 +240,50 @@ _IAM_DOCUMENT_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+def _unknown_placeholders(registrations: list[Registration]) -> dict[str, str]:
+    """Each computed (mock-made) value -> the placeholder a rendered document carries instead of it."""
+    from tools.plan import mock_made
+
+    out: dict[str, str] = {}
+    by_urn = {r.urn: r for r in registrations}
+    for urn, values in mock_made(registrations).items():
+        r = by_urn[urn]
+        for value in values:
+            key = "id" if value == r.id else next((k for k, v in r.outputs.items() if v == value), "output")
+            out[value] = f"<unknown until deploy: {key} of {r.type} {r.name}>"
+    return out
+
+
+def _mark(value: Any, placeholders: dict[str, str], found: list[str], path: str = "") -> Any:
+    if isinstance(value, str):
+        for made, text in placeholders.items():
+            if made in value:
+                found.append(f"{path}: {text}")
+                return value.replace(made, text) if value != made else text
+        return value
+    if isinstance(value, dict):
+        return {k: _mark(v, placeholders, found, f"{path}.{k}" if path else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mark(v, placeholders, found, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def iam_documents_with_unknowns(
+    registrations: list[Registration],
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """:func:`iam_documents` with every computed value (an ARN no resource has yet) named as unknown, and per file
+    the paths that hold one (``Statement[0].Resource[1]: <unknown until deploy: arn of aws:s3/bucket:Bucket ...>``)."""
+    placeholders = dict(sorted(_unknown_placeholders(registrations).items(), key=lambda kv: -len(kv[0])))
+    docs: dict[str, dict[str, Any]] = {}
+    unknowns: dict[str, list[str]] = {}
+    for name, doc in iam_documents(registrations).items():
+        found: list[str] = []
+        docs[name] = _mark(doc, placeholders, found)
+        if found:
+            unknowns[name] = found
+    return docs, unknowns
+
+
 def iam_documents(registrations: list[Registration]) -> dict[str, dict[str, Any]]:
     """Every IAM document the program creates, as ``{file name: document}``.
 
@@ -283,12 +327,40 @@ def _write_json(path: Path, value: Any) -> Path:
     return path
 
 
+def validate_written_manifests(registrations: list[Registration], out_dir: Path) -> dict[str, Any]:
+    """Each manifest ``--out`` writes, validated against its upstream schema (:mod:`tools.k8s_schema`)."""
+    from tools.k8s_schema import validate_manifests
+
+    addon = next(
+        (
+            r.inputs.get("addonVersion")
+            for r in registrations
+            if r.type == "aws:eks/addon:Addon" and r.inputs.get("addonName") == "amazon-sagemaker-hyperpod-inference"
+        ),
+        None,
+    )
+    k8s_version = next((str(r.inputs.get("version")) for r in registrations if r.type == "eks:index:Cluster"), "1.35")
+    results, advisories = validate_manifests(
+        kubernetes_manifests(registrations), addon_version=addon, kubernetes_version=k8s_version
+    )
+    report = {
+        "objects": sorted((r.to_json() for r in results), key=lambda r: (r["kind"], str(r["namespace"]), r["name"])),
+        "advisories": advisories,
+    }
+    _write_json(out_dir / "kubernetes" / "validation.json", report)
+    return report
+
+
 def write_outputs(registrations: list[Registration], out_dir: Path, region: str = "us-east-1") -> list[Path]:
     """Write what reviewers and external validators read; return the paths.
 
     ``kubernetes/<kind>-<namespace>-<name>.yaml``, ``cloudformation.yaml`` (the aws-native resources, property
     names from ``region``'s cfn-lint schemas), ``iam/<resource>.<kind>.json`` (every IAM document) and
-    ``dashboards/<name>.json`` (every CloudWatch dashboard body). ``plan.json`` is written by the preview.
+    ``dashboards/<name>.json`` (every CloudWatch dashboard body), ``kubernetes/validation.json`` (each manifest
+    against its upstream schema: valid, invalid with errors, or cannot be validated offline) and
+    ``iam-unknowns.json`` (which IAM document values are computed at deploy: they read
+    ``<unknown until deploy: arn of <type> <name>>`` instead of a made-up ARN). ``plan.json`` is written by the
+    preview.
     """
     written: list[Path] = []
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -305,10 +377,16 @@ def write_outputs(registrations: list[Registration], out_dir: Path, region: str 
         path = out_dir / "cloudformation.yaml"
         path.write_text(yaml.safe_dump(template, sort_keys=False), encoding="utf-8")
         written.append(path)
-    for fname, doc in iam_documents(registrations).items():
+    docs, unknowns = iam_documents_with_unknowns(registrations)
+    for fname, doc in docs.items():
         written.append(_write_json(out_dir / "iam" / fname, doc))
+    if unknowns:
+        written.append(_write_json(out_dir / "iam-unknowns.json", unknowns))
     for name, body in dashboards(registrations).items():
         written.append(_write_json(out_dir / "dashboards" / f"{name}.json", body))
+    if any(p.parent == k8s_dir for p in written):
+        validate_written_manifests(registrations, out_dir)
+        written.append(k8s_dir / "validation.json")
     return written
 
 

@@ -1,0 +1,161 @@
+"""Validate every Kubernetes object the program creates against its upstream schema, offline.
+
+Three outcomes per object (never "valid" by default):
+
+* ``valid`` / ``invalid`` (with the schema's errors) when a public schema exists:
+  - the inference operator's kinds (InferenceEndpointConfig, JumpStartModel): their CRD in ``../shared/crds``
+    for the pinned add-on (:mod:`tests.crd_schema`'s rules: closed objects, defaulted fields not required);
+  - TargetGroupBinding: the CRD the AWS Load Balancer Controller v2.13.0 publishes
+    (``../shared/crds/third-party/elbv2.k8s.aws_targetgroupbindings.yaml``), the whole object's ``spec``, closed;
+  - core kinds (Namespace, ServiceAccount, Role, RoleBinding, Secret, ConfigMap, ...): the Kubernetes OpenAPI
+    schemas the ``kubernetes-validate`` package ships, strict (unknown fields are errors), for the stack's
+    Kubernetes version or, when the pinned release does not ship it, the newest it has (reported as an advisory);
+* ``cannot-validate-offline`` for kinds without a public schema (InferenceGatewayConfig), and when
+  ``../shared/crds`` is absent: named, never counted as valid.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.metadata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CRDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "crds"
+TGB_CRD = Path("third-party") / "elbv2.k8s.aws_targetgroupbindings.yaml"
+OPERATOR_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
+OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
+
+
+@dataclass(frozen=True)
+class Validation:
+    kind: str
+    name: str
+    namespace: str | None
+    outcome: str  # "valid" | "invalid" | "cannot-validate-offline"
+    schema: str
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "outcome": self.outcome,
+            "schema": self.schema,
+            "errors": self.errors,
+        }
+
+
+def kubernetes_validate_version(wanted: str) -> tuple[str, str | None]:
+    """(the schema version to use, an advisory when it is not ``wanted``) from the versions the package ships."""
+    import kubernetes_validate.utils as kv_utils
+
+    shipped = sorted(set(kv_utils.all_versions()), key=lambda v: tuple(int(x) for x in v.split(".")))
+    major_minor = ".".join(wanted.split(".")[:2])
+    exact = [v for v in shipped if v.startswith(major_minor + ".") or v == major_minor]
+    if exact:
+        return exact[-1], None
+    newest = shipped[-1]
+    release = importlib.metadata.version("kubernetes-validate")
+    return newest, (
+        f"kubernetes-validate {release} ships no schemas for Kubernetes {major_minor}; core objects were checked "
+        f"against {newest}, the newest it has"
+    )
+
+
+@functools.cache
+def _tgb_validator(crds_dir: Path) -> Any:
+    import jsonschema
+
+    from tools.crd_schema import strict
+
+    doc = yaml.safe_load((crds_dir / TGB_CRD).read_text(encoding="utf-8"))
+    version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1beta1")
+    spec = copy.deepcopy(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
+    return jsonschema.Draft7Validator(strict(spec))
+
+
+def _errors(validator: Any, value: Any, prefix: str) -> list[str]:
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    return [f"{prefix}{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+
+
+def validate_object(  # noqa: PLR0911 - one return per schema family and outcome
+    obj: dict[str, Any],
+    *,
+    crds_dir: Path | None = CRDS_DIR,
+    addon_version: str | None = None,
+    kubernetes_version: str = "1.35",
+) -> Validation:
+    """The outcome of one manifest ``{apiVersion, kind, metadata, spec|...}`` against its upstream schema."""
+    api, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    meta = obj.get("metadata") or {}
+    name, namespace = str(meta.get("name", "")), meta.get("namespace")
+
+    def result(outcome: str, schema: str, errors: list[str] | None = None) -> Validation:
+        return Validation(kind, name, namespace, outcome, schema, errors or [])
+
+    have_crds = crds_dir is not None and crds_dir.is_dir()
+    if api.startswith(f"{OPERATOR_GROUP}/") and kind in OPERATOR_KINDS:
+        if not have_crds:
+            return result("cannot-validate-offline", f"the operator's CRD (../shared/crds not found at {crds_dir})")
+        from tools.crd_schema import crd_path, validate_cr
+
+        assert crds_dir is not None
+        path = crd_path(crds_dir, kind, addon_version)
+        return result(
+            "invalid" if (errs := validate_cr(obj, crds_dir, addon_version)) else "valid",
+            str(path.relative_to(crds_dir)),
+            errs,
+        )
+    if api == "elbv2.k8s.aws/v1beta1" and kind == "TargetGroupBinding":
+        if not have_crds:
+            return result("cannot-validate-offline", f"{TGB_CRD} (../shared/crds not found at {crds_dir})")
+        assert crds_dir is not None
+        errs = _errors(_tgb_validator(crds_dir), obj.get("spec") or {}, "spec.")
+        return result("invalid" if errs else "valid", f"{TGB_CRD} (LBC v2.13.0)", errs)
+    if "." not in api.split("/", maxsplit=1)[0] or api.startswith(("rbac.authorization.k8s.io/", "apps/", "batch/")):
+        import kubernetes_validate
+
+        version, _ = kubernetes_validate_version(kubernetes_version)
+        try:
+            kubernetes_validate.validate(obj, version, strict=True)
+        except kubernetes_validate.SchemaNotFoundError:
+            return result("cannot-validate-offline", f"no Kubernetes {version} schema for {api}/{kind}")
+        except kubernetes_validate.ValidationError as err:
+            where = ".".join(map(str, getattr(err, "path", []) or []))
+            message = str(getattr(err, "message", err)).splitlines()[0]
+            return result("invalid", f"Kubernetes {version} OpenAPI (kubernetes-validate)", [f"{where}: {message}"])
+        return result("valid", f"Kubernetes {version} OpenAPI (kubernetes-validate)")
+    return result("cannot-validate-offline", f"no public schema for {api}/{kind}")
+
+
+def validate_manifests(
+    manifests: list[dict[str, Any]],
+    *,
+    crds_dir: Path | None = CRDS_DIR,
+    addon_version: str | None = None,
+    kubernetes_version: str = "1.35",
+) -> tuple[list[Validation], list[str]]:
+    """Every manifest's outcome, and the advisories (a Kubernetes version the validator does not ship)."""
+    results = [
+        validate_object(m, crds_dir=crds_dir, addon_version=addon_version, kubernetes_version=kubernetes_version)
+        for m in manifests
+    ]
+    advisories = []
+    if any(r.schema.startswith("Kubernetes ") for r in results):
+        _, advisory = kubernetes_validate_version(kubernetes_version)
+        if advisory:
+            advisories.append(advisory)
+    return results, advisories
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.k8s_schema", "python -m tools.preview --stack <name> --out DIR (writes kubernetes/validation.json)")

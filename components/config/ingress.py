@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ipaddress
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import Field, HttpUrl, SecretStr, field_validator
 
@@ -24,10 +24,22 @@ from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICI
 
 from .base import ConfigAdvisory, ConfigIssue, Model
 from .checks import advisory_check, cross_check
-from .endpoints import EndpointConfig, endpoint_port, intelligent_routing
+from .endpoints import Endpoint, EndpointConfig
+from .network import NetworkConfig
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def network(self) -> NetworkConfig: ...
+    @property
+    def ingress(self) -> IngressConfig: ...
+    @property
+    def endpoints(self) -> Sequence[Endpoint]: ...
+
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
 # Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide; the
@@ -389,7 +401,7 @@ def binding_ports(target: ServiceTarget) -> list[dict[str, Any]]:
 
 def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarget:
     """Where the binding for ``route`` points (see ``OPERATOR_NAMESPACE`` above for the sources)."""
-    router = intelligent_routing(endpoint)
+    router = endpoint.intelligent_routing
     if router:
         namespace = route.service_namespace or OPERATOR_NAMESPACE
         default_name = f"{endpoint.name}-{endpoint.namespace}-routing-service"
@@ -399,13 +411,13 @@ def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarge
     return ServiceTarget(
         namespace=namespace,
         name=route.service_name or default_name,
-        port=route.service_port or endpoint_port(endpoint),
+        port=route.service_port or endpoint.port,
         router=router,
         name_configured=route.service_name is not None,
         port_configured=route.service_port is not None,
         # The worker Service targets the container port (CRD: modelInvocationPort "will be referred to by the Load
         # Balancer Service"); the router's pod port is not published anywhere.
-        pod_port=route.target_port if route.target_port is not None else (None if router else endpoint_port(endpoint)),
+        pod_port=route.target_port if route.target_port is not None else (None if router else endpoint.port),
     )
 
 
@@ -414,7 +426,7 @@ def _in_zone(name: str, zone: str) -> bool:
     return name == zone or name.endswith("." + zone)
 
 
-def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _ingress_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     ing = cfg.ingress
     # Sub-sections that do not match the chosen authentication are typos waiting to happen.
     if ing.authentication != "oidc" and ing.oidc is not None:
@@ -472,7 +484,7 @@ def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     yield from _route_checks(cfg)
 
 
-def _waf_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _waf_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     ing = cfg.ingress
     if ing.waf.enabled and ing.waf_web_acl_arn is not None:
         yield ConfigIssue(
@@ -491,7 +503,7 @@ def _waf_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
 
 
-def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _route_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     ing = cfg.ingress
     if not ing.routes:
         yield ConfigIssue("ingress.routes", "at least one route is required when ingress is enabled")
@@ -563,7 +575,7 @@ cross_check(_ingress_checks)
 
 
 @advisory_check
-def _guessed_services(cfg: StackConfig) -> Iterable[ConfigAdvisory]:
+def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """Outside prod a route may leave the bound Service to the defaults, which no source confirms (see
     ``OPERATOR_NAMESPACE`` above): the binding then targets a guess, known only once the endpoint is deployed."""
     if cfg.is_prod or not cfg.ingress.enabled:

@@ -25,7 +25,6 @@ from components.endpoints import (
     render_endpoint,
     tls_output_uri,
 )
-from policies import compatibility as compat
 from tests.conftest import CRDS, CRDS_MISSING, STACKS, stack_mapping
 from tests.crd_schema import crd_path, validate_cr, validate_spec
 from tools.harness import StackRun

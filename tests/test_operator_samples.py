@@ -35,7 +35,6 @@ from components.config.loader import parse_stack_mapping
 from components.config.regions import az_id_prefix
 from components.config.stackfile import StackFileError, parse_yaml
 from components.endpoints import OwnedValues, render_endpoint
-from policies import compatibility as compat
 from tests.conftest import CRDS, stack_mapping
 from tests.crd_schema import validate_spec
 from tools.harness import ROOT

@@ -201,7 +201,7 @@ class _Models:
                         queue.append((sub_path, obj, child, where_sub))
         for path, node, name, _ in pending:
             self.classes[name].fields = [
-                self._field(kind_code, node, key, sub, f"{path}.{key}" if path else key, name)
+                self._field(kind_code, node, key, sub, f"{path}.{key}" if path else key)
                 for key, sub in (node.get("properties") or {}).items()
             ]
         self.order = self._sorted()
@@ -238,7 +238,7 @@ class _Models:
         head = f"``{where}``" if where != "spec" else f"``spec`` of {KINDS[kind_code]} v1"
         return f"{head} — {text}" if text else head
 
-    def _type(self, kind_code: str, sub: dict[str, Any], path: str, owner: str) -> str:
+    def _type(self, kind_code: str, sub: dict[str, Any], path: str) -> str:  # noqa: PLR0911 - one per schema type
         if path in OPAQUE[kind_code]:
             return "list[dict[str, Any]]" if sub.get("type") == "array" else "dict[str, Any]"
         if sub.get("x-kubernetes-int-or-string"):
@@ -256,7 +256,7 @@ class _Models:
             return "bool"
         if kind == "array":
             items = sub.get("items") or {}
-            inner = self._type(kind_code, items, path, owner)
+            inner = self._type(kind_code, items, path)
             constraints = self._constraints(items)
             if constraints and not (items.get("type") == "object" and items.get("properties")):
                 return f"list[Annotated[{inner}, Field({constraints})]]"
@@ -287,9 +287,9 @@ class _Models:
             parts.append(f"pattern={json.dumps(sub['pattern'])}")
         return ", ".join(parts)
 
-    def _field(self, kind_code: str, node: dict[str, Any], key: str, sub: dict[str, Any], path: str, owner: str) -> str:
+    def _field(self, kind_code: str, node: dict[str, Any], key: str, sub: dict[str, Any], path: str) -> str:
         required = key in (node.get("required") or []) and "default" not in sub
-        typ = self._type(kind_code, sub, path, owner)
+        typ = self._type(kind_code, sub, path)
         extra = dict(sub)
         comment = ""
         if path in TIGHTER:
@@ -381,7 +381,10 @@ def generate_models(crds_dir: Path) -> str:
     head = _header(inputs).replace("{newest}", newest.operator_version)
     head = head.replace("{opaque}", opaque.replace("'", '"').replace("frozenset([])", "frozenset()"))
     head = head.replace("{documented}", json.dumps(documented))
-    return head + models.render()
+    body = models.render()
+    if "Annotated[" not in body:
+        head = head.replace("from typing import Annotated, Any, Literal", "from typing import Any, Literal")
+    return head + body
 
 
 # --- the field table --------------------------------------------------------------------------------------------

@@ -12,16 +12,15 @@ table of ``tools/capacity_report.py`` prints).
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from policies import capacity_rules as cap
 
 from .base import ConfigAdvisory, ConfigIssue, join_path
 from .checks import advisory_check, cross_check
-from .endpoints import Endpoint
 from .cluster import ClusterConfig
+from .endpoints import CR_GROUP_VERSION, Endpoint
 from .kvcache import KvCacheConfig
 
 
@@ -69,7 +68,9 @@ def workloads_of(cfg: StackView) -> list[cap.Workload]:
 
 
 def capacity_plan(cfg: StackView) -> cap.Plan:
-    return cap.plan(groups_of(cfg), workloads_of(cfg), cap.load_system_pods()[0])
+    url = cfg.kv_cache.url_at_config_time(cfg.name_prefix)
+    crs = [(f"kubernetes:{CR_GROUP_VERSION}:{ep.kind}", ep.custom_resource(url)) for ep in cfg.endpoints]
+    return cap.plan(groups_of(cfg), workloads_of(cfg), [*cap.load_system_pods()[0], *cap.target_node_pods(crs)])
 
 
 def allocatable_per_node(cfg: StackView) -> dict[str, cap.NodeAllocatable | None]:

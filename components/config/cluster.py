@@ -25,9 +25,9 @@ from policies.cluster_versions import (
 from .base import ConfigIssue, Model
 from .checks import cross_check
 from .health_checks import supported_checks
-from .regions import az_id_in_region, az_id_prefix, hyperpod_instance_types, hyperpod_regions
 from .kvcache import KvCacheConfig
 from .network import NetworkConfig
+from .regions import az_id_in_region, az_id_prefix, hyperpod_instance_types, hyperpod_regions
 
 
 class StackView(Protocol):

@@ -15,7 +15,7 @@ no public CRD: it is typed by hand from the AWS documentation in ``components/co
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 

@@ -23,9 +23,9 @@ from policies.baselines import GATEWAY_REQUIRES_JWT, gateway_jwt_violations
 
 from .base import ConfigAdvisory, ConfigIssue, Model, join_path
 from .checks import advisory_check, cross_check
-from .gateway_spec import InferenceGatewayConfigSpec
-from .endpoints import Endpoint
 from .cluster import ClusterConfig
+from .endpoints import Endpoint
+from .gateway_spec import InferenceGatewayConfigSpec
 from .operator import OperatorConfig
 
 

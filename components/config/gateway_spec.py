@@ -16,7 +16,6 @@ from pydantic import Field, model_validator
 
 from .crd import CrdModel
 
-
 K8sName = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 

@@ -27,7 +27,6 @@ from .base import ConfigIssue
 from .checks import cross_check
 
 
-
 class _Group(Protocol):
     @property
     def instance_type(self) -> str: ...

@@ -9,7 +9,18 @@ from pydantic import Field
 
 from policies import aws_names
 
-from . import capacity, endpoints, gateway, health_checks, ingress, kvcache, network, observability, operator, vpc_endpoints
+from . import (
+    capacity,
+    endpoints,
+    gateway,
+    health_checks,
+    ingress,
+    kvcache,
+    network,
+    observability,
+    operator,
+    vpc_endpoints,
+)
 from . import cluster as cluster_section
 from .base import ConfigIssue, Model, join_path
 from .checks import cross_check

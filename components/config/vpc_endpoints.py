@@ -23,7 +23,6 @@ from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
 
 
-
 class _Network(Protocol):
     @property
     def interface_endpoints(self) -> InterfaceEndpointsConfig: ...

@@ -36,3 +36,9 @@ def print_problems(console: Console, heading: str, stack: str, problems: list[st
     for problem in problems:
         console.print(f"  {problem}", markup=False)
     return EXIT_CONFIG
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.preflight_report", "python -m tools.preflight --stack <name> (or tools.preflight_global)")

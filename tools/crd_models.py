@@ -99,11 +99,11 @@ def _pascal(key: str) -> str:
 
 
 def _summary(description: str | None) -> str | None:
-    """The description's first line, as the CRD writes it (cut at 110 characters)."""
+    """The description's first line, as the CRD writes it (cut at a word before 110 characters)."""
     if not description:
         return None
     line = description.strip().splitlines()[0].strip().rstrip(".")
-    return line if len(line) <= 110 else line[:107].rstrip() + "..."
+    return line if len(line) <= 110 else line[:107].rsplit(" ", 1)[0].rstrip(" ,;:") + "..."
 
 
 def _shape(node: dict[str, Any]) -> str:

@@ -54,7 +54,7 @@ class CloudWatchTrigger(CrdModel):
     metric_collection_start_time: int | None = Field(default=None, alias="metricCollectionStartTime", description="Defines the StartTime for CloudWatch query")
     metric_name: str | None = Field(default=None, alias="metricName", description="Metric name to query for Cloudwatch trigger")
     metric_stat: str | None = Field(default=None, alias="metricStat", description="Statistics metric to be used by Trigger. Used to define Stat for CloudWatch query. Default is Average")
-    metric_type: Literal["Value", "Average"] | None = Field(default=None, alias="metricType", description="The type of metric to be used by HPA. Enum: AverageValue - Uses average value of metric per pod, Value - Us...")
+    metric_type: Literal["Value", "Average"] | None = Field(default=None, alias="metricType", description="The type of metric to be used by HPA. Enum: AverageValue - Uses average value of metric per pod, Value -...")
     min_value: int | float | None = Field(default=None, alias="minValue", description="Minimum metric value used in case of empty response from CloudWatch. Default is 0")
     name: str | None = Field(default=None, alias="name", description="Name for the CloudWatch trigger")
     namespace: str | None = Field(default=None, alias="namespace", description="AWS CloudWatch namespace for metric")
@@ -67,7 +67,7 @@ class PrometheusTrigger(CrdModel):
 
     activation_target_value: int | float | None = Field(default=None, alias="activationTargetValue", description="Activation Value for Prometheus metric to scale from 0 to 1. Only applicable if minReplicaCount = 0")
     custom_headers: str | None = Field(default=None, alias="customHeaders", description="Custom headers to include while querying the prometheus endpoint")
-    metric_type: Literal["Value", "Average"] | None = Field(default=None, alias="metricType", description="The type of metric to be used by HPA. Enum: AverageValue - Uses average value of metric per pod, Value - Us...")
+    metric_type: Literal["Value", "Average"] | None = Field(default=None, alias="metricType", description="The type of metric to be used by HPA. Enum: AverageValue - Uses average value of metric per pod, Value -...")
     name: str | None = Field(default=None, alias="name", description="Name for the Prometheus trigger")
     namespace: str | None = Field(default=None, alias="namespace", description="Namespace for namespaced queries")
     query: str | None = Field(default=None, alias="query", description="PromQLQuery for the metric")
@@ -80,14 +80,14 @@ class AutoScalingSpec(CrdModel):
     """``autoScalingSpec``"""
 
     cloud_watch_trigger: CloudWatchTrigger | None = Field(default=None, alias="cloudWatchTrigger", description="CloudWatch metric trigger to use for autoscaling")
-    cloud_watch_trigger_list: list[CloudWatchTrigger] | None = Field(default=None, alias="cloudWatchTriggerList", max_length=100, description="Multiple CloudWatch metric triggers to use for autoscaling. Takes priority over CloudWatchTrigger if both a...")
-    cooldown_period: int | None = Field(default=None, alias="cooldownPeriod", ge=0, description="The period to wait after the last trigger reported active before scaling the resource back to 0. Default 30...")
+    cloud_watch_trigger_list: list[CloudWatchTrigger] | None = Field(default=None, alias="cloudWatchTriggerList", max_length=100, description="Multiple CloudWatch metric triggers to use for autoscaling. Takes priority over CloudWatchTrigger if both...")
+    cooldown_period: int | None = Field(default=None, alias="cooldownPeriod", ge=0, description="The period to wait after the last trigger reported active before scaling the resource back to 0. Default...")
     initial_cooldown_period: int | None = Field(default=None, alias="initialCooldownPeriod", ge=0, description="The delay before the cooldownPeriod starts after the initial creation of the ScaledObject. Default 300 seconds")
     max_replica_count: int | None = Field(default=None, alias="maxReplicaCount", ge=0, description="The maximum number of model pods to scale to. Default 5")
     min_replica_count: int | None = Field(default=None, alias="minReplicaCount", ge=0, description="The minimum number of model pods to scale down to. Default 1")
     polling_interval: int | None = Field(default=None, alias="pollingInterval", ge=0, description="This is the interval to check each trigger on. Default 30 seconds")
     prometheus_trigger: PrometheusTrigger | None = Field(default=None, alias="prometheusTrigger", description="Prometheus metric trigger to use for autoscaling")
-    prometheus_trigger_list: list[PrometheusTrigger] | None = Field(default=None, alias="prometheusTriggerList", max_length=100, description="Multiple Prometheus metric triggers to use for autoscaling. Takes priority over PrometheusTrigger if both a...")
+    prometheus_trigger_list: list[PrometheusTrigger] | None = Field(default=None, alias="prometheusTriggerList", max_length=100, description="Multiple Prometheus metric triggers to use for autoscaling. Takes priority over PrometheusTrigger if both...")
     scale_down_stabilization_time: int | None = Field(default=None, alias="scaleDownStabilizationTime", ge=0, description="The time window to stabilize for HPA before scaling down. Default 300 seconds")
     scale_up_stabilization_time: int | None = Field(default=None, alias="scaleUpStabilizationTime", ge=0, description="The time window to stabilize for HPA before scaling up. Default 0 seconds")
 
@@ -269,7 +269,7 @@ class ModelSourceConfig(CrdModel):
     hugging_face_model: HuggingFaceModel | None = Field(default=None, alias="huggingFaceModel", description="HuggingFace model configuration. Required when modelSourceType is \"huggingface\"")
     model_location: str | None = Field(default=None, alias="modelLocation", description="Specific location where the model data exists")
     model_source_type: Literal["fsx", "s3", "huggingface", "kubernetesVolume"] = Field(alias="modelSourceType")
-    prefetch_enabled: bool | None = Field(default=None, alias="prefetchEnabled", description="In case the model seems to fit within the instance's memory (VRAM), this option can be used to pre-fetch th...")
+    prefetch_enabled: bool | None = Field(default=None, alias="prefetchEnabled", description="In case the model seems to fit within the instance's memory (VRAM), this option can be used to pre-fetch...")
     s3_storage: S3Storage | None = Field(default=None, alias="s3Storage")
 
 
@@ -308,7 +308,7 @@ class PdSpec(CrdModel):
 
 
 class CustomCertificateConfig(CrdModel):
-    """``tlsConfig.customCertificateConfig`` — Customer-provided ACM certificate configuration (if not provided, operator auto-generates self-signed certi..."""
+    """``tlsConfig.customCertificateConfig`` — Customer-provided ACM certificate configuration (if not provided, operator auto-generates self-signed..."""
 
     acm_arn: str = Field(alias="acmArn", pattern="^arn:aws:acm:[a-z0-9-]+:[0-9]{12}:certificate/[a-fA-F0-9-]+$", description="ACM certificate ARN")
     domain_name: str = Field(alias="domainName", max_length=253, pattern="^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$", description="Domain name to use from the certificate (must be a specific domain, not a wildcard). Must be lowercase")
@@ -317,7 +317,7 @@ class CustomCertificateConfig(CrdModel):
 class TlsConfig(CrdModel):
     """``tlsConfig`` — Configurations for TLS"""
 
-    custom_certificate_config: CustomCertificateConfig | None = Field(default=None, alias="customCertificateConfig", description="Customer-provided ACM certificate configuration (if not provided, operator auto-generates self-signed certi...")
+    custom_certificate_config: CustomCertificateConfig | None = Field(default=None, alias="customCertificateConfig", description="Customer-provided ACM certificate configuration (if not provided, operator auto-generates self-signed...")
     tls_certificate_output_s3_uri: str | None = Field(default=None, alias="tlsCertificateOutputS3Uri", pattern="^s3://([^/]+)/?(.*)$", description="S3 URI for auto-generated certificate storage")
 
 
@@ -331,7 +331,7 @@ class ModelInvocationPort(CrdModel):
 class ModelVolumeMount(CrdModel):
     """``worker.modelVolumeMount`` — Defines the volume where model will be loaded"""
 
-    mount_path: str | None = Field(default=None, alias="mountPath", description="This is the path within the container where the model data will be available for the inference server to lo...")
+    mount_path: str | None = Field(default=None, alias="mountPath", description="This is the path within the container where the model data will be available for the inference server to...")
     name: str = Field(alias="name", description="Name of the model volume mount")
 
 
@@ -385,7 +385,7 @@ class InferenceEndpointConfigSpec(CrdModel):
     instance_type: str | None = Field(default=None, alias="instanceType", pattern="^ml\\..*", description="Single instance type to deploy the model on")
     instance_types: list[str] | None = Field(default=None, alias="instanceTypes", description="List of instance types to deploy the model on, in order of preference")
     intelligent_routing_spec: IntelligentRoutingSpec | None = Field(default=None, alias="intelligentRoutingSpec", description="Configuration for intelligent routing")
-    invocation_endpoint: str | None = Field(default=None, alias="invocationEndpoint", description="The invocation endpoint of the model server. http://<host>:<port>/ would be pre-populated based on the othe...")
+    invocation_endpoint: str | None = Field(default=None, alias="invocationEndpoint", description="The invocation endpoint of the model server. http://<host>:<port>/ would be pre-populated based on the...")
     kubernetes: Kubernetes | None = Field(default=None, alias="kubernetes", description="User-provided customizations for the inference pod")
     kv_cache_spec: KvCacheSpec | None = Field(default=None, alias="kvCacheSpec", description="Configuration for KV Cache specification")
     load_balancer: LoadBalancer | None = Field(default=None, alias="loadBalancer", description="Configuration for Application Load Balancer")
@@ -408,7 +408,7 @@ class InferenceEndpointConfigSpec(CrdModel):
 class JumpStartModelRef(CrdModel):
     """``model``"""
 
-    accept_eula: bool | None = Field(default=None, alias="acceptEula", description="For models that require a Model Access Config, specify True or False to indicate whether model terms of use...")
+    accept_eula: bool | None = Field(default=None, alias="acceptEula", description="For models that require a Model Access Config, specify True or False to indicate whether model terms of...")
     additional_configs: list[Tag] | None = Field(default=None, alias="additionalConfigs", max_length=10)
     gated_model_download_role: str | None = Field(default=None, alias="gatedModelDownloadRole", min_length=20, max_length=2048, pattern="^arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+$", description="The Amazon Resource Name (ARN) of an IAM role that will be used to download gated model")
     model_hub_name: str | None = Field(default=None, alias="modelHubName", max_length=63, pattern="^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", description="The name of the model hub content. Can be an ARN or a simple name")
@@ -419,7 +419,7 @@ class JumpStartModelRef(CrdModel):
 class SageMakerEndpoint(CrdModel):
     """``sageMakerEndpoint``"""
 
-    name: str | None = Field(default=None, alias="name", max_length=63, pattern="^$|^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", description="Name of sagemaker endpoint. Defaults to empty string which represents that Sagemaker endpoint will not be c...")
+    name: str | None = Field(default=None, alias="name", max_length=63, pattern="^$|^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", description="Name of sagemaker endpoint. Defaults to empty string which represents that Sagemaker endpoint will not be...")
 
 
 class Validations(CrdModel):

@@ -158,8 +158,8 @@ BEARER_KEYS = [
 
 def test_the_per_caller_budget_counts_each_bearer_token_of_the_jwt_routes(prod: StackRun) -> None:
     """prod's routes verify JWTs, which programs send as `Authorization: Bearer <token>`: the WebACL associated with
-    that ALB counts each (client IP, Authorization value) on its own budget before the listener's jwt-validation
-    runs, untransformed (two tokens are two callers), and redacts the header from its logs."""
+    that ALB counts each (client IP, Authorization value) on its own budget, untransformed (two tokens are two
+    callers), and redacts the header from its logs."""
     https = inputs(prod, LISTENER, "front-door-https")
     assert https["defaultActions"][0]["type"] == "jwt-validation"
     assoc = inputs(prod, ASSOC, "front-door-waf")

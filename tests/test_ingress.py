@@ -378,6 +378,22 @@ def test_authentication_none_is_refused_at_config_time_in_prod(capsys) -> None:
     assert "Traceback" not in capsys.readouterr().out
 
 
+def test_stack_level_none_is_reported_once_at_its_key() -> None:
+    """The default action and every route inheriting ``none`` share one key: one error, not one per route."""
+    mapping = stack_mapping("prod")
+    mapping[ING]["authentication"] = "none"
+    del mapping[ING]["jwt"]
+    result = run_stack("prod", mapping)
+    assert result.config_error is not None
+    assert [(i.path, i.message.split(";")[0]) for i in result.config_error.issues] == [
+        (
+            "ingress.authentication",
+            "prod: the listener's default action forwards without an authenticate-oidc, authenticate-cognito or "
+            "jwt-validation action before it",
+        )
+    ]
+
+
 def test_authentication_none_is_rendered_and_reported_outside_prod(capsys) -> None:
     """staging relaxes the rule to advisory: the route renders with a bare forward and the pack reports it."""
     mapping = stack_mapping("staging")

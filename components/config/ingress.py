@@ -637,27 +637,28 @@ def _unauthenticated_routes(cfg: StackConfig) -> Iterable[ConfigIssue]:
     ing = cfg.ingress
     if not (ing.enabled and cfg.is_prod):
         return
-    catch_all = catch_all_route(ing)
+
+    def choice(i: int | None) -> str:
+        """The key that chose route ``i``'s authentication (None: the listener default without a catch-all)."""
+        own = i is not None and ing.routes[i].authentication is not None
+        return f"ingress.routes[{i}].authentication" if own else "ingress.authentication"
+
+    catch_all = next((i for i, r in enumerate(ing.routes) if r.is_catch_all), None)
     planned = [
         (
-            catch_all,
+            choice(catch_all),
             default_authentication(ing),
             "forward" if catch_all is not None else "fixed-response",
             "the listener's default action",
         )
     ]
-    planned += [(r, route_authentication(ing, r), "forward", f"route {i}") for i, r in enumerate(ing.routes)]
+    planned += [(choice(i), route_authentication(ing, r), "forward", f"route {i}") for i, r in enumerate(ing.routes)]
     reported: set[str] = set()
-    for route, kind, final, what in planned:
+    for chosen_by, kind, final, what in planned:
         reason = unauthenticated_forward(planned_actions(ing, kind, final))
         if reason is None:
             continue
-        if kind == "none":
-            key = "ingress.authentication"
-            if route is not None and route.authentication is not None:
-                key = f"ingress.routes[{ing.routes.index(route)}].authentication"
-        else:
-            key = f"ingress.{kind}.onUnauthenticatedRequest"
+        key = chosen_by if kind == "none" else f"ingress.{kind}.onUnauthenticatedRequest"
         if key in reported:
             continue
         reported.add(key)

@@ -1,8 +1,9 @@
 """IngressAlb: the authenticated HTTPS front door for the inference endpoints.
 
 The operator's own ``loadBalancer`` spec has no authentication fields, so we own the ALB: its security
-group, an HTTPS listener with a TLS 1.2+ policy whose *first* action is ``authenticate-oidc`` (or
-``authenticate-cognito``) and only then ``forward``, an HTTP listener that only redirects to HTTPS, access
+group, an HTTPS listener with a TLS 1.2+ policy whose rules each authenticate *first* and only then
+``forward`` — ``authenticate-oidc`` or ``authenticate-cognito`` for browsers, ``jwt-validation`` (issuer, JWKS
+endpoint, required claims) for programs, chosen per route —, an HTTP listener that only redirects to HTTPS, access
 logs in an SSE-S3, private, TLS-only bucket (ALB log delivery supports SSE-S3 only), a DNS-validated ACM
 certificate, Route 53 alias records and an optional WAF association.
 
@@ -34,7 +35,21 @@ import pulumi_kubernetes as k8s
 from policies.replacement_rules import replace_paths
 
 from .config.endpoints import EndpointConfig
-from .config.ingress import ALL_TCP, IngressConfig, ServiceTarget, binding_ports, service_target, target_port_range
+from .config.ingress import (
+    ALL_TCP,
+    AUTH_ORDER,
+    FINAL_ORDER,
+    Authentication,
+    IngressConfig,
+    ServiceTarget,
+    authentication_keys,
+    binding_ports,
+    catch_all_route,
+    default_authentication,
+    route_authentication,
+    service_target,
+    target_port_range,
+)
 from .private_bucket import PrivateBucket, PrivateBucketArgs
 
 TARGET_GROUP_BINDING = "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding"
@@ -83,6 +98,33 @@ class _Target:
     target_port: int
 
 
+@dataclass(frozen=True)
+class _ActionArgs:
+    """The SDK's typed classes of one action list: listener default actions, or listener-rule actions."""
+
+    action: Any
+    oidc: Any
+    cognito: Any
+    jwt: Any
+    claim: Any
+
+
+_DEFAULT_ACTION_ARGS = _ActionArgs(
+    aws.lb.ListenerDefaultActionArgs,
+    aws.lb.ListenerDefaultActionAuthenticateOidcArgs,
+    aws.lb.ListenerDefaultActionAuthenticateCognitoArgs,
+    aws.lb.ListenerDefaultActionJwtValidationArgs,
+    aws.lb.ListenerDefaultActionJwtValidationAdditionalClaimArgs,
+)
+_RULE_ACTION_ARGS = _ActionArgs(
+    aws.lb.ListenerRuleActionArgs,
+    aws.lb.ListenerRuleActionAuthenticateOidcArgs,
+    aws.lb.ListenerRuleActionAuthenticateCognitoArgs,
+    aws.lb.ListenerRuleActionJwtValidationArgs,
+    aws.lb.ListenerRuleActionJwtValidationAdditionalClaimArgs,
+)
+
+
 class IngressAlb(pulumi.ComponentResource):
     """The ALB, its listeners and rules, certificate, DNS records, log bucket and target bindings."""
 
@@ -128,9 +170,10 @@ class IngressAlb(pulumi.ComponentResource):
         target_groups = {t.endpoint.name: self._target_group(name, args, t, tags) for t in targets}
         self.target_group_arns = {ep: tg.arn for ep, tg in target_groups.items()}
 
-        # The terminal action runs second when an authenticate action precedes it.
-        final_order = 2 if cfg.authentication != "none" else None
-        catch_all = next((r for r in cfg.routes if r.is_catch_all), None)
+        # The terminal action runs second when an authenticate action precedes it (config.ingress.planned_actions).
+        default_auth = default_authentication(cfg)
+        final_order = _final_order(default_auth)
+        catch_all = catch_all_route(cfg)
         if catch_all is not None:
             final = aws.lb.ListenerDefaultActionArgs(
                 type="forward", order=final_order, target_group_arn=target_groups[catch_all.endpoint].arn
@@ -150,7 +193,7 @@ class IngressAlb(pulumi.ComponentResource):
             protocol="HTTPS",
             ssl_policy=cfg.ssl_policy,
             certificate_arn=certificate_arn,
-            default_actions=[*self._default_auth_actions(cfg), final],
+            default_actions=[*self._default_auth_actions(cfg, default_auth), final],
             tags=tags,
             opts=child,
         )
@@ -189,14 +232,15 @@ class IngressAlb(pulumi.ComponentResource):
                         path_pattern=aws.lb.ListenerRuleConditionPathPatternArgs(values=[route.path])
                     )
                 )
+            auth = route_authentication(cfg, route)
             aws.lb.ListenerRule(
                 f"{name}-route-{index}",
                 listener_arn=https.arn,
                 priority=priority,
                 actions=[
-                    *self._rule_auth_actions(cfg),
+                    *self._rule_auth_actions(cfg, auth),
                     aws.lb.ListenerRuleActionArgs(
-                        type="forward", order=final_order, target_group_arn=target_groups[route.endpoint].arn
+                        type="forward", order=_final_order(auth), target_group_arn=target_groups[route.endpoint].arn
                     ),
                 ],
                 conditions=conditions,
@@ -376,8 +420,9 @@ class IngressAlb(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
-        if cfg.authentication != "none":
-            # authenticate-oidc/-cognito: the ALB itself calls the IdP's token and user-info endpoints.
+        if set(authentication_keys(cfg)) - {"none"}:
+            # authenticate-oidc/-cognito: the ALB itself calls the IdP's token and user-info endpoints;
+            # jwt-validation: it fetches the IdP's public JWKS (ELB user guide, listener-verify-jwt).
             aws.vpc.SecurityGroupEgressRule(
                 f"{name}-sg-out-idp",
                 security_group_id=sg.id,
@@ -470,32 +515,26 @@ class IngressAlb(pulumi.ComponentResource):
         assert cfg.oidc is not None and cfg.oidc.client_secret is not None
         return pulumi.Output.secret(cfg.oidc.client_secret.get_secret_value())
 
-    def _default_auth_actions(self, cfg: IngressConfig) -> list[aws.lb.ListenerDefaultActionArgs]:
-        return self._auth_actions(
-            cfg,
-            aws.lb.ListenerDefaultActionArgs,
-            aws.lb.ListenerDefaultActionAuthenticateOidcArgs,
-            aws.lb.ListenerDefaultActionAuthenticateCognitoArgs,
-        )
+    def _default_auth_actions(
+        self, cfg: IngressConfig, authentication: Authentication
+    ) -> list[aws.lb.ListenerDefaultActionArgs]:
+        return self._auth_actions(cfg, authentication, _DEFAULT_ACTION_ARGS)
 
-    def _rule_auth_actions(self, cfg: IngressConfig) -> list[aws.lb.ListenerRuleActionArgs]:
-        return self._auth_actions(
-            cfg,
-            aws.lb.ListenerRuleActionArgs,
-            aws.lb.ListenerRuleActionAuthenticateOidcArgs,
-            aws.lb.ListenerRuleActionAuthenticateCognitoArgs,
-        )
+    def _rule_auth_actions(
+        self, cfg: IngressConfig, authentication: Authentication
+    ) -> list[aws.lb.ListenerRuleActionArgs]:
+        return self._auth_actions(cfg, authentication, _RULE_ACTION_ARGS)
 
-    def _auth_actions(self, cfg: IngressConfig, action: Any, oidc_args: Any, cognito_args: Any) -> list[Any]:
-        """The authenticate step (order 1) before every forward.
+    def _auth_actions(self, cfg: IngressConfig, authentication: Authentication, sdk: _ActionArgs) -> list[Any]:
+        """The authenticate step (order 1) before a forward, for one route's ``authentication``.
 
         Listener default actions and listener-rule actions are distinct typed classes in the SDK with the
-        same fields, so the classes are passed in and the settings are written once.
+        same fields, so the classes are passed in (``sdk``) and the settings are written once.
         """
-        if cfg.authentication == "oidc":
+        if authentication == "oidc":
             assert cfg.oidc is not None
             o = cfg.oidc
-            oidc = oidc_args(
+            oidc = sdk.oidc(
                 issuer=str(o.issuer),
                 authorization_endpoint=str(o.authorization_endpoint),
                 token_endpoint=str(o.token_endpoint),
@@ -506,11 +545,11 @@ class IngressAlb(pulumi.ComponentResource):
                 session_timeout=o.session_timeout,
                 on_unauthenticated_request=o.on_unauthenticated_request,
             )
-            return [action(type="authenticate-oidc", order=1, authenticate_oidc=oidc)]
-        if cfg.authentication == "cognito":
+            return [sdk.action(type="authenticate-oidc", order=AUTH_ORDER, authenticate_oidc=oidc)]
+        if authentication == "cognito":
             assert cfg.cognito is not None
             c = cfg.cognito
-            cognito = cognito_args(
+            cognito = sdk.cognito(
                 user_pool_arn=c.user_pool_arn,
                 user_pool_client_id=c.user_pool_client_id,
                 user_pool_domain=c.user_pool_domain,
@@ -518,8 +557,25 @@ class IngressAlb(pulumi.ComponentResource):
                 session_timeout=c.session_timeout,
                 on_unauthenticated_request=c.on_unauthenticated_request,
             )
-            return [action(type="authenticate-cognito", order=1, authenticate_cognito=cognito)]
+            return [sdk.action(type="authenticate-cognito", order=AUTH_ORDER, authenticate_cognito=cognito)]
+        if authentication == "jwt":
+            assert cfg.jwt is not None
+            j = cfg.jwt
+            jwt = sdk.jwt(
+                issuer=j.issuer,
+                jwks_endpoint=j.jwks_uri,
+                additional_claims=[
+                    sdk.claim(name=claim.name, format=claim.format, values=list(claim.values))
+                    for claim in j.required_claims
+                ],
+            )
+            return [sdk.action(type="jwt-validation", order=AUTH_ORDER, jwt_validation=jwt)]
         return []
+
+
+def _final_order(authentication: Authentication) -> int | None:
+    """The terminal action's ``order``: second behind an authenticate step, unset when there is none."""
+    return FINAL_ORDER if authentication != "none" else None
 
 
 def _target_group_name(prefix: str, endpoint: str, port: int) -> str:

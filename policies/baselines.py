@@ -132,20 +132,47 @@ gateway_fronts_its_endpoints = StackValidationPolicy(
 
 # --- alb-requires-authentication --------------------------------------------------------------------
 
-AUTH_ACTIONS = ("authenticate-oidc", "authenticate-cognito")
+ALB_REQUIRES_AUTHENTICATION = "alb-requires-authentication"
+# The actions that authenticate a request before the ALB forwards it, and their settings block: ELB user guide,
+# "Authenticate users using an Application Load Balancer" (authenticate-oidc / authenticate-cognito) and "Verify
+# JWTs using an Application Load Balancer" (jwt-validation: the request goes on only with a valid token).
+AUTH_ACTIONS: dict[str, str] = {
+    "authenticate-oidc": "authenticateOidc",
+    "authenticate-cognito": "authenticateCognito",
+    "jwt-validation": "jwtValidation",
+}
+# OnUnauthenticatedRequest "allow": "Allow the request to be forwarded to the target" (botocore elbv2 model,
+# AuthenticateOidcActionConfig / AuthenticateCognitoActionConfig): the forward is then reached without a login.
+LETS_UNAUTHENTICATED_THROUGH = "allow"
+_AUTH_NAMES = "an authenticate-oidc, authenticate-cognito or jwt-validation action"
 
 
-def _unauthenticated_forward(actions: Any) -> bool:
-    """True when, in order, a forward action comes before any authenticate-oidc/-cognito action."""
+def unauthenticated_forward(actions: Any) -> str | None:
+    """Why a forward among ``actions`` can be reached without authentication, or None when none can.
+
+    The ALB performs actions by ``order``, lowest first (list position where it is missing or equal). The first
+    authenticating action decides, unless it lets unauthenticated requests through (``onUnauthenticatedRequest:
+    allow``). One rule for two callers: the config check on the planned actions (``components/config/ingress.py``)
+    and the pack on every registered HTTPS listener and rule. Actions are the provider's camelCase inputs.
+    """
     listed = [a for a in as_list(actions) if isinstance(a, Mapping)]
     ordered = sorted(enumerate(listed), key=lambda ia: (get(ia[1], "order", default=1e9), ia[0]))
+    lets_through: str | None = None
     for _, action in ordered:
         kind = str(get(action, "type", default="")).lower()
         if kind in AUTH_ACTIONS:
-            return False
-        if kind == "forward" or get(action, "targetGroupArn") or get(action, "forward"):
-            return True
-    return False
+            unauthenticated = str(get(action, AUTH_ACTIONS[kind], "onUnauthenticatedRequest", default="")).lower()
+            if unauthenticated != LETS_UNAUTHENTICATED_THROUGH:
+                return None
+            lets_through = kind
+        elif kind == "forward" or get(action, "targetGroupArn") or get(action, "forward"):
+            if lets_through is not None:
+                return (
+                    f"forwards after {lets_through} with onUnauthenticatedRequest: allow, which lets requests without "
+                    "a login through"
+                )
+            return f"forwards without {_AUTH_NAMES} before it"
+    return None
 
 
 def _is_https(listener: PolicyResource) -> bool:
@@ -155,28 +182,27 @@ def _is_https(listener: PolicyResource) -> bool:
 def _alb_requires_authentication(args: StackValidationArgs, report: ReportViolation) -> None:
     listeners = of_type(args, *LISTENERS)
     for listener in listeners:
-        if _is_https(listener) and _unauthenticated_forward(get(listener.props, "defaultActions")):
-            report(
-                "HTTPS listener's default action forwards without an authenticate-oidc or "
-                "authenticate-cognito action before it",
-                listener.urn,
-            )
+        if not _is_https(listener):
+            continue
+        reason = unauthenticated_forward(get(listener.props, "defaultActions"))
+        if reason is not None:
+            report(f"HTTPS listener's default action {reason}", listener.urn)
     for rule in of_type(args, *LISTENER_RULES):
         parents = deps(rule, "listenerArn", *LISTENERS)
         if parents and not any(_is_https(p) for p in parents):
             continue  # an HTTP listener cannot authenticate; its rules only redirect
-        if _unauthenticated_forward(get(rule.props, "actions")):
-            report(
-                "listener rule forwards without an authenticate-oidc or authenticate-cognito action before it",
-                rule.urn,
-            )
+        reason = unauthenticated_forward(get(rule.props, "actions"))
+        if reason is not None:
+            report(f"listener rule {reason}", rule.urn)
 
 
 alb_requires_authentication = StackValidationPolicy(
-    name="alb-requires-authentication",
-    description="An HTTPS ALB listener (and its rules) must authenticate (authenticate-oidc or "
-    "authenticate-cognito, ordered before forward) before forwarding to inference endpoints. AWS docs: "
-    "Elastic Load Balancing 'Authenticate users using an Application Load Balancer' (listener-authenticate-users).",
+    name=ALB_REQUIRES_AUTHENTICATION,
+    description="An HTTPS ALB listener (and its rules) must authenticate before forwarding to inference endpoints: "
+    "authenticate-oidc or authenticate-cognito (not onUnauthenticatedRequest allow) for browsers, or "
+    "jwt-validation for programs, ordered before forward. AWS docs: Elastic Load Balancing 'Authenticate users "
+    "using an Application Load Balancer' (listener-authenticate-users) and 'Verify JWTs using an Application Load "
+    "Balancer' (listener-verify-jwt).",
     validate=_alb_requires_authentication,
     enforcement_level=MANDATORY,
     severity=Severity.HIGH,

@@ -231,7 +231,9 @@ def test_allocatable_of_a_p5_node(system_pods: list[cap.SystemPod]) -> None:
     assert with_ds.allocatable[cap.PODS] == 97
     tiered = cap.node_allocatable(cap.Group("p5", "ml.p5.48xlarge", 1, tiered_storage_percent=20))
     assert tiered is not None and tiered.tiered_storage[cap.MEMORY] == 2097152 * 2**20 // 5
-    assert tiered.allocatable[cap.MEMORY] == bare.allocatable[cap.MEMORY]  # shown, not subtracted: UNCONFIRMED [tiered-storage-memory]
+    assert (
+        tiered.allocatable[cap.MEMORY] == bare.allocatable[cap.MEMORY]
+    )  # shown, not subtracted: UNCONFIRMED [tiered-storage-memory]
 
 
 def test_daemonsets_follow_taints_and_selectors(system_pods: list[cap.SystemPod]) -> None:

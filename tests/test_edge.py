@@ -150,6 +150,62 @@ def test_prod_webacl_is_associated_with_the_alb_and_logs_to_aws_waf_logs(prod: S
     ]
 
 
+BEARER_KEYS = [
+    {"ip": {}},
+    {"header": {"name": "authorization", "textTransformations": [{"priority": 0, "type": "NONE"}]}},
+]
+
+
+def test_the_per_caller_budget_counts_each_bearer_token_of_the_jwt_routes(prod: StackRun) -> None:
+    """prod's routes verify JWTs, which programs send as `Authorization: Bearer <token>`: the WebACL associated with
+    that ALB counts each (client IP, Authorization value) on its own budget, untransformed (two tokens are two
+    callers), and redacts the header from its logs."""
+    https = inputs(prod, LISTENER, "front-door-https")
+    assert https["defaultActions"][0]["type"] == "jwt-validation"
+    assoc = inputs(prod, ASSOC, "front-door-waf")
+    assert assoc["resourceArn"] == prod.named(ALB, "front-door-alb").outputs["arn"] == https["loadBalancerArn"]
+    assert assoc["webAclArn"] == prod.named(WEBACL, "edge-waf-acl").outputs["arn"]
+    caller = _rules(prod)["rate-limit-caller"]
+    assert caller["statement"]["rateBasedStatement"]["customKeys"] == BEARER_KEYS
+    # before the per-IP rule, which still counts requests without the header (WAF does not count those here)
+    assert (caller["priority"], _rules(prod)["rate-limit-ip"]["priority"]) == (10, 20)
+    assert caller["action"]["block"]["customResponse"]["responseCode"] == 429
+    logging = inputs(prod, WAF_LOGGING, "edge-waf-logging")
+    assert {"singleHeader": {"name": "authorization"}} in logging["redactedFields"]
+
+
+def test_a_jwt_stack_keyed_on_another_header_gets_an_advisory(run) -> None:
+    """Callers of a jwt route send `authorization`; a budget keyed on x-api-key may not count them (advisory)."""
+    from components.config.checks import run_advisories
+    from components.config.loader import parse_stack_mapping
+
+    def dev(header: str) -> dict[str, Any]:
+        return _dev_with_ingress(
+            scheme="internet-facing",
+            allowedCidrs=["198.51.100.0/24"],
+            authentication="jwt",
+            jwt={
+                "issuer": "https://idp.example.com",
+                "jwksUri": "https://idp.example.com/.well-known/jwks.json",
+                "requiredClaims": [{"name": "aud", "format": "single-string", "values": ["llm"]}],
+            },
+            waf={"callerRateLimit": {"header": header, "limit": 100, "evaluationWindowSec": 300}},
+        )
+
+    mapping = dev("authorization")
+    del mapping[ING]["cognito"]
+    result = registered(run("dev", mapping))
+    assert _rules(result)["rate-limit-caller"]["statement"]["rateBasedStatement"]["customKeys"] == BEARER_KEYS
+    rule = inputs(result, "aws:lb/listenerRule:ListenerRule", "front-door-route-0")
+    assert rule["actions"][0]["jwtValidation"]["issuer"] == "https://idp.example.com"  # kept as written, no "/"
+    assert not [a for a in run_advisories(parse_stack_mapping("dev", mapping)) if a.rule == "waf-caller-key-jwt"]
+    mapping = dev("x-api-key")
+    del mapping[ING]["cognito"]
+    (advisory,) = [a for a in run_advisories(parse_stack_mapping("dev", mapping)) if a.rule == "waf-caller-key-jwt"]
+    assert advisory.path == "ingress.waf.callerRateLimit.header"
+    assert advisory.message.startswith("x-api-key: callers of the jwt routes send their token in `authorization`")
+
+
 def test_internet_facing_dev_alb_gets_a_webacl_by_default_internal_does_not(run) -> None:
     public = registered(run("dev", _dev_with_ingress(scheme="internet-facing", allowedCidrs=["198.51.100.0/24"])))
     rules = _rules(public)

@@ -153,9 +153,9 @@ def test_schema_requires_the_secure_form_of_the_client_secret() -> None:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(stack_config_schema())
-    doc = {"config": stack_mapping("prod")}
+    doc = {"config": stack_mapping("staging")}
     assert doc["config"]["hyperpod-inference:ingress"]["oidc"]["clientSecret"] == {
-        "secure": "AAABAHpiProdFrontDoorOidcClientSecretCiphertextPlaceholder=="
+        "secure": "AAABAHpiStagingFrontDoorOidcClientSecretCiphertextPlaceholder=="
     }
     assert not list(validator.iter_errors(doc))
     doc["config"]["hyperpod-inference:ingress"]["oidc"]["clientSecret"] = "plain-text"

@@ -48,21 +48,35 @@ def prod(stack_runs) -> StackRun:
     return run
 
 
-def test_https_listener_authenticates_then_forwards(prod: StackRun) -> None:
+@pytest.fixture(scope=cached_scope("module"))
+def staging(stack_runs) -> StackRun:
+    run = stack_runs["staging"]
+    assert run.of_type(ALB), "staging must have the ALB front door"
+    return run
+
+
+PROD_JWT = {
+    "issuer": "https://login.example.com/oauth2/default",
+    "jwksEndpoint": "https://login.example.com/oauth2/default/v1/keys",
+    "additionalClaims": [
+        {"name": "aud", "format": "single-string", "values": ["hpi-prod-inference"]},
+        {"name": "scope", "format": "space-separated-values", "values": ["inference.invoke"]},
+    ],
+}
+
+
+def test_https_listener_verifies_the_jwt_then_forwards(prod: StackRun) -> None:
+    """prod's routes serve programs: the listener's default action (the catch-all route) is jwt-validation with
+    the configured issuer, JWKS endpoint and claims, then forward (ELB user guide, listener-verify-jwt)."""
     https = inputs(prod, LISTENER, "front-door-https")
     assert (https["port"], https["protocol"]) == (443, "HTTPS")
     # FSBP ELB.17 recommends TLS13-1-2-Res (restricted ciphers), not TLS13-1-2-2021-06 (the old default)
     assert https["sslPolicy"] == DEFAULT_TLS_POLICY == "ELBSecurityPolicy-TLS13-1-2-Res-2021-06"
     actions = https["defaultActions"]
-    assert [a["type"] for a in actions] == ["authenticate-oidc", "forward"]
+    assert [a["type"] for a in actions] == ["jwt-validation", "forward"]
     assert [a["order"] for a in actions] == [1, 2]
-    oidc = actions[0]["authenticateOidc"]
-    assert oidc["issuer"] == "https://login.example.com/oauth2/default"
-    assert oidc["tokenEndpoint"] == "https://login.example.com/oauth2/default/v1/token"
-    assert oidc["clientId"] == "hpi-prod-front-door"
-    assert oidc["onUnauthenticatedRequest"] == "deny"
-    assert oidc["scope"] == "openid profile"
-    assert oidc["sessionTimeout"] == 3600
+    assert actions[0]["jwtValidation"] == PROD_JWT
+    assert set(actions[0]) == {"type", "order", "jwtValidation"}
     # the catch-all route (no host, no path) is the listener default: llama-70b-kvaware's target group
     kvaware_tg = prod.named(TG, "front-door-tg-llama-70b-kvaware").outputs["arn"]
     assert actions[1]["targetGroupArn"] == kvaware_tg
@@ -71,16 +85,65 @@ def test_https_listener_authenticates_then_forwards(prod: StackRun) -> None:
     assert https["certificateArn"].startswith("arn:aws:acm:us-east-1:123456789012:certificate/")
 
 
-def test_host_rule_authenticates_then_forwards(prod: StackRun) -> None:
+def test_host_rule_verifies_the_jwt_then_forwards(prod: StackRun) -> None:
     rules = prod.of_type(RULE)
     assert len(rules) == 1
     rule = plain(rules[0].inputs)
-    assert [a["type"] for a in rule["actions"]] == ["authenticate-oidc", "forward"]
+    assert [a["type"] for a in rule["actions"]] == ["jwt-validation", "forward"]
     assert [a["order"] for a in rule["actions"]] == [1, 2]
+    assert rule["actions"][0]["jwtValidation"] == PROD_JWT
     assert rule["conditions"] == [{"hostHeader": {"values": ["dpd.inference.example.com"]}}]
     assert rule["actions"][1]["targetGroupArn"] == prod.named(TG, "front-door-tg-llama-70b-dpd").outputs["arn"]
     assert rule["listenerArn"] == prod.named(LISTENER, "front-door-https").outputs["arn"]
     assert rule["priority"] == 10
+
+
+def test_staging_serves_a_browser_route_with_oidc_and_an_api_route_with_jwt(staging: StackRun) -> None:
+    """One stack, two kinds of callers: the catch-all (browsers) logs in through the IdP, the kvaware host
+    (programs) verifies a bearer token; each forwards to its own endpoint's target group."""
+    https = inputs(staging, LISTENER, "front-door-https")
+    actions = https["defaultActions"]
+    assert [(a["type"], a["order"]) for a in actions] == [("authenticate-oidc", 1), ("forward", 2)]
+    oidc = actions[0]["authenticateOidc"]
+    assert oidc["issuer"] == "https://login.example.com/oauth2/default"
+    assert oidc["tokenEndpoint"] == "https://login.example.com/oauth2/default/v1/token"
+    assert oidc["clientId"] == "hpi-staging-front-door"
+    assert oidc["onUnauthenticatedRequest"] == "authenticate"  # browsers are sent to the login page
+    assert oidc["scope"] == "openid" and oidc["sessionTimeout"] == 3600
+    assert actions[1]["targetGroupArn"] == staging.named(TG, "front-door-tg-llama-8b-prefix").outputs["arn"]
+    (rule,) = [plain(r.inputs) for r in staging.of_type(RULE)]
+    assert rule["conditions"] == [{"hostHeader": {"values": ["kvaware.staging.inference.example.internal"]}}]
+    assert [(a["type"], a["order"]) for a in rule["actions"]] == [("jwt-validation", 1), ("forward", 2)]
+    assert rule["actions"][0]["jwtValidation"] == {
+        "issuer": "https://login.example.com/oauth2/default",
+        "jwksEndpoint": "https://login.example.com/oauth2/default/v1/keys",
+        "additionalClaims": [{"name": "aud", "format": "single-string", "values": ["hpi-staging-inference"]}],
+    }
+    assert rule["actions"][1]["targetGroupArn"] == staging.named(TG, "front-door-tg-llama-8b-kvaware").outputs["arn"]
+
+
+@pytest.mark.parametrize("stack", ["prod", "staging"])
+def test_rendered_actions_are_the_planned_ones(stack_runs: dict[str, StackRun], stack: str) -> None:
+    """The config check judges ``planned_actions``; the component must render exactly those types and orders."""
+    from components.config.ingress import catch_all_route, default_authentication, planned_actions, route_authentication
+    from components.config.loader import parse_stack_mapping
+
+    run = stack_runs[stack]
+    ing = parse_stack_mapping(stack, stack_mapping(stack)).ingress
+
+    def outline(actions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+        return [(a["type"], a.get("order")) for a in actions]
+
+    https = inputs(run, LISTENER, "front-door-https")
+    final = "forward" if catch_all_route(ing) is not None else "fixed-response"
+    assert outline(https["defaultActions"]) == outline(planned_actions(ing, default_authentication(ing), final))
+    rules = {r.name: plain(r.inputs) for r in run.of_type(RULE)}
+    assert rules, f"{stack} has no listener rule"
+    for i, route in enumerate(ing.routes):
+        if route.is_catch_all:
+            continue
+        rendered = rules[f"front-door-route-{i}"]["actions"]
+        assert outline(rendered) == outline(planned_actions(ing, route_authentication(ing, route)))
 
 
 def test_client_secret_is_a_secret_end_to_end(monkeypatch) -> None:
@@ -94,13 +157,14 @@ def test_client_secret_is_a_secret_end_to_end(monkeypatch) -> None:
         return original(self, request)
 
     monkeypatch.setattr(mocks.GraphMonitor, "RegisterResource", spy)
-    registered(run_stack("prod"))
+    registered(run_stack("staging"))
     https_secret = raw["front-door-https"]["defaultActions"][0]["authenticateOidc"]["clientSecret"]
-    rule_secret = raw["front-door-route-1"]["actions"][0]["authenticateOidc"]["clientSecret"]
-    for secret in (https_secret, rule_secret):
-        assert secret == {_special_sig_key: _special_secret_sig, "value": OFFLINE_SECRET_PLACEHOLDER}
+    assert https_secret == {_special_sig_key: _special_secret_sig, "value": OFFLINE_SECRET_PLACEHOLDER}
     # nothing else in the listener is secret: the wrapper sits exactly on the client secret
     assert json.dumps(raw["front-door-https"]).count(_special_secret_sig) == 1
+    # the JWT route carries no secret at all (issuer, JWKS and claims are public)
+    assert _special_secret_sig not in json.dumps(raw["front-door-route-1"])
+    assert raw["front-door-route-1"]["actions"][0]["type"] == "jwt-validation"
 
 
 def test_client_secret_output_is_secret() -> None:
@@ -307,16 +371,68 @@ def test_waf_association_when_configured(run) -> None:
     assert waf["resourceArn"] == result.named(ALB, "front-door-alb").outputs["arn"]
 
 
-def test_authentication_none_is_rendered_and_fails_the_policy(capsys) -> None:
+def test_authentication_none_is_refused_at_config_time_in_prod(capsys) -> None:
+    """prod: the alb-requires-authentication rule runs on the planned actions before anything is registered."""
+    mapping = stack_mapping("prod")
+    mapping[ING]["routes"][1]["authentication"] = "none"
+    result = run_stack("prod", mapping)
+    assert result.config_error is not None and result.registrations == []
+    assert [i.render() for i in result.config_error.issues] == [
+        "hyperpod-inference:ingress.routes[1].authentication: prod: route 1 forwards without an authenticate-oidc, "
+        "authenticate-cognito or jwt-validation action before it; authenticate it (oidc or cognito with "
+        "onUnauthenticatedRequest deny or authenticate, or jwt) [alb-requires-authentication]"
+    ]
+    assert preview("prod", mapping=mapping) == 2
+    assert "Traceback" not in capsys.readouterr().out
+
+
+def test_stack_level_none_is_reported_once_at_its_key() -> None:
+    """The default action and every route inheriting ``none`` share one key: one error, not one per route."""
     mapping = stack_mapping("prod")
     mapping[ING]["authentication"] = "none"
-    del mapping[ING]["oidc"]
-    result = registered(run_stack("prod", mapping))
-    https = inputs(result, LISTENER, "front-door-https")
-    assert [a["type"] for a in https["defaultActions"]] == ["forward"]
-    assert preview("prod", mapping=mapping) == 1
+    del mapping[ING]["jwt"]
+    result = run_stack("prod", mapping)
+    assert result.config_error is not None
+    assert [(i.path, i.message.split(";")[0]) for i in result.config_error.issues] == [
+        (
+            "ingress.authentication",
+            "prod: the listener's default action forwards without an authenticate-oidc, authenticate-cognito or "
+            "jwt-validation action before it",
+        )
+    ]
+
+
+def test_authentication_none_is_rendered_and_reported_outside_prod(capsys) -> None:
+    """staging relaxes the rule to advisory: the route renders with a bare forward and the pack reports it."""
+    mapping = stack_mapping("staging")
+    mapping[ING]["routes"][1]["authentication"] = "none"
+    del mapping[ING]["jwt"]
+    result = registered(run_stack("staging", mapping))
+    (rule,) = [plain(r.inputs) for r in result.of_type(RULE)]
+    assert [a["type"] for a in rule["actions"]] == ["forward"] and "order" not in rule["actions"][0]
+    assert preview("staging", mapping=mapping) == 0
     out = capsys.readouterr().out
-    assert "MANDATORY alb-requires-authentication" in out
+    assert (
+        "ADVISORY alb-requires-authentication aws:lb/listenerRule:ListenerRule::front-door-route-1: listener "
+        "rule forwards without an authenticate-oidc, authenticate-cognito or jwt-validation action before it" in out
+    )
+
+
+def test_oidc_allow_is_an_unauthenticated_forward_in_prod() -> None:
+    """onUnauthenticatedRequest allow forwards requests without a login: in prod the rule refuses it."""
+    mapping = stack_mapping("prod")
+    mapping[ING]["routes"][1]["authentication"] = "oidc"
+    mapping[ING]["oidc"] = {**stack_mapping("staging")[ING]["oidc"], "onUnauthenticatedRequest": "allow"}
+    result = run_stack("prod", mapping)
+    assert result.config_error is not None
+    assert {i.path: i.message for i in result.config_error.issues} == {
+        "ingress.oidc.onUnauthenticatedRequest": "prod: route 1 forwards after authenticate-oidc with "
+        "onUnauthenticatedRequest: allow, which lets requests without a login through; authenticate it (oidc or "
+        "cognito with onUnauthenticatedRequest deny or authenticate, or jwt) [alb-requires-authentication]"
+    }
+    mapping[ING]["oidc"]["onUnauthenticatedRequest"] = "deny"
+    rule = plain(registered(run_stack("prod", mapping)).named(RULE, "front-door-route-1").inputs)
+    assert [a["type"] for a in rule["actions"]] == ["authenticate-oidc", "forward"]
 
 
 def _set(path: list[Any], value: Any) -> Any:
@@ -339,79 +455,295 @@ def _drop(path: list[Any]) -> Any:
     return mutate
 
 
-@pytest.mark.parametrize(
-    ("mutate", "expected"),
-    [
-        (
-            _set(["oidc", "tokenEndpoint"], "http://login.example.com/token"),
-            "hyperpod-inference:ingress.oidc.tokenEndpoint: must be an https:// URL",
-        ),
-        (
-            _set(["oidc", "issuer"], "http://login.example.com"),
-            "hyperpod-inference:ingress.oidc.issuer: must be an https:// URL",
-        ),
-        (_drop(["oidc", "clientSecret"]), "hyperpod-inference:ingress.oidc.clientSecret: required when authentication"),
-        (
-            _set(["oidc", "clientSecret"], "plain-text-secret"),
-            "hyperpod-inference:ingress.oidc.clientSecret: must be a Pulumi secret",
-        ),
-        (
-            _set(["domainName"], "api.other.example.org"),
-            "hyperpod-inference:ingress.domainName: api.other.example.org is outside the hosted zone",
-        ),
-        (
-            _set(["routes", 1, "host"], "dpd.example.net"),
-            "hyperpod-inference:ingress.routes[1].host: dpd.example.net is outside the hosted zone",
-        ),
-        (
-            _set(["routes", 1, "endpoint"], "llama-405b"),
-            "hyperpod-inference:ingress.routes[1].endpoint: unknown endpoint 'llama-405b'",
-        ),
-        (
-            _set(["sslPolicy"], "ELBSecurityPolicy-2016-08"),
-            "hyperpod-inference:ingress.sslPolicy: 'ELBSecurityPolicy-2016-08' is not a TLS 1.2+",
-        ),
-        (
-            _set(["sslPolicy"], "ELBSecurityPolicy-TLS13-1-2-2021-06"),
-            "hyperpod-inference:ingress.sslPolicy: prod: security policy ELBSecurityPolicy-TLS13-1-2-2021-06 is not "
-            "one FSBP ELB.17 recommends; use one of ELBSecurityPolicy-TLS13-1-3-2021-06, ",
-        ),
-        (_drop(["hostedZoneName"]), "hyperpod-inference:ingress.hostedZoneName: required when ingress is enabled"),
-        (_drop(["allowedCidrs"]), "hyperpod-inference:ingress.allowedCidrs: required for an internet-facing ALB"),
-        (_drop(["oidc"]), "hyperpod-inference:ingress.oidc: required when authentication is oidc"),
-        (_set(["authentication"], "cognito"), "hyperpod-inference:ingress.cognito: required when authentication"),
-        (
-            _set(["routes", 1], {"endpoint": "llama-70b-dpd"}),
-            "hyperpod-inference:ingress.routes[1]: a second catch-all",
-        ),
-        (_set(["oidc", "clientSd"], "x"), "hyperpod-inference:ingress.oidc.clientSd: unknown key"),
-    ],
-    ids=[
+def _claim(i: int, **fields: Any) -> Any:
+    def mutate(m: dict[str, Any]) -> None:
+        m[ING]["jwt"]["requiredClaims"][i].update(fields)
+
+    return mutate
+
+
+CONFIG_ERRORS: list[tuple[str, str, Any, str]] = [
+    # (id, stack, mutation, the error line it must print)
+    (
         "oidc-http-token-endpoint",
+        "staging",
+        _set(["oidc", "tokenEndpoint"], "http://login.example.com/token"),
+        "hyperpod-inference:ingress.oidc.tokenEndpoint: must be an https:// URL",
+    ),
+    (
         "oidc-http-issuer",
+        "staging",
+        _set(["oidc", "issuer"], "http://login.example.com"),
+        "hyperpod-inference:ingress.oidc.issuer: must be an https:// URL",
+    ),
+    (
         "missing-client-secret",
+        "staging",
+        _drop(["oidc", "clientSecret"]),
+        "hyperpod-inference:ingress.oidc.clientSecret: required when authentication",
+    ),
+    (
         "plaintext-client-secret",
+        "staging",
+        _set(["oidc", "clientSecret"], "plain-text-secret"),
+        "hyperpod-inference:ingress.oidc.clientSecret: must be a Pulumi secret",
+    ),
+    (
         "domain-outside-zone",
+        "prod",
+        _set(["domainName"], "api.other.example.org"),
+        "hyperpod-inference:ingress.domainName: api.other.example.org is outside the hosted zone",
+    ),
+    (
         "route-host-outside-zone",
+        "prod",
+        _set(["routes", 1, "host"], "dpd.example.net"),
+        "hyperpod-inference:ingress.routes[1].host: dpd.example.net is outside the hosted zone",
+    ),
+    (
         "unknown-endpoint",
+        "prod",
+        _set(["routes", 1, "endpoint"], "llama-405b"),
+        "hyperpod-inference:ingress.routes[1].endpoint: unknown endpoint 'llama-405b'",
+    ),
+    (
         "tls10-policy",
+        "prod",
+        _set(["sslPolicy"], "ELBSecurityPolicy-2016-08"),
+        "hyperpod-inference:ingress.sslPolicy: 'ELBSecurityPolicy-2016-08' is not a TLS 1.2+",
+    ),
+    (
         "elb17-not-recommended-in-prod",
+        "prod",
+        _set(["sslPolicy"], "ELBSecurityPolicy-TLS13-1-2-2021-06"),
+        "hyperpod-inference:ingress.sslPolicy: prod: security policy ELBSecurityPolicy-TLS13-1-2-2021-06 is not "
+        "one FSBP ELB.17 recommends; use one of ELBSecurityPolicy-TLS13-1-3-2021-06, ",
+    ),
+    (
         "no-zone-name",
+        "prod",
+        _drop(["hostedZoneName"]),
+        "hyperpod-inference:ingress.hostedZoneName: required when ingress is enabled",
+    ),
+    (
         "internet-facing-without-cidrs",
+        "prod",
+        _drop(["allowedCidrs"]),
+        "hyperpod-inference:ingress.allowedCidrs: required for an internet-facing ALB",
+    ),
+    (
         "oidc-missing",
+        "staging",
+        _drop(["oidc"]),
+        "hyperpod-inference:ingress.oidc: required: ingress.authentication choose oidc (issuer, endpoints, clientId)",
+    ),
+    (
         "cognito-missing",
+        "prod",
+        _set(["authentication"], "cognito"),
+        "hyperpod-inference:ingress.cognito: required: ingress.authentication choose cognito",
+    ),
+    (
         "two-catch-alls",
+        "prod",
+        _set(["routes", 1], {"endpoint": "llama-70b-dpd"}),
+        "hyperpod-inference:ingress.routes[1]: a second catch-all",
+    ),
+    (
         "misspelt-key",
-    ],
+        "staging",
+        _set(["oidc", "clientSd"], "x"),
+        "hyperpod-inference:ingress.oidc.clientSd: unknown key",
+    ),
+    # --- ingress.jwt (ELB user guide listener-verify-jwt; botocore elbv2 JwtValidationActionConfig) ---
+    (
+        "jwt-missing",
+        "prod",
+        _drop(["jwt"]),
+        "hyperpod-inference:ingress.jwt: required: ingress.authentication choose jwt (issuer, jwksUri, requiredClaims)",
+    ),
+    (
+        "jwt-missing-for-a-route",
+        "staging",
+        _drop(["jwt"]),
+        "hyperpod-inference:ingress.jwt: required: ingress.routes[1].authentication choose jwt",
+    ),
+    (
+        "jwt-set-but-unused",
+        "staging",
+        _set(["routes", 1, "authentication"], "oidc"),
+        "hyperpod-inference:ingress.jwt: set but no route (nor the listener's default action) authenticates with jwt",
+    ),
+    (
+        "jwt-http-issuer",
+        "prod",
+        _set(["jwt", "issuer"], "http://login.example.com/oauth2/default"),
+        "hyperpod-inference:ingress.jwt.issuer: must be an https:// URL with a host (no spaces) "
+        "(got 'http://login.example.com/oauth2/default')",
+    ),
+    (
+        "jwt-http-jwks",
+        "prod",
+        _set(["jwt", "jwksUri"], "http://login.example.com/keys"),
+        "hyperpod-inference:ingress.jwt.jwksUri: must be an https:// URL with a host (no spaces)",
+    ),
+    (
+        "jwt-jwks-without-host",
+        "prod",
+        _set(["jwt", "jwksUri"], "https:///keys"),
+        "hyperpod-inference:ingress.jwt.jwksUri: must be an https:// URL with a host (no spaces)",
+    ),
+    (
+        "jwt-issuer-over-256",
+        "prod",
+        _set(["jwt", "issuer"], "https://login.example.com/" + "a" * 231),
+        "hyperpod-inference:ingress.jwt.issuer: String should have at most 256 characters",
+    ),
+    (
+        "jwt-issuer-not-the-gateway-one",
+        "prod",
+        _set(["jwt", "issuer"], "https://login.example.com/oauth2/default/"),
+        "hyperpod-inference:ingress.jwt.issuer: 'https://login.example.com/oauth2/default/', but "
+        "gateway.spec.auth.jwt.provider.issuer is 'https://login.example.com/oauth2/default'",
+    ),
+    (
+        "jwt-claim-format",
+        "prod",
+        _claim(0, format="string"),
+        "hyperpod-inference:ingress.jwt.requiredClaims[0].format: Input should be 'single-string', 'string-array' or "
+        "'space-separated-values' (got 'string')",
+    ),
+    (
+        "jwt-eleven-claims",
+        "prod",
+        _set(
+            ["jwt", "requiredClaims"],
+            [{"name": f"c{i}", "format": "single-string", "values": ["x"]} for i in range(11)],
+        ),
+        "hyperpod-inference:ingress.jwt.requiredClaims: List should have at most 10 items after validation, not 11",
+    ),
+    (
+        "jwt-no-claims",
+        "prod",
+        _set(["jwt", "requiredClaims"], []),
+        "hyperpod-inference:ingress.jwt.requiredClaims: List should have at least 1 item after validation, not 0",
+    ),
+    (
+        "jwt-default-claim",
+        "prod",
+        _claim(0, name="exp"),
+        "hyperpod-inference:ingress.jwt.requiredClaims[0].name: 'exp' is validated by the ALB itself",
+    ),
+    (
+        "jwt-claim-twice",
+        "prod",
+        _claim(1, name="aud"),
+        "hyperpod-inference:ingress.jwt.requiredClaims: claim 'aud' is listed twice",
+    ),
+    (
+        "jwt-eleven-values",
+        "prod",
+        _claim(0, values=[f"v{i}" for i in range(11)]),
+        "hyperpod-inference:ingress.jwt.requiredClaims[0].values: List should have at most 10 items after validation",
+    ),
+    (
+        "jwt-value-over-256",
+        "prod",
+        _claim(0, values=["a" * 257]),
+        "hyperpod-inference:ingress.jwt.requiredClaims[0].values: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'...: each "
+        "value is 1-256 characters",
+    ),
+    (
+        "jwt-space-in-space-separated-value",
+        "prod",
+        _claim(1, values=["inference.invoke inference.admin"]),
+        "hyperpod-inference:ingress.jwt.requiredClaims[1].values: 'inference.invoke inference.admin' contains a space",
+    ),
+    (
+        "jwt-misspelt-key",
+        "prod",
+        _set(["jwt", "jwksUrl"], "https://login.example.com/keys"),
+        "hyperpod-inference:ingress.jwt.jwksUrl: unknown key",
+    ),
+    (
+        "route-authentication-unknown",
+        "prod",
+        _set(["routes", 1, "authentication"], "saml"),
+        "hyperpod-inference:ingress.routes[1].authentication: Input should be 'oidc', 'cognito', 'jwt' or 'none'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("stack", "mutate", "expected"), [c[1:] for c in CONFIG_ERRORS], ids=[c[0] for c in CONFIG_ERRORS]
 )
-def test_config_errors_name_the_key(mutate, expected: str, capsys) -> None:
-    mapping = stack_mapping("prod")
+def test_config_errors_name_the_key(stack: str, mutate, expected: str, capsys) -> None:
+    mapping = stack_mapping(stack)
     mutate(mapping)
-    code = preview("prod", mapping=mapping)
+    code = preview(stack, mapping=mapping)
     out = capsys.readouterr().out
     assert code == 2, out
     assert expected in out
     assert "Traceback" not in out
+
+
+def test_a_claim_value_with_a_space_is_fine_in_the_other_formats(run) -> None:
+    """Only space-separated-values forbids spaces in a value (botocore elbv2 JwtValidationActionAdditionalClaim)."""
+    mapping = stack_mapping("prod")
+    mapping[ING]["jwt"]["requiredClaims"][1] = {"name": "groups", "format": "string-array", "values": ["ML Team"]}
+    rule = plain(registered(run("prod", mapping)).named(RULE, "front-door-route-1").inputs)
+    assert rule["actions"][0]["jwtValidation"]["additionalClaims"][1] == {
+        "name": "groups",
+        "format": "string-array",
+        "values": ["ML Team"],
+    }
+
+
+def test_claim_formats_are_the_api_enum() -> None:
+    """The config's formats and the action type are the ELB API's own (botocore's elbv2 model is the contract)."""
+    import typing
+
+    import botocore.loaders
+
+    from components.config.ingress import JWT_DEFAULT_CLAIMS, ClaimFormat
+
+    shapes = botocore.loaders.Loader().load_service_model("elbv2", "service-2")["shapes"]
+    assert list(typing.get_args(ClaimFormat)) == shapes["JwtValidationActionAdditionalClaimFormatEnum"]["enum"]
+    assert "jwt-validation" in shapes["ActionTypeEnum"]["enum"]
+    assert shapes["JwtValidationActionConfig"]["required"] == ["JwksEndpoint", "Issuer"]
+    claim_doc = shapes["JwtValidationActionAdditionalClaim"]["members"]["Name"]["documentation"]
+    assert all(f"<code>{c}</code>" in claim_doc for c in JWT_DEFAULT_CLAIMS)
+    for doc in (
+        shapes["JwtValidationActionConfig"]["members"]["AdditionalClaims"]["documentation"],
+        shapes["JwtValidationActionAdditionalClaim"]["members"]["Values"]["documentation"],
+    ):
+        assert "The maximum size of the list is 10" in doc
+
+
+def test_jwks_limits_are_an_advisory(run) -> None:
+    """What the stack file cannot show (JWKS size, key count, RS256) is an advisory naming the optional fetch."""
+    from components.config.checks import run_advisories
+    from components.config.loader import parse_stack_mapping
+
+    cfg = parse_stack_mapping("prod", stack_mapping("prod"))
+    jwks = [a for a in run_advisories(cfg) if a.rule == "alb-jwks-limits"]
+    assert [a.render() for a in jwks] == [
+        "hyperpod-inference:ingress.jwt.jwksUri: the ALB forwards no request when the JWKS at "
+        "https://login.example.com/oauth2/default/v1/keys is not publicly reachable, exceeds 150 KB or 10 keys, or "
+        "the IdP signs with another algorithm than RS256 [alb-jwks-limits; checked by `python -m tools.preflight "
+        "--stack prod --fetch-jwks` (fetches the JWKS: size, key count, key types), and a token of the IdP (its "
+        "header's alg)]"
+    ]
+    mapping = stack_mapping("staging")
+    mapping[ING]["routes"][1]["authentication"] = "oidc"
+    del mapping[ING]["jwt"]
+    assert not [a for a in run_advisories(parse_stack_mapping("staging", mapping)) if a.rule == "alb-jwks-limits"]
+
+
+def test_alb_reaches_the_idp_for_jwt_routes(prod: StackRun) -> None:
+    """jwt-validation fetches the IdP's public JWKS: the ALB needs HTTPS egress, as for OIDC."""
+    idp = plain(prod.named("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule", "front-door-sg-out-idp").inputs)
+    assert (idp["ipProtocol"], idp["fromPort"], idp["toPort"], idp["cidrIpv4"]) == ("tcp", 443, 443, "0.0.0.0/0")
 
 
 @pytest.mark.parametrize(

@@ -402,7 +402,15 @@ def test_policies_doc_gives_each_policy_its_offline_outcome() -> None:
 
 def test_config_time_advisories_and_checks_are_documented() -> None:
     rows = _doc_rows("policies.md")
-    for rule in ("model-bucket-region", "scheduler-model-served", "ingress-service-known", "allow-replacement-names"):
+    for rule in (
+        "model-bucket-region",
+        "scheduler-model-served",
+        "ingress-service-known",
+        "allow-replacement-names",
+        "ingress-jwt",
+        "alb-jwks-limits",
+        "waf-caller-key-jwt",
+    ):
         assert rule in rows, rule
 
 

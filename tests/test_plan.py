@@ -96,17 +96,44 @@ def test_one_create_step_with_inputs_per_registration(prod_plan, stack_runs) -> 
     assert prod_plan["configErrors"] == [] and prod_plan["policyResults"] == []
 
 
-def test_https_listener_actions_in_order_and_secret_blinded(prod_plan) -> None:
+@pytest.fixture(scope=cached_scope("module"))
+def staging_plan() -> dict[str, Any]:
+    code, plan = _plan("staging")
+    assert code == 0
+    return plan
+
+
+def test_jwt_routes_carry_the_action_inputs(prod_plan) -> None:
+    """prod's API routes: the plan shows the jwt-validation action's issuer, JWKS endpoint and claims, before forward."""
+    jwt = {
+        "issuer": "https://login.example.com/oauth2/default",
+        "jwksEndpoint": "https://login.example.com/oauth2/default/v1/keys",
+        "additionalClaims": [
+            {"name": "aud", "format": "single-string", "values": ["hpi-prod-inference"]},
+            {"name": "scope", "format": "space-separated-values", "values": ["inference.invoke"]},
+        ],
+    }
     listener = _step(prod_plan, "aws:lb/listener:Listener::front-door-https")
+    rule = _step(prod_plan, "aws:lb/listenerRule:ListenerRule::front-door-route-1")
+    for actions in (listener["newState"]["inputs"]["defaultActions"], rule["newState"]["inputs"]["actions"]):
+        assert [(a["type"], a["order"]) for a in actions] == [("jwt-validation", 1), ("forward", 2)]
+        assert actions[0]["jwtValidation"] == jwt
+        assert actions[1]["targetGroupArn"] == UNKNOWN_ID  # computed: unknown until deploy
+
+
+def test_https_listener_actions_in_order_and_secret_blinded(staging_plan) -> None:
+    listener = _step(staging_plan, "aws:lb/listener:Listener::front-door-https")
     actions = listener["newState"]["inputs"]["defaultActions"]
     assert [a["type"] for a in actions] == ["authenticate-oidc", "forward"]
     assert [a["order"] for a in actions] == [1, 2]
     oidc = actions[0]["authenticateOidc"]
     assert oidc["clientSecret"] == "[secret]"
-    assert oidc["clientId"] == "hpi-prod-front-door" and oidc["onUnauthenticatedRequest"] == "deny"
+    assert oidc["clientId"] == "hpi-staging-front-door" and oidc["onUnauthenticatedRequest"] == "authenticate"
     # the target group's ARN is computed: unknown until deploy, as `pulumi preview --json` shows it
     assert actions[1]["targetGroupArn"] == UNKNOWN_ID
-    text = json.dumps(prod_plan)
+    rule = _step(staging_plan, "aws:lb/listenerRule:ListenerRule::front-door-route-1")
+    assert [a["type"] for a in rule["newState"]["inputs"]["actions"]] == ["jwt-validation", "forward"]
+    text = json.dumps(staging_plan)
     assert "offline-preview-secret-placeholder" not in text
     assert "1b47061264138c4ac30d75fd1eb44270" not in text, "a Pulumi secret wrapper leaked into the plan"
 
@@ -536,12 +563,13 @@ def test_missing_diff_base_exits_2(tmp_path, capsys) -> None:
     assert "no such file" in capsys.readouterr().out
 
 
-def test_config_is_shown_with_only_the_secure_leaves_blinded(prod_plan) -> None:
-    ingress = json.loads(prod_plan["config"]["hyperpod-inference:ingress"])
+def test_config_is_shown_with_only_the_secure_leaves_blinded(staging_plan) -> None:
+    ingress = json.loads(staging_plan["config"]["hyperpod-inference:ingress"])
     assert ingress["oidc"]["clientSecret"] == "[secret]"
-    assert ingress["scheme"] == "internet-facing" and ingress["oidc"]["clientId"] == "hpi-prod-front-door"
-    assert prod_plan["config"]["aws:region"] == "us-east-1"
-    assert "AAABAHpiProdFrontDoor" not in json.dumps(prod_plan)
+    assert ingress["scheme"] == "internal" and ingress["oidc"]["clientId"] == "hpi-staging-front-door"
+    assert ingress["jwt"]["issuer"] == "https://login.example.com/oauth2/default"
+    assert staging_plan["config"]["aws:region"] == "eu-west-2"
+    assert "AAABAHpiStagingFrontDoor" not in json.dumps(staging_plan)
 
 
 # --- issue 22: the plan tells the truth ---------------------------------------------------------------------

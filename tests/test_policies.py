@@ -614,7 +614,10 @@ def test_gateway_requires_jwt(stack_runs: dict[str, StackRun]) -> None:
     assert _added(stack_runs, "prod", _inject(_gateway_config(JWT))) == []
 
 
-def _listener_actions(name: str, drop_auth: bool) -> Mutation:
+AUTH_TYPES = ("authenticate-oidc", "authenticate-cognito", "jwt-validation")
+
+
+def _listener_actions(name: str, drop_auth: bool, expected: str = "jwt-validation") -> Mutation:
     def mutate(regs: list[Registration]) -> None:
         reg = (
             _one(regs, "aws:lb/listener:Listener", name)
@@ -625,9 +628,9 @@ def _listener_actions(name: str, drop_auth: bool) -> Mutation:
         actions = reg.inputs[key]
         if isinstance(actions, dict):  # a secret (the OIDC client secret) wraps the list
             actions = actions["value"]
-        assert any(a["type"] == "authenticate-oidc" for a in actions)
+        assert [a["type"] for a in actions] == [expected, "forward"], actions
         if drop_auth:
-            actions = [a for a in actions if not a["type"].startswith("authenticate")]
+            actions = [a for a in actions if a["type"] not in AUTH_TYPES]
         reg.inputs[key] = actions
 
     return mutate
@@ -644,6 +647,7 @@ def test_alb_requires_authentication_on_the_https_listener(stack_runs: dict[str,
         "alb-requires-authentication",
         "advisory",
     )
+    # prod's default action is jwt-validation (order 1) then forward (order 2): the pack passes it
     assert _added(stack_runs, "prod", _listener_actions("front-door-https", False)) == []
 
 
@@ -651,7 +655,7 @@ def _listener_reordered(name: str, orders: dict[str, int | None], reverse_list: 
     """Set each action's ``order`` by type (None removes it) and optionally reverse the list itself."""
 
     def mutate(regs: list[Registration]) -> None:
-        _listener_actions(name, False)(regs)  # unwraps the secret wrapper; asserts authenticate-oidc is there
+        _listener_actions(name, False)(regs)  # asserts jwt-validation is there
         reg = _one(regs, "aws:lb/listener:Listener", name)
         actions = [dict(a) for a in reg.inputs["defaultActions"]]
         for action in actions:
@@ -666,23 +670,23 @@ def _listener_reordered(name: str, orders: dict[str, int | None], reverse_list: 
 
 def test_alb_requires_authentication_follows_the_order_field_not_list_order(stack_runs: dict[str, StackRun]) -> None:
     """ALB runs actions by ``order`` (lowest first), whatever the list order (ELB API reference, Action.Order)."""
-    # listed [authenticate-oidc order 2, forward order 1]: ALB forwards first, so this is unauthenticated
+    # listed [jwt-validation order 2, forward order 1]: ALB forwards first, so this is unauthenticated
     _only(
-        _added(stack_runs, "prod", _listener_reordered("front-door-https", {"authenticate-oidc": 2, "forward": 1})),
+        _added(stack_runs, "prod", _listener_reordered("front-door-https", {"jwt-validation": 2, "forward": 1})),
         "alb-requires-authentication",
         "mandatory",
     )
-    # listed [forward order 2, authenticate-oidc order 1]: ALB authenticates first
+    # listed [forward order 2, jwt-validation order 1]: ALB verifies the token first
     assert (
         _added(
             stack_runs,
             "prod",
-            _listener_reordered("front-door-https", {"authenticate-oidc": 1, "forward": 2}, reverse_list=True),
+            _listener_reordered("front-door-https", {"jwt-validation": 1, "forward": 2}, reverse_list=True),
         )
         == []
     )
-    # no order on either action: the list order decides (authenticate-oidc listed first passes, last fails)
-    no_order: dict[str, int | None] = {"authenticate-oidc": None, "forward": None}
+    # no order on either action: the list order decides (jwt-validation listed first passes, last fails)
+    no_order: dict[str, int | None] = {"jwt-validation": None, "forward": None}
     assert _added(stack_runs, "prod", _listener_reordered("front-door-https", no_order)) == []
     _only(
         _added(stack_runs, "prod", _listener_reordered("front-door-https", no_order, reverse_list=True)),
@@ -698,7 +702,105 @@ def test_alb_requires_authentication_on_listener_rules(stack_runs: dict[str, Sta
         "mandatory",
     )
     assert [r.resource_name for r in results] == ["front-door-route-1"]
+    assert [r.message for r in results] == [
+        "listener rule forwards without an authenticate-oidc, authenticate-cognito or jwt-validation action before it"
+    ]
     assert _added(stack_runs, "prod", _listener_actions("front-door-route-1", False)) == []
+
+
+def test_alb_requires_authentication_on_staging_routes(stack_runs: dict[str, StackRun]) -> None:
+    """staging: an OIDC listener and a JWT rule both pass; either without its authenticate action is reported."""
+    assert (
+        _added(stack_runs, "staging", _listener_actions("front-door-https", False, "authenticate-oidc"), "staging")
+        == []
+    )
+    assert _added(stack_runs, "staging", _listener_actions("front-door-route-1", False), "staging") == []
+    _only(
+        _added(stack_runs, "staging", _listener_actions("front-door-https", True, "authenticate-oidc"), "staging"),
+        "alb-requires-authentication",
+        "advisory",
+    )
+    _only(
+        _added(stack_runs, "staging", _listener_actions("front-door-route-1", True), "staging"),
+        "alb-requires-authentication",
+        "advisory",
+    )
+
+
+def _oidc_lets_through(regs: list[Registration]) -> None:
+    reg = _one(regs, "aws:lb/listener:Listener", "front-door-https")
+    actions = reg.inputs["defaultActions"]
+    actions = actions["value"] if isinstance(actions, dict) else actions
+    assert actions[0]["type"] == "authenticate-oidc"
+    actions[0]["authenticateOidc"]["onUnauthenticatedRequest"] = "allow"
+    reg.inputs["defaultActions"] = actions
+
+
+def test_alb_requires_authentication_refuses_oidc_that_lets_unauthenticated_requests_through(
+    stack_runs: dict[str, StackRun],
+) -> None:
+    """onUnauthenticatedRequest allow: "Allow the request to be forwarded to the target" (ELB API reference), so
+    the forward is reached without a login even though an authenticate action comes first."""
+    (result,) = _only(
+        _added(stack_runs, "staging", _oidc_lets_through, env="prod"), "alb-requires-authentication", "mandatory"
+    )
+    assert result.message == (
+        "HTTPS listener's default action forwards after authenticate-oidc with onUnauthenticatedRequest: allow, "
+        "which lets requests without a login through"
+    )
+
+
+_OIDC_DENY = {"type": "authenticate-oidc", "order": 1, "authenticateOidc": {"onUnauthenticatedRequest": "deny"}}
+_OIDC_ALLOW = {"type": "authenticate-oidc", "order": 1, "authenticateOidc": {"onUnauthenticatedRequest": "allow"}}
+_COGNITO_ALLOW = {
+    "type": "authenticate-cognito",
+    "order": 1,
+    "authenticateCognito": {"onUnauthenticatedRequest": "allow"},
+}
+
+
+@pytest.mark.parametrize(
+    ("actions", "expected"),
+    [
+        ([{"type": "jwt-validation", "order": 1}, {"type": "forward", "order": 2}], None),
+        ([{"type": "authenticate-cognito", "order": 1}, {"type": "forward", "order": 2}], None),
+        ([_OIDC_DENY, {"type": "forward", "order": 2}], None),
+        (
+            [_OIDC_ALLOW, {"type": "forward", "order": 2}],
+            "forwards after authenticate-oidc with onUnauthenticatedRequest: allow, which lets requests without a "
+            "login through",
+        ),
+        (
+            [_COGNITO_ALLOW, {"type": "jwt-validation", "order": 2}, {"type": "forward", "order": 3}],
+            None,  # a later jwt-validation still stands before the forward
+        ),
+        ([{"type": "forward", "order": 1}, {"type": "jwt-validation", "order": 2}], "forwards without"),
+        ([{"type": "forward"}], "forwards without"),
+        ([{"targetGroupArn": "arn:aws:elasticloadbalancing:tg"}], "forwards without"),  # forward by its target only
+        ([{"type": "fixed-response"}], None),  # nothing is forwarded
+        ([{"type": "JWT-VALIDATION", "order": 1}, {"type": "forward", "order": 2}], None),  # type case-insensitive
+    ],
+    ids=[
+        "jwt-first",
+        "cognito-first",
+        "oidc-deny",
+        "oidc-allow",
+        "allow-then-jwt",
+        "jwt-after-forward",
+        "bare-forward",
+        "target-only",
+        "fixed-response",
+        "upper-case-type",
+    ],
+)
+def test_unauthenticated_forward_every_branch(actions: list[dict[str, Any]], expected: str | None) -> None:
+    from policies.baselines import unauthenticated_forward
+
+    reason = unauthenticated_forward(actions)
+    if expected is None:
+        assert reason is None
+    else:
+        assert reason is not None and reason.startswith(expected), reason
 
 
 def _execution_role_named(name: str) -> Mutation:

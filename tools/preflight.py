@@ -1,12 +1,13 @@
 """Preflight: check the AWS account with read-only calls before ``pulumi up``.
 
-    python -m tools.preflight --stack dev [--stack-file FILE] [--profile NAME]
+    python -m tools.preflight --stack dev [--stack-file FILE] [--profile NAME] [--fetch-jwks]
 
 Uses your AWS credentials (the default boto3 chain, or ``--profile``) in the stack's ``aws:region``. Checks
 instance-type offerings per AZ ID, SageMaker cluster quotas, EKS add-on versions, name clashes, the
 ingress certificate and hosted zone, training plans, and for adopted clusters (``cluster.existing``) the EKS and
 HyperPod clusters, the OIDC provider, existing prerequisites and add-ons already installed (see
-``tools/preflight_checks.py`` and ``docs/adoption.md``).
+``tools/preflight_checks.py`` and ``docs/adoption.md``). With ``--fetch-jwks`` it also fetches the JWKS of
+``ingress.jwt`` and judges it by the ALB's limits (``tools/preflight_jwks.py``; one HTTPS GET outside AWS).
 
 Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error or
 unusable input (``file:line``, no traceback).
@@ -34,6 +35,7 @@ from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
 from tools import cli
 from tools.preflight_checks import CheckResult, Clients, run_all
+from tools.preflight_jwks import Fetch, check_jwks, fetch_url
 from tools.preflight_report import EXIT_FAIL, EXIT_OK, NO_CREDENTIALS, print_problems, render
 
 
@@ -71,8 +73,13 @@ def preflight(
     profile: str | None = None,
     clients: Clients | None = None,
     console: Console | None = None,
+    fetch_jwks: Fetch | None = None,
 ) -> int:
-    """Load the stack, run every check, print the table; returns the exit code."""
+    """Load the stack, run every check, print the table; returns the exit code.
+
+    ``fetch_jwks`` fetches ``ingress.jwt.jwksUri`` (``--fetch-jwks``: :func:`tools.preflight_jwks.fetch_url`); None
+    leaves it unknown (a SKIP row).
+    """
     console = console or Console(highlight=False, soft_wrap=True)
     try:
         path = cli.stack_file(stack, stack_file)
@@ -95,6 +102,7 @@ def preflight(
     results = _run_checks(cfg, clients, console)
     if results is None:
         return EXIT_FAIL
+    results += check_jwks(cfg, fetch_jwks)
     render(results, console, f"preflight: stack {stack}, {cfg.region}")
     return EXIT_FAIL if any(r.status == "FAIL" for r in results) else EXIT_OK
 
@@ -103,8 +111,20 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None, conso
     parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=(__doc__ or "").split("\n\n")[0])
     cli.add_stack_arguments(parser)
     parser.add_argument("--profile", help="AWS profile (default: the standard boto3 credential chain)")
+    parser.add_argument(
+        "--fetch-jwks",
+        action="store_true",
+        help="also GET ingress.jwt.jwksUri (outside AWS) and check the ALB's JWKS limits; only where the runner may",
+    )
     args = parser.parse_args(argv)
-    return preflight(args.stack, stack_file=args.stack_file, profile=args.profile, clients=clients, console=console)
+    return preflight(
+        args.stack,
+        stack_file=args.stack_file,
+        profile=args.profile,
+        clients=clients,
+        console=console,
+        fetch_jwks=fetch_url if args.fetch_jwks else None,
+    )
 
 
 if __name__ == "__main__":

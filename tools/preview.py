@@ -44,7 +44,7 @@ from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
 from policies.capacity_rules import fit_hook_for
 from policies.engine import evaluate
-from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, REPLICATION_GROUP
+from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, LISTENER_RULES, LISTENERS, REPLICATION_GROUP
 from policies.pack import POLICIES
 from tools import cli, member_outputs
 from tools.advisories import advisories_of, advisory_report
@@ -119,7 +119,40 @@ def _redis_properties(i: dict[str, Any]) -> str:
     )
 
 
+def _action_chain(actions: Any) -> str:
+    """A listener's or rule's actions in the order the ALB runs them, with what authenticates: the reviewer sees
+    at a glance which routes check a JWT (its issuer and claims), send browsers to a login page, or neither."""
+    listed = [a for a in actions or [] if isinstance(a, dict)]
+    steps = []
+    for action in sorted(listed, key=lambda a: a.get("order") or 0):
+        kind = str(action.get("type"))
+        if kind == "jwt-validation":
+            jwt = action.get("jwtValidation") or {}
+            claims = ", ".join(str(c.get("name")) for c in jwt.get("additionalClaims") or [])
+            steps.append(f"jwt-validation (iss {jwt.get('issuer')}{'; ' + claims if claims else ''})")
+        elif kind.startswith("authenticate-"):
+            block = action.get("authenticateOidc") or action.get("authenticateCognito") or {}
+            steps.append(f"{kind} (unauthenticated: {block.get('onUnauthenticatedRequest', 'authenticate')})")
+        else:
+            steps.append(kind)
+    return " -> ".join(steps)
+
+
+def _rule_properties(i: dict[str, Any]) -> str:
+    matched = [
+        value
+        for condition in i.get("conditions") or []
+        for key in ("hostHeader", "pathPattern")
+        for value in (condition.get(key) or {}).get("values") or []
+    ]
+    return f"{' '.join(matched) or '*'}: {_action_chain(i.get('actions'))}"
+
+
 _KEY_PROPERTIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    **dict.fromkeys(
+        LISTENERS, lambda i: f"{i.get('protocol')} {i.get('port')}: {_action_chain(i.get('defaultActions'))}"
+    ),
+    **dict.fromkeys(LISTENER_RULES, _rule_properties),
     HYPERPOD_CLUSTER: _hyperpod_properties,
     EKS_ADDON: lambda i: f"{i.get('addonName')} {i.get('addonVersion', '(default version)')}",
     EKS_COMPONENT: _eks_properties,
@@ -321,7 +354,9 @@ def preview(
         written = write_outputs(run.registrations, out, region or "us-east-1")
         from tools.deployer_policy import write_deployer_policy  # only --out pays for the SAR data
 
-        written += write_deployer_policy(run.registrations, run.mocks.calls, out, stack=stack, region=region or "us-east-1")
+        written += write_deployer_policy(
+            run.registrations, run.mocks.calls, out, stack=stack, region=region or "us-east-1"
+        )
         plan_path = out / "plan.json"
         plan_path.write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         written.insert(0, plan_path)

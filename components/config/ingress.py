@@ -1,13 +1,17 @@
-"""``hyperpod-inference:ingress`` — the ALB front door with OIDC (or Cognito) authentication.
+"""``hyperpod-inference:ingress`` — the ALB front door: OIDC or Cognito for browsers, JWT for programs.
 
 The HyperPod Inference Operator's own ``loadBalancer`` spec has no authentication fields, so this section
 puts an ALB we own in front of the endpoints: TLS 1.2+ only, HTTP redirected to HTTPS, authentication at the
-ALB (``authenticate-oidc`` / ``authenticate-cognito``) before any request reaches a GPU, and routes that
-forward to one target group per endpoint, bound to the endpoint's Kubernetes Service.
+ALB before any request reaches a GPU, and routes that forward to one target group per endpoint, bound to the
+endpoint's Kubernetes Service. Each route picks how its callers authenticate (``routes[].authentication``,
+default ``ingress.authentication``): ``authenticate-oidc`` / ``authenticate-cognito`` send a browser to a login
+page; ``jwt-validation`` checks a program's bearer token against the IdP's JWKS (ELB user guide, "Verify JWTs
+using an Application Load Balancer"), so one stack serves a browser UI and an API.
 
-``authentication: none`` is accepted here on purpose: whether an environment may run without it is a
-*policy* decision (the mandatory ``alb-requires-authentication`` policy rejects it for prod), not a
-syntax error, and the rendered listener shows exactly what was chosen.
+``authentication: none`` parses on purpose: whether an environment may run without it is a *policy* decision.
+The ``alb-requires-authentication`` rule (``policies/baselines.py`` :func:`unauthenticated_forward`) judges the
+actions each route will render (:func:`planned_actions`) at config time where the rule is mandatory (prod: exit
+2 naming the key), and the policy pack judges the registered listeners with the same function.
 """
 
 from __future__ import annotations
@@ -17,14 +21,17 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
-from pydantic import Field, HttpUrl, SecretStr, field_validator
+from pydantic import Field, HttpUrl, SecretStr, ValidationInfo, field_validator
 
+from policies.baselines import ALB_REQUIRES_AUTHENTICATION, AUTH_ACTIONS, unauthenticated_forward
 from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICIES, elb17_violation
 
 from .base import ConfigAdvisory, ConfigIssue, Model
 from .checks import advisory_check, cross_check
 from .endpoints import Endpoint, EndpointConfig
+from .gateway import GatewayConfig
 from .network import NetworkConfig
 
 
@@ -32,14 +39,17 @@ class StackView(Protocol):
     """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
 
     @property
+    def stack(self) -> str: ...
+    @property
     def is_prod(self) -> bool: ...
     @property
     def network(self) -> NetworkConfig: ...
     @property
     def ingress(self) -> IngressConfig: ...
     @property
+    def gateway(self) -> GatewayConfig: ...
+    @property
     def endpoints(self) -> Sequence[Endpoint]: ...
-
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
 # Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide; the
@@ -88,6 +98,7 @@ ROUTER_SERVICE_SOURCE = (
 
 Hostname = r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
 OnUnauthenticated = Literal["deny", "authenticate", "allow"]
+Authentication = Literal["oidc", "cognito", "jwt", "none"]
 
 
 def _require_https(value: HttpUrl) -> HttpUrl:
@@ -129,6 +140,110 @@ class CognitoConfig(Model):
     on_unauthenticated_request: OnUnauthenticated = "deny"
 
 
+# --- jwt: the ALB verifies a program's bearer token ------------------------------------------------------
+# Facts (ELB user guide, "Verify JWTs using an Application Load Balancer", listener-verify-jwt; botocore 1.44.8
+# elbv2 model, shapes JwtValidationActionConfig and JwtValidationActionAdditionalClaim):
+# - The ALB checks the signature against the JWKS endpoint, requires `iss` and `exp`, and checks `nbf` and `iat`
+#   when present; `exp`, `iss`, `nbf`, `iat` cannot be configured as additional claims (validated by default).
+# - Up to 10 additional claims, each in one of three formats (JwtValidationActionAdditionalClaimFormatEnum;
+#   tests/test_ingress.py pins the Literal below to the model): single-string, string-array,
+#   space-separated-values; at most 10 values per claim, each up to 256 characters, and the values of a
+#   space-separated-values claim cannot include spaces.
+# - Issuer and JwksEndpoint: at most 256 characters each; the JWKS endpoint "must be a full URL, including the
+#   HTTPS protocol, the domain, and the path" and publicly accessible (the guide's console steps).
+# - Only RS256 is supported; the JWKS response may be at most 150 KB with at most 10 keys, or the ALB forwards
+#   nothing. Neither is visible in the stack file: an advisory names `tools.preflight --fetch-jwks`.
+ClaimFormat = Literal["single-string", "string-array", "space-separated-values"]
+JWT_DEFAULT_CLAIMS: tuple[str, ...] = ("exp", "iss", "nbf", "iat")
+JWT_MAX_CLAIMS = 10
+JWT_MAX_CLAIM_VALUES = 10
+JWT_MAX_VALUE_LENGTH = 256
+JWT_MAX_URL_LENGTH = 256
+JWKS_MAX_KEYS = 10
+JWKS_MAX_KB = 150
+JWT_ALGORITHM = "RS256"
+
+
+def _https_url(value: str) -> str:
+    """An https URL with a host, kept exactly as written (``HttpUrl`` would append a ``/`` to a bare host, and the
+    issuer is compared with the token's ``iss`` character for character)."""
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.netloc or any(c.isspace() for c in value):
+        raise ValueError("must be an https:// URL with a host (no spaces)")
+    return value
+
+
+class JwtClaimConfig(Model):
+    """One claim the token must carry, besides ``iss`` and ``exp`` (the ALB's additional claims)."""
+
+    name: str = Field(min_length=1, description="Claim name, e.g. aud, scope, scp, client_id (not exp, iss, nbf, iat).")
+    format: ClaimFormat = Field(
+        description='How the token writes the claim: single-string (aud: "api"), string-array '
+        '(scp: ["a", "b"]) or space-separated-values (scope: "a b", RFC 9068 section 2.2.3).',
+    )
+    values: list[str] = Field(
+        min_length=1,
+        max_length=JWT_MAX_CLAIM_VALUES,
+        description="Expected values (1-10, each 1-256 characters; no spaces for space-separated-values).",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_default_claim(cls, value: str) -> str:
+        if value in JWT_DEFAULT_CLAIMS:
+            raise ValueError(
+                f"{value!r} is validated by the ALB itself (exp, iss, nbf, iat cannot be configured); use jwt.issuer "
+                "for iss, or remove it"
+            )
+        if value != value.strip() or not value:
+            raise ValueError(f"{value!r}: a claim name has no leading or trailing spaces")
+        return value
+
+    @field_validator("values")
+    @classmethod
+    def _values(cls, values: list[str], info: ValidationInfo) -> list[str]:
+        for value in values:
+            if not 1 <= len(value) <= JWT_MAX_VALUE_LENGTH:
+                raise ValueError(f"{value[:40]!r}...: each value is 1-{JWT_MAX_VALUE_LENGTH} characters")
+            if info.data.get("format") == "space-separated-values" and any(c.isspace() for c in value):
+                raise ValueError(
+                    f"{value!r} contains a space; a space-separated-values claim lists each value separately "
+                    "(values: [a, b]), without spaces"
+                )
+        return values
+
+
+class JwtConfig(Model):
+    """The issuer and keys an ``authentication: jwt`` route verifies bearer tokens against (``jwt-validation``)."""
+
+    issuer: str = Field(
+        max_length=JWT_MAX_URL_LENGTH,
+        description="The exact `iss` of the tokens (https, compared character for character; a trailing / counts). "
+        "Must equal gateway.spec.auth.jwt.provider.issuer when both are set.",
+    )
+    jwks_uri: str = Field(
+        max_length=JWT_MAX_URL_LENGTH,
+        description="The IdP's JWKS endpoint (https, publicly reachable; at most 150 KB and 10 keys, RS256).",
+    )
+    required_claims: list[JwtClaimConfig] = Field(
+        min_length=1,
+        max_length=JWT_MAX_CLAIMS,
+        description="Claims every token must carry (1-10), e.g. aud and scope: without one, any token the issuer "
+        "signs for any API passes.",
+    )
+
+    _https = field_validator("issuer", "jwks_uri")(_https_url)
+
+    @field_validator("required_claims")
+    @classmethod
+    def _distinct_names(cls, claims: list[JwtClaimConfig]) -> list[JwtClaimConfig]:
+        names = [c.name for c in claims]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"claim {repeated[0]!r} is listed twice; list each claim once with all its values")
+        return claims
+
+
 class RouteConfig(Model):
     """One listener rule: requests matching ``host`` and/or ``path`` go to ``endpoint``.
 
@@ -137,6 +252,11 @@ class RouteConfig(Model):
     """
 
     endpoint: str = Field(description="The `endpoints[].name` this route forwards to.")
+    authentication: Authentication | None = Field(
+        default=None,
+        description="How this route's callers authenticate: oidc or cognito (browsers, a login page), jwt (programs "
+        "with a bearer token, ingress.jwt), none. Default: ingress.authentication.",
+    )
     host: str | None = Field(default=None, pattern=Hostname, description="Host header to match (in the zone).")
     path: str | None = Field(default=None, pattern=r"^/[-a-zA-Z0-9_.~/*?]*$", description="Path pattern, e.g. /v1/*.")
     service_name: str | None = Field(
@@ -336,9 +456,14 @@ class IngressConfig(Model):
     )
     waf: WafConfig = Field(default_factory=WafConfig, description="The WebACL this stack creates (see waf.enabled).")
     access_log_retention_days: int = Field(default=90, ge=1, le=3650)
-    authentication: Literal["oidc", "cognito", "none"] = "oidc"
+    authentication: Authentication = Field(
+        default="oidc",
+        description="How routes without their own `authentication`, and the listener's default action, "
+        "authenticate: oidc, cognito, jwt or none (refused in prod).",
+    )
     oidc: OidcConfig | None = None
     cognito: CognitoConfig | None = None
+    jwt: JwtConfig | None = Field(default=None, description="The JWT issuer, JWKS and claims of jwt routes.")
     routes: list[RouteConfig] = Field(default_factory=list)
 
     @field_validator("ssl_policy")
@@ -358,6 +483,66 @@ class IngressConfig(Model):
             if route.host and route.host != self.domain_name and route.host not in seen:
                 seen.append(route.host)
         return seen
+
+
+# --- authentication per route: the actions each listener rule renders -------------------------------------
+
+# The authenticate step runs first, the terminal action (forward or the 404) second: ALB performs actions by
+# ``order``, lowest first (ELB API reference, Action.Order).
+AUTH_ORDER, FINAL_ORDER = 1, 2
+# authentication -> the listener action type it renders (the settings block each takes: policies.baselines).
+AUTH_ACTION_TYPE: dict[str, str] = {
+    "oidc": "authenticate-oidc",
+    "cognito": "authenticate-cognito",
+    "jwt": "jwt-validation",
+}
+
+
+def route_authentication(ing: IngressConfig, route: RouteConfig) -> Authentication:
+    """How ``route``'s callers authenticate: its own ``authentication``, else ``ingress.authentication``."""
+    return route.authentication or ing.authentication
+
+
+def catch_all_route(ing: IngressConfig) -> RouteConfig | None:
+    """The route that becomes the HTTPS listener's default action (no host, no path), if any."""
+    return next((r for r in ing.routes if r.is_catch_all), None)
+
+
+def default_authentication(ing: IngressConfig) -> Authentication:
+    """The listener default action's authentication: the catch-all route's, else ``ingress.authentication``."""
+    catch_all = catch_all_route(ing)
+    return route_authentication(ing, catch_all) if catch_all is not None else ing.authentication
+
+
+def authentication_keys(ing: IngressConfig) -> dict[str, list[str]]:
+    """authentication -> the keys choosing it for a rendered action (the default action first, then the routes)."""
+    uses: dict[str, list[str]] = {}
+    catch_all = catch_all_route(ing)
+    if catch_all is None:
+        uses.setdefault(ing.authentication, []).append("ingress.authentication")
+    for i, route in enumerate(ing.routes):
+        key = f"ingress.routes[{i}].authentication" if route.authentication else "ingress.authentication"
+        if key not in uses.setdefault(route_authentication(ing, route), []):
+            uses[route_authentication(ing, route)].append(key)
+    return uses
+
+
+def planned_actions(ing: IngressConfig, authentication: Authentication, final: str = "forward") -> list[dict[str, Any]]:
+    """The outline of the actions a listener or rule renders, in the provider's input shape (camelCase).
+
+    Type and order of each action and what :func:`policies.baselines.unauthenticated_forward` reads
+    (``onUnauthenticatedRequest``): the config check runs that rule on this outline, the pack on the registered
+    listener; ``components/ingress.py`` renders the same types and orders (a test compares them).
+    """
+    actions: list[dict[str, Any]] = []
+    if authentication in AUTH_ACTION_TYPE:
+        kind = AUTH_ACTION_TYPE[authentication]
+        block = AUTH_ACTIONS[kind]
+        section = {"oidc": ing.oidc, "cognito": ing.cognito}.get(authentication)
+        settings = {"onUnauthenticatedRequest": section.on_unauthenticated_request} if section is not None else {}
+        actions.append({"type": kind, "order": AUTH_ORDER, block: settings})
+    actions.append({"type": final, **({"order": FINAL_ORDER} if actions else {})})
+    return actions
 
 
 @dataclass(frozen=True)
@@ -426,28 +611,103 @@ def _in_zone(name: str, zone: str) -> bool:
     return name == zone or name.endswith("." + zone)
 
 
-def _ingress_checks(cfg: StackView) -> Iterable[ConfigIssue]:
+SECTION_NEEDS = {
+    "oidc": "issuer, endpoints, clientId",
+    "cognito": "userPoolArn, clientId, domain",
+    "jwt": "issuer, jwksUri, requiredClaims",
+}
+
+
+def _authentication_sections(cfg: StackView) -> Iterable[ConfigIssue]:
+    """Each of ``oidc``/``cognito``/``jwt`` is set exactly when a rendered action uses it."""
     ing = cfg.ingress
-    # Sub-sections that do not match the chosen authentication are typos waiting to happen.
-    if ing.authentication != "oidc" and ing.oidc is not None:
-        yield ConfigIssue("ingress.oidc", f"set but authentication is {ing.authentication!r}; remove it or use oidc")
-    if ing.authentication != "cognito" and ing.cognito is not None:
-        yield ConfigIssue(
-            "ingress.cognito", f"set but authentication is {ing.authentication!r}; remove it or use cognito"
-        )
+    uses = authentication_keys(ing)
+    sections = {"oidc": ing.oidc, "cognito": ing.cognito, "jwt": ing.jwt}
+    # Sub-sections nothing uses are typos waiting to happen.
+    for kind, section in sections.items():
+        if section is not None and kind not in uses:
+            yield ConfigIssue(
+                f"ingress.{kind}",
+                f"set but no route (nor the listener's default action) authenticates with {kind}; remove it or set "
+                f"authentication: {kind} on ingress or a route",
+            )
     if not ing.enabled:
         return
-    if ing.authentication == "oidc":
-        if ing.oidc is None:
-            yield ConfigIssue("ingress.oidc", "required when authentication is oidc (issuer, endpoints, clientId)")
-        elif ing.oidc.client_secret is None or not ing.oidc.client_secret.get_secret_value():
+    for kind, section in sections.items():
+        if kind in uses and section is None:
+            yield ConfigIssue(
+                f"ingress.{kind}", f"required: {', '.join(uses[kind])} choose {kind} ({SECTION_NEEDS[kind]})"
+            )
+    if "oidc" in uses and ing.oidc is not None:
+        if ing.oidc.client_secret is None or not ing.oidc.client_secret.get_secret_value():
             yield ConfigIssue(
                 "ingress.oidc.clientSecret",
                 "required when authentication is oidc; set it with `pulumi config set --secret --path "
                 "'hyperpod-inference:ingress.oidc.clientSecret' <secret>`",
             )
-    if ing.authentication == "cognito" and ing.cognito is None:
-        yield ConfigIssue("ingress.cognito", "required when authentication is cognito (userPoolArn, clientId, domain)")
+
+
+def _unauthenticated_routes(cfg: StackView) -> Iterable[ConfigIssue]:
+    """The ``alb-requires-authentication`` rule on the planned actions, where it is mandatory (prod; dev and
+    staging relax it to advisory, ``policies/config.<env>.json``, and the pack reports it there)."""
+    ing = cfg.ingress
+    if not (ing.enabled and cfg.is_prod):
+        return
+
+    def choice(i: int | None) -> str:
+        """The key that chose route ``i``'s authentication (None: the listener default without a catch-all)."""
+        own = i is not None and ing.routes[i].authentication is not None
+        return f"ingress.routes[{i}].authentication" if own else "ingress.authentication"
+
+    catch_all = next((i for i, r in enumerate(ing.routes) if r.is_catch_all), None)
+    planned = [
+        (
+            choice(catch_all),
+            default_authentication(ing),
+            "forward" if catch_all is not None else "fixed-response",
+            "the listener's default action",
+        )
+    ]
+    planned += [(choice(i), route_authentication(ing, r), "forward", f"route {i}") for i, r in enumerate(ing.routes)]
+    reported: set[str] = set()
+    for chosen_by, kind, final, what in planned:
+        reason = unauthenticated_forward(planned_actions(ing, kind, final))
+        if reason is None:
+            continue
+        key = chosen_by if kind == "none" else f"ingress.{kind}.onUnauthenticatedRequest"
+        if key in reported:
+            continue
+        reported.add(key)
+        yield ConfigIssue(
+            key,
+            f"prod: {what} {reason}; authenticate it (oidc or cognito with onUnauthenticatedRequest deny or "
+            f"authenticate, or jwt) [{ALB_REQUIRES_AUTHENTICATION}]",
+        )
+
+
+def _jwt_matches_gateway(cfg: StackView) -> Iterable[ConfigIssue]:
+    """One IdP for both front doors: a program's token must pass the ALB and the in-cluster gateway alike, and the
+    gateway compares ``iss`` exactly as the ALB does (a trailing ``/`` makes another issuer)."""
+    ing, gw = cfg.ingress, cfg.gateway
+    if not (ing.enabled and ing.jwt is not None and gw.enabled) or "jwt" not in authentication_keys(ing):
+        return
+    provider = ((gw.spec_dict().get("auth") or {}).get("jwt") or {}).get("provider") or {}
+    issuer = provider.get("issuer")
+    if issuer and issuer != ing.jwt.issuer:
+        yield ConfigIssue(
+            "ingress.jwt.issuer",
+            f"{ing.jwt.issuer!r}, but gateway.spec.auth.jwt.provider.issuer is {issuer!r}: a token the IdP issues "
+            "carries one `iss`, so one of the two front doors would refuse every call; write the same issuer in both",
+        )
+
+
+def _ingress_checks(cfg: StackView) -> Iterable[ConfigIssue]:
+    ing = cfg.ingress
+    yield from _authentication_sections(cfg)
+    if not ing.enabled:
+        return
+    yield from _unauthenticated_routes(cfg)
+    yield from _jwt_matches_gateway(cfg)
 
     if cfg.is_prod:
         message = elb17_violation(ing.ssl_policy)
@@ -603,3 +863,41 @@ def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
                 "ingress-service-known",
                 checked_by,
             )
+
+
+@advisory_check
+def _jwks_limits(cfg: StackView) -> Iterable[ConfigAdvisory]:
+    """What the stack file cannot show about the IdP: the ALB takes a JWKS of at most 150 KB with at most 10 keys
+    from a public endpoint and verifies RS256 signatures only (ELB user guide, "JWT validation limits")."""
+    ing = cfg.ingress
+    if not ing.enabled or ing.jwt is None or "jwt" not in authentication_keys(ing):
+        return
+    yield ConfigAdvisory(
+        "ingress.jwt.jwksUri",
+        f"the ALB forwards no request when the JWKS at {ing.jwt.jwks_uri} is not publicly "
+        f"reachable, exceeds {JWKS_MAX_KB} KB or {JWKS_MAX_KEYS} keys, or the IdP signs with another algorithm "
+        f"than {JWT_ALGORITHM}",
+        "alb-jwks-limits",
+        f"`python -m tools.preflight --stack {cfg.stack} --fetch-jwks` (fetches the JWKS: size, key count, "
+        "key types), and a token of the IdP (its header's alg)",
+    )
+
+
+@advisory_check
+def _caller_budget_for_jwt_callers(cfg: StackView) -> Iterable[ConfigAdvisory]:
+    """A JWT caller sends its token in the Authorization header; a per-caller budget keyed on another header counts
+    such callers only if they send that header too (AWS WAF "Rate-based rule aggregation options": a request
+    without one of the custom keys is not counted by the rule), which the stack file cannot show."""
+    ing = cfg.ingress
+    caller = ing.waf.caller_rate_limit
+    if not waf_enabled(ing) or caller is None or caller.header == "authorization":
+        return
+    if "jwt" not in authentication_keys(ing):
+        return
+    yield ConfigAdvisory(
+        "ingress.waf.callerRateLimit.header",
+        f"{caller.header}: callers of the jwt routes send their token in `authorization`; those that do not also "
+        f"send {caller.header} get no per-caller budget, only the per-IP one",
+        "waf-caller-key-jwt",
+        "the API's clients (which headers they send); key on `authorization` to budget each token",
+    )

@@ -24,6 +24,7 @@ compares). The few constraints the program adds to the CRD's (:data:`TIGHTER`) c
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import keyword
@@ -119,11 +120,17 @@ def _shape(node: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(strip(node), sort_keys=True).encode()).hexdigest()
 
 
-def spec_schema(path: Path) -> dict[str, Any]:
-    """The v1 ``spec`` schema of a CRD file."""
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+@functools.cache
+def _spec_schema(path: Path) -> str:
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1")
-    spec: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return json.dumps(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
+
+
+def spec_schema(path: Path) -> dict[str, Any]:
+    """The v1 ``spec`` schema of a CRD file (a fresh copy; each file is parsed once per process)."""
+    spec: dict[str, Any] = json.loads(_spec_schema(path))
     return spec
 
 

@@ -40,7 +40,8 @@ CRD_FILES = {
 
 @functools.cache
 def _crd_spec_schema(path: Path) -> dict[str, Any]:
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1")
     spec: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     return spec

@@ -10,7 +10,6 @@ Standard library plus the project's own tools only.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import platform
@@ -21,9 +20,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
+
+from tools.rehearse.bench import endpoint_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -103,25 +103,6 @@ def sdk_modules_of_prod_preview() -> list[str]:
     out = subprocess.run([PY, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     modules: list[str] = json.loads(out.strip().splitlines()[-1])
     return modules
-
-
-def endpoint_stack(n: int) -> dict[str, Any]:
-    """The dev stack with ``n`` copies of its first endpoint (distinct names), and one GPU node per copy so
-    that they all fit (the capacity checks stop an overfull stack with a config error)."""
-    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.dev.yaml").read_text(encoding="utf-8"))
-    for group in doc["config"]["hyperpod-inference:cluster"]["instanceGroups"]:
-        if group["name"] == "gpu-p5":
-            group["instanceCount"] = max(1, n)
-    template = doc["config"]["hyperpod-inference:endpoints"][0]
-    eps = []
-    for i in range(n):
-        ep = copy.deepcopy(template)
-        ep["name"] = f"model-{i}"
-        ep["spec"]["modelName"] = f"model-{i}"
-        ep["spec"]["endpointName"] = f"model-{i}"
-        eps.append(ep)
-    doc["config"]["hyperpod-inference:endpoints"] = eps
-    return doc
 
 
 def suite_seconds() -> float:

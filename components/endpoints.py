@@ -40,7 +40,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .config.endpoints import EndpointConfig, endpoint_spec, l2_spec, opts_into_gateway, wants_stack_redis
+from .config.endpoints import EndpointConfig
 from .config.kvcache import CREDENTIALS_SECRET, credential_env, credential_url
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
@@ -125,16 +125,14 @@ def render_endpoint(endpoint: EndpointConfig, owned: OwnedValues) -> dict[str, A
     Raises ``ValueError`` when the endpoint needs the Redis URL and none is given (the config checks make
     that unreachable from a valid stack).
     """
-    spec = copy.deepcopy(endpoint_spec(endpoint))
+    spec = copy.deepcopy(endpoint.spec_dict())
     if owned.tls_bucket:
         tls = spec.setdefault("tlsConfig", {})
         tls.setdefault("tlsCertificateOutputS3Uri", tls_output_uri(owned.tls_bucket, endpoint))
-    if wants_stack_redis(endpoint):
+    if endpoint.wants_stack_redis:
         if owned.redis is None or not owned.redis.url:
             raise ValueError(f"endpoint {endpoint.name} asks for the redis L2 backend but the stack has no Redis URL")
-        l2 = l2_spec(spec)
-        assert l2 is not None
-        l2["l2CacheLocalUrl"] = owned.redis.url
+        spec["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] = owned.redis.url
         if owned.redis.credentials:
             env = _env_list(spec, endpoint.kind)
             env.extend(credential_env(env, owned.redis.url))
@@ -209,7 +207,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
         self.viewer_roles = self._viewer_rbac(name, args, base)
         self.resources = {}
         for endpoint in args.endpoints:
-            needs_redis = wants_stack_redis(endpoint)
+            needs_redis = endpoint.wants_stack_redis
             tls = pulumi.Output.from_input(args.tls_bucket) if args.tls_bucket is not None else None
             redis = args.redis if needs_redis else None
             address = pulumi.Output.from_input(redis.address) if redis is not None else None
@@ -236,7 +234,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
             if with_credentials:
                 # the kubelet resolves the worker's secretKeyRef when the pod starts: the Secret goes first
                 depends.append(self.secrets[endpoint.namespace])
-            if gateway is not None and opts_into_gateway(endpoint):
+            if gateway is not None and endpoint.opts_into_gateway:
                 depends.append(gateway)
             self.resources[endpoint.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{endpoint.namespace}-{endpoint.name}",
@@ -262,7 +260,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
         if redis is None or redis.password is None:
             return {}
         secrets: dict[str, k8s.core.v1.Secret] = {}
-        for ns in dict.fromkeys(e.namespace for e in args.endpoints if wants_stack_redis(e)):
+        for ns in dict.fromkeys(e.namespace for e in args.endpoints if e.wants_stack_redis):
             secrets[ns] = k8s.core.v1.Secret(
                 f"{name}-{ns}-kv-cache-credentials",
                 metadata=k8s.meta.v1.ObjectMetaArgs(

@@ -34,12 +34,7 @@ import pulumi_kubernetes as k8s
 
 from policies.replacement_rules import replace_paths
 
-from .config.endpoints import (
-    EndpointConfig,
-    endpoint_health_check_path,
-    endpoint_port,
-    endpoint_routing_algorithm,
-)
+from .config.endpoints import EndpointConfig
 from .config.ingress import (
     ALL_TCP,
     AUTH_ORDER,
@@ -300,7 +295,7 @@ class IngressAlb(pulumi.ComponentResource):
                 continue
             endpoint = by_name[route.endpoint]
             out[route.endpoint] = _Target(
-                endpoint=endpoint, service=service_target(route, endpoint), target_port=endpoint_port(endpoint)
+                endpoint=endpoint, service=service_target(route, endpoint), target_port=endpoint.port
             )
         return list(out.values())
 
@@ -314,13 +309,13 @@ class IngressAlb(pulumi.ComponentResource):
             protocol_version="HTTP1",
             port=t.target_port,
             vpc_id=args.vpc_id,
-            load_balancing_algorithm_type=endpoint_routing_algorithm(ep),
+            load_balancing_algorithm_type=ep.routing_algorithm,
             deregistration_delay=30,
             health_check=aws.lb.TargetGroupHealthCheckArgs(
                 enabled=True,
                 protocol="HTTP",
                 port="traffic-port",
-                path=endpoint_health_check_path(ep),
+                path=ep.health_check_path,
                 matcher="200",
                 interval=15,
                 timeout=5,

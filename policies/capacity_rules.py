@@ -92,6 +92,13 @@ class InstanceSpec:
     max_efa_interfaces: int
     max_network_interfaces: int
     max_pods: int
+    instance_store_gb: int = 0
+    instance_store_nvme: str | None = None  # DescribeInstanceTypes NvmeSupport: required | supported | unsupported
+
+    @property
+    def local_nvme(self) -> bool:
+        """The type has instance-store volumes that are NVMe (what weights caching needs)."""
+        return self.instance_store_gb > 0 and self.instance_store_nvme in ("required", "supported")
 
     def cpus(self, threads_per_core: int) -> int:
         """CPUs the node shows: cores x threads (1 thread per core halves a 2-thread type's vCPUs)."""
@@ -119,6 +126,8 @@ def catalogue() -> dict[str, InstanceSpec]:
             max_efa_interfaces=e["maxEfaInterfaces"],
             max_network_interfaces=e["maxNetworkInterfaces"],
             max_pods=e["maxPods"],
+            instance_store_gb=e["instanceStoreGB"],
+            instance_store_nvme=e["instanceStoreNvme"],
         )
     return out
 
@@ -280,6 +289,7 @@ class SystemPod:
     node_selector: Mapping[str, str | tuple[str, ...]] = field(default_factory=dict)
     installed_by: str = ""
     source: str = ""
+    node_affinity: Mapping[str, Any] | None = None  # required node affinity (DaemonSets on an endpoint's nodes)
 
 
 def kube_reserved_cpu_m(cpus: int) -> int:
@@ -510,6 +520,7 @@ def daemonsets_on(group: Group, system_pods: Iterable[SystemPod]) -> list[System
         for p in system_pods
         if p.kind == "DaemonSet"
         and selector_matches(p.node_selector, labels)
+        and affinity_matches(p.node_affinity, labels)
         and not blocking_taints(p.tolerations, group)
     ]
 
@@ -660,12 +671,12 @@ def load_system_pods(
             "system-pod data unavailable (policies/readiness.yaml): DaemonSets not subtracted, controllers not checked",
         )
     readiness = load_readiness()
-    entries = readiness.system_pods
+    entries = [e for e in readiness.system_pods if not e.on_target_nodes]
     if registrations is None:
         return [system_pod(e) for e in entries], None
     regs = list(registrations)
+    out = target_node_pods(regs)
     regs.extend(_remote_children(readiness, regs))
-    out = []
     for e in entries:
         types = [s.type for s in e.installed_by]
         installer = next(
@@ -679,6 +690,55 @@ def load_system_pods(
         if installer is not None:
             out.append(system_pod(e, installer))
     return out, None
+
+
+def target_node_pods(registrations: Iterable[tuple[str, Mapping[str, Any]]]) -> list[SystemPod]:
+    """The DaemonSets the operator runs on an endpoint's own nodes (readiness ``on_target_nodes``: the image and
+    weights caches of ``spec.modelCacheConfig``), one per installing custom resource, or per distinct value of the
+    entry's ``one_per`` (one image cache per image); on the endpoints' instance types, else their nodeAffinity.
+
+    ``registrations`` are ``(type, inputs)`` of custom resources (``{apiVersion, kind, metadata, spec}``); at config
+    time the endpoints' rendered custom resources, in a mock run the registered ones.
+    """
+    from policies.readiness import input_value, load_readiness
+
+    out: list[SystemPod] = []
+    regs = [(t, i) for t, i in registrations if t.startswith("kubernetes:inference.sagemaker.aws.amazon.com/")]
+    for e in load_readiness().system_pods:
+        if not e.on_target_nodes:
+            continue
+        groups: dict[str, list[Mapping[str, Any]]] = {}
+        for typ, inputs in regs:
+            if not e.installed_by_matches(typ, dict(inputs)):
+                continue
+            meta = inputs.get("metadata") if isinstance(inputs.get("metadata"), Mapping) else {}
+            assert isinstance(meta, Mapping)
+            own = f"{meta.get('namespace', 'default')}/{meta.get('name', '?')}"
+            shared = input_value(dict(inputs), e.one_per) if e.one_per else None
+            groups.setdefault(str(shared) if shared is not None else own, []).append(inputs)
+        for members in groups.values():
+            workloads = [workload_from_cr(m, "", "") for m in members]
+            types = sorted({t for w in workloads for p in w.pods for t in p.instance_types or ()})
+            affinity = next((p.node_affinity for w in workloads for p in w.pods if not p.instance_types), None)
+            names = ", ".join(
+                f"{(m.get('metadata') or {}).get('namespace', 'default')}/{(m.get('metadata') or {}).get('name', '?')}"
+                for m in members
+            )
+            base = system_pod(e)
+            out.append(
+                SystemPod(
+                    name=f"{e.name} ({names})",
+                    kind="DaemonSet",
+                    requests=base.requests,
+                    tolerations=base.tolerations,
+                    tolerations_known=base.tolerations_known,
+                    node_selector={INSTANCE_TYPE_LABEL: tuple(types)} if types and affinity is None else {},
+                    node_affinity=affinity if not types else None,
+                    installed_by=names,
+                    source=base.source,
+                )
+            )
+    return out
 
 
 # --- the workloads: endpoints' pods ----------------------------------------------------------------------
@@ -1480,7 +1540,18 @@ CAPACITY_RULES: tuple[CapacityRule, ...] = (
 CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in CAPACITY_RULES)
 
 
-def fit_hook(pod: Any, group: Any, replicas: int) -> str | None:
+def fit_hook_for(registrations: Iterable[tuple[str, Mapping[str, Any]]]) -> Any:
+    """:func:`fit_hook` for one stack: each node's allocatable also subtracts the DaemonSets its endpoints make the
+    operator run on their nodes (:func:`target_node_pods`, e.g. the image cache on the endpoint's instance types)."""
+    extra = tuple(target_node_pods(registrations))
+
+    def hook(pod: Any, group: Any, replicas: int) -> str | None:
+        return fit_hook(pod, group, replicas, extra)
+
+    return hook
+
+
+def fit_hook(pod: Any, group: Any, replicas: int, extra_daemonsets: Sequence[SystemPod] = ()) -> str | None:
     """The rehearsal's resource-fit hook (``tools.rehearse`` ``FitHook``): why ``replicas`` of a system pod
     (``policies.readiness.SystemPod``) do not fit the nodes of ``group`` (its ``NodeGroup``: name,
     instance_type, count, labels, taints as ``(key, value, effect)``, optional threads_per_core), or ``None``.
@@ -1500,7 +1571,7 @@ def fit_hook(pod: Any, group: Any, replicas: int) -> str | None:
         labels=dict(getattr(group, "labels", {}) or {}),
         taints=tuple(Taint(str(k), v, str(e)) for k, v, e in getattr(group, "taints", ()) or ()),
     )
-    a = node_allocatable(g, load_system_pods()[0])
+    a = node_allocatable(g, [*load_system_pods()[0], *extra_daemonsets])
     if a is None:
         return None
     req = {**sp.requests, PODS: 1}

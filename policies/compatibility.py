@@ -1,13 +1,19 @@
-"""Typed access to ``policies/compatibility.yaml``: add-on → operator → images → features → defects.
+"""Typed access to ``policies/compatibility.yaml``: add-on → operator → CRD → images → features → defects.
 
 The table is data, kept in one YAML file with a public source on every row; this module only types and
 queries it. Both the stack-config checks (``components/config``) and the policy pack (``policies/rules.py``)
 call these helpers, so a new add-on release is one YAML edit.
+
+Which spec fields an operator release has comes from its published CRD: ``crdReleases`` names the CRD files,
+``python -m tools.crd_models`` derives ``policies/crd_fields.json`` from them (the first release that has each
+spec path and enum value), and :func:`features_missing` reads it together with the hand-dated ``features``
+(fields no public CRD dates).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 TABLE_PATH = Path(__file__).resolve().parent / "compatibility.yaml"
+FIELDS_PATH = Path(__file__).resolve().parent / "crd_fields.json"
 
 IEC = "InferenceEndpointConfig"
 JSM = "JumpStartModel"
@@ -58,13 +65,28 @@ class ImageSet(_Strict):
     source: str
 
 
+KindCode = Literal["IEC", "JSM"]
+
+
+class CrdRelease(_Strict):
+    """One operator release whose CRDs are published: the files (in the CRD folder) that define its fields."""
+
+    operator_version: str = Field(alias="operator")
+    chart: str
+    commit: str = Field(pattern=r"^[0-9a-f]{40}$")
+    files: dict[KindCode, str]
+    source: str
+
+    @property
+    def operator(self) -> tuple[int, ...]:
+        return operator_tuple(self.operator_version)
+
+
 class AddonRelease(_Strict):
     addon_version: str = Field(alias="addonVersion")
     operator_version: str = Field(alias="operatorVersion")
     released: str | None = None
     image_set: str = Field(alias="imageSet")
-    crd_history_file: str = Field(alias="crdHistoryFile")
-    later_fields: tuple[str, ...] = Field(alias="laterFields")
     required_configuration: tuple[str, ...] = Field(alias="requiredConfiguration")
     inference_gateway: bool = Field(default=False, alias="inferenceGateway")
     operator_version_basis: Literal["documented", "inferred"] = Field(alias="operatorVersionBasis")
@@ -88,11 +110,19 @@ class AddonRelease(_Strict):
 
 
 class Feature(_Strict):
+    """A spec field (or a field set to one value) and the operator release that introduced it.
+
+    ``schema`` is given for a field AWS documents for an operator whose CRD is not public: the documented
+    shape, accepted on top of the newest CRD (and typed into the generated models).
+    """
+
     path: str
     value: str | None = None
     introduced_in: str = Field(alias="introducedIn")
-    kinds: tuple[Literal["IEC", "JSM"], ...]
+    kinds: tuple[KindCode, ...]
     sources: tuple[str, ...]
+    description: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
 
     @property
     def label(self) -> str:
@@ -133,6 +163,7 @@ class Defect(_Strict):
 
 class CompatibilityTable(_Strict):
     sources: dict[str, str]
+    crd_releases: tuple[CrdRelease, ...] = Field(alias="crdReleases")
     image_sets: dict[str, ImageSet] = Field(alias="imageSets")
     addons: tuple[AddonRelease, ...]
     features: tuple[Feature, ...]
@@ -140,7 +171,9 @@ class CompatibilityTable(_Strict):
 
     @model_validator(mode="after")
     def _cross_refs(self) -> CompatibilityTable:
-        cited: list[str] = [s.source for s in self.image_sets.values()]
+        cited: list[str] = [s.source for s in self.image_sets.values()] + [r.source for r in self.crd_releases]
+        if [r.operator for r in self.crd_releases] != sorted({r.operator for r in self.crd_releases}):
+            raise ValueError("crdReleases must be oldest first, one row per operator release")
         for a in self.addons:
             if a.image_set not in self.image_sets:
                 raise ValueError(f"{a.addon_version}: unknown imageSet {a.image_set}")
@@ -220,23 +253,114 @@ def _same(value: Any, expected: Any) -> bool:
     return bool(value == expected and type(value) is type(expected))
 
 
+def crd_release_for(operator_version: str, kind: str = IEC) -> CrdRelease:
+    """The published CRD an operator release understands for ``kind``: the newest ``crdReleases`` row not newer
+    than it that has a file of that kind; when every such row is newer (the JumpStartModel CRD is published from
+    3.2 only), the oldest row that has one."""
+    code = _code(kind)
+    have = [r for r in load_compatibility().crd_releases if code in r.files]
+    if not have:
+        raise KeyError(f"no published CRD of {kind} in crdReleases")
+    older = [r for r in have if r.operator <= operator_tuple(operator_version)]
+    return older[-1] if older else have[0]
+
+
+def _code(kind: str) -> KindCode:
+    for code, name in _KIND_CODES.items():
+        if name == kind:
+            return "IEC" if code == "IEC" else "JSM"
+    raise KeyError(f"not an operator kind: {kind}")
+
+
+def documented_features(kind: str, operator_version: str | None = None) -> list[Feature]:
+    """Fields AWS documents with no public CRD (``schema`` set), for ``kind``, optionally only those an operator
+    release has."""
+    return [
+        f
+        for f in load_compatibility().features
+        if f.schema_ is not None
+        and f.applies_to(kind)
+        and (operator_version is None or operator_tuple(f.introduced_in) <= operator_tuple(operator_version))
+    ]
+
+
+@functools.cache
+def crd_field_table() -> dict[str, dict[str, str]]:
+    """``{kind code: {spec path or path=value: operator release that first has it}}`` from the published CRDs
+    (``policies/crd_fields.json``, generated by ``python -m tools.crd_models``). Paths of the oldest published CRD
+    of a kind are not listed; ``[]`` marks list items (``tags[].name``)."""
+    doc = json.loads(FIELDS_PATH.read_text(encoding="utf-8"))
+    table: dict[str, dict[str, str]] = doc["kinds"]
+    return table
+
+
+def present(data: Any, path: str) -> tuple[bool, Any]:
+    """``(present, value)`` of a dotted path whose ``[]`` parts step into every list item (the first found)."""
+    head, dot, rest = path.partition(".")
+    key, brackets = (head[:-2], True) if head.endswith("[]") else (head, False)
+    if not isinstance(data, dict) or key not in data:
+        return False, None
+    value = data[key]
+    if not brackets:
+        return (True, value) if not dot else present(value, rest)
+    for item in value if isinstance(value, list) else []:
+        found, got = (True, item) if not dot else present(item, rest)
+        if found:
+            return found, got
+    return False, None
+
+
 def features_missing(spec: dict[str, Any], addon_version: str, kind: str = IEC) -> list[tuple[str, str, Feature]]:
     """Spec features the pinned add-on's operator does not have: ``(path, introduced_in, feature)``.
 
-    ``path`` is the spec path where the feature is used; ``introduced_in`` the operator version that added it.
+    A spec path (or enum value) is missing when the CRD of the pinned operator (:func:`crd_release_for`) lacks it
+    and a later published CRD has it (:func:`crd_field_table`), or when a hand-dated ``features`` row says the
+    operator is older than the release that introduced it. ``path`` is the spec path where the feature is used
+    (``[]`` for list items); ``introduced_in`` the operator version that added it.
     """
     release = addon(addon_version)
-    out = []
-    for feature in load_compatibility().features:
+    table = load_compatibility()
+    own = crd_release_for(release.operator_version, kind)
+    by_operator = {r.operator_version: r for r in table.crd_releases}
+    out: list[tuple[str, str, Feature]] = []
+    for key, introduced in crd_field_table().get(_code(kind), {}).items():
+        if operator_tuple(introduced) <= own.operator:
+            continue
+        path, eq, value = key.partition("=")
+        found, got = present(spec, path)
+        if not found or got is None or (eq and not _same(got, value)):
+            continue
+        feature = Feature.model_validate(
+            {
+                "path": path,
+                "value": value if eq else None,
+                "introducedIn": introduced,
+                "kinds": [_code(kind)],
+                "sources": [by_operator[introduced].source],
+            }
+        )
+        out.append((path, introduced, feature))
+    for feature in table.features:
         if not feature.applies_to(kind) or release.operator >= operator_tuple(feature.introduced_in):
             continue
-        found, value = dig(spec, feature.path)
-        if not found or value is None:
+        found, got = present(spec, feature.path)
+        if not found or got is None:
             continue
-        if feature.value is not None and not _same(value, feature.value):
+        if feature.value is not None and not _same(got, feature.value):
             continue
         out.append((feature.path, feature.introduced_in, feature))
     return out
+
+
+def missing_text(feature: Feature, introduced: str, addon_version: str) -> str:
+    """Why a feature is refused for a pin, naming the release that adds it and the add-on that carries it."""
+    minimum = minimum_addon_for(introduced)
+    need = minimum.addon_version if minimum else f"an add-on with operator {introduced}"
+    release = addon(addon_version)
+    return (
+        f"`{feature.label}` needs operator {introduced}+ (add-on {need} or later; {source_urls(feature.sources)}); "
+        f"operator.addonVersion pins {addon_version} (operator {release.operator_version})"
+    )
 
 
 def image_component(image: str) -> tuple[Literal["lmcache", "vllm"] | None, str | None]:

@@ -49,9 +49,10 @@ STACK_RULES = frozenset(
         "image-compatible-with-operator",
         "known-addon-defect",
         "kv-cache-requires-vllm",  # operators before 3.3 ignore enableL1Cache: false (release notes)
+        "weights-cache-nvme-offline",  # nodeAffinity-only endpoints: the cluster's instance groups
     }
 )
-NEEDS_ADDON = STACK_RULES - {"endpoint-instance-type-in-cluster", "kv-cache-requires-vllm"}
+NEEDS_ADDON = STACK_RULES - {"endpoint-instance-type-in-cluster", "kv-cache-requires-vllm", "weights-cache-nvme-offline"}
 
 # Policy-config defaults, applied in code (the Python SDK does not apply schema defaults).
 DEFAULT_ENVIRONMENT: rules.Environment = "prod"
@@ -74,6 +75,8 @@ SEVERITY: Mapping[str, Severity] = {
     "tieredstorage-on-non-p-instance": Severity.LOW,
     "s3-locations-valid": Severity.HIGH,
     "endpoint-tags-valid": Severity.MEDIUM,
+    "weights-cache-needs-local-nvme": Severity.HIGH,
+    "weights-cache-nvme-offline": Severity.LOW,
 }
 
 CONFIG_SCHEMA = PolicyConfigSchema(

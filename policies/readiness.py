@@ -237,6 +237,14 @@ class SystemPod(_Model):
         default_factory=dict, description="label -> allowed values (nodeSelector or required node affinity)"
     )
     serves: list[str] = Field(default_factory=list, description="what it provides: webhook/CRD controller names")
+    on_target_nodes: bool = Field(
+        default=False,
+        description="a DaemonSet on the nodes its installer (an endpoint's custom resource) targets: its instance "
+        "types, else its nodeAffinity; one per installer, or per distinct value of one_per",
+    )
+    one_per: str | None = Field(
+        default=None, description="input path of the installer: installers with the same value share one DaemonSet"
+    )
     source: str = Field(min_length=1)
 
     def installed_by_matches(self, typ: str, inputs: dict[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import aws_names
+from . import capacity_rules as cap
 from . import compatibility as compat
 
 ENGINE_LABEL = "hyperpod-inference/engine"
@@ -452,6 +453,97 @@ def tieredstorage_on_non_p_instance(cr: Mapping[str, Any], ctx: RuleContext) -> 
     ]
 
 
+WEIGHTS_CACHE_DEFAULT_HOST_PATH = "/opt/dlami/nvme"
+"""``modelCacheConfig.weightsCache.hostPath`` default (v3.3 CRD, aws/sagemaker-hyperpod-cli@0986f2cc): where the
+operator expects the node's instance-store NVMe. That HyperPod's AMI mounts the instance store exactly there is not
+in a stored AWS page: UNCONFIRMED [hyperpod-nvme-mount]."""
+
+NODE_DISK_CHECK = "the node: `kubectl debug node/<node> -it --image=busybox -- df -h /host{path}` shows the NVMe device"
+
+
+def _weights_cache_path(spec: Mapping[str, Any]) -> str | None:
+    """``weightsCache.hostPath`` (its CRD default when unset) when weights caching is on, else None."""
+    cache = get(spec, "modelCacheConfig.weightsCache")
+    if not isinstance(cache, Mapping) or cache.get("enabled") is not True:
+        return None
+    return str(cache.get("hostPath") or WEIGHTS_CACHE_DEFAULT_HOST_PATH)
+
+
+def _cache_targets(cr: Mapping[str, Any], ctx: RuleContext) -> tuple[list[tuple[str, str]], bool]:
+    """``(spec path, instance type)`` of the nodes the cache populates, and whether the types are the endpoint's own
+    (False: only ``nodeAffinity`` selects nodes, so every instance group of the stack is a candidate)."""
+    named = instance_types_of(cr)
+    if named:
+        return named, True
+    return [("nodeAffinity", t) for t in sorted(ctx.instance_types or ())], False
+
+
+def weights_cache_needs_local_nvme(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """``weightsCache.enabled`` caches the model weights on the node's local NVMe at ``hostPath`` (AWS docs: model
+    weights caching and image caching, D7): an instance type the EC2 data says has no instance-store NVMe cannot
+    hold them (``components/config/data/instance_types.json``, from DescribeInstanceTypes)."""
+    host = _weights_cache_path(spec_of(cr))
+    targets, own = _cache_targets(cr, ctx)
+    if host is None or not own:
+        return []
+    out = []
+    for path, itype in targets:
+        spec = cap.instance_spec(itype)
+        if spec is not None and not spec.local_nvme:
+            out.append(
+                Violation(
+                    f"modelCacheConfig.weightsCache caches the model weights on local NVMe at {host}, but {itype} "
+                    "has no instance-store NVMe (EC2 DescribeInstanceTypes: no instance storage); turn weightsCache "
+                    f"off or serve the model on an instance type with NVMe instance storage (the {path} here)",
+                    "modelCacheConfig.weightsCache.enabled",
+                )
+            )
+    return out
+
+
+def weights_cache_nvme_offline(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """What the instance data cannot tell about weights caching: an instance type it does not know, a ``hostPath``
+    other than the CRD's default (whether it is on the instance store only the node knows), and endpoints that
+    pick their nodes by ``nodeAffinity`` only (any group without NVMe they may land on)."""
+    host = _weights_cache_path(spec_of(cr))
+    if host is None:
+        return []
+    targets, own = _cache_targets(cr, ctx)
+    check = NODE_DISK_CHECK.format(path=host)
+    out = []
+    for path, itype in targets:
+        spec = cap.instance_spec(itype)
+        if spec is None:
+            out.append(
+                Violation(
+                    f"whether {itype} ({path}) has local NVMe for modelCacheConfig.weightsCache is unknown: it is not "
+                    "in components/config/data/instance_types.json",
+                    "modelCacheConfig.weightsCache.enabled",
+                    checked_by=check,
+                )
+            )
+        elif not own and not spec.local_nvme:
+            out.append(
+                Violation(
+                    f"the endpoint selects its nodes by nodeAffinity only; instance group type {itype} has no "
+                    "instance-store NVMe for modelCacheConfig.weightsCache, so weights caching fails on those nodes "
+                    "unless the affinity excludes them",
+                    "modelCacheConfig.weightsCache.enabled",
+                    checked_by="the cluster: `kubectl get nodes -l <the affinity's labels> -L node.kubernetes.io/instance-type`",
+                )
+            )
+    if host != WEIGHTS_CACHE_DEFAULT_HOST_PATH:
+        out.append(
+            Violation(
+                f"modelCacheConfig.weightsCache.hostPath {host} is not the CRD default {WEIGHTS_CACHE_DEFAULT_HOST_PATH}: "
+                "whether it is on the node's instance-store NVMe is known only on the node",
+                "modelCacheConfig.weightsCache.hostPath",
+                checked_by=check,
+            )
+        )
+    return out
+
+
 # --- the catalogue --------------------------------------------------------------------------------------
 
 RuleFn = Callable[[Mapping[str, Any], RuleContext], list[Violation]]
@@ -575,6 +667,20 @@ _CATALOGUE = (
         "tieredstorage-on-non-p-instance",
         tieredstorage_on_non_p_instance,
         "Managed tiered KV storage has been observed only on P-family instances (seed: open item; not in AWS docs).",
+        _ADVISORY,
+    ),
+    Rule(
+        "weights-cache-needs-local-nvme",
+        weights_cache_needs_local_nvme,
+        "modelCacheConfig.weightsCache needs instance-store NVMe on the endpoint's instance types (AWS docs: model "
+        "weights caching and image caching; EC2 DescribeInstanceTypes instance storage, "
+        "components/config/data/instance_types.json).",
+    ),
+    Rule(
+        "weights-cache-nvme-offline",
+        weights_cache_nvme_offline,
+        "Where the instance data cannot tell whether weights caching has NVMe at hostPath (an unknown instance type, "
+        "a hostPath other than the CRD default /opt/dlami/nvme, nodes chosen by nodeAffinity only): checked on the node.",
         _ADVISORY,
     ),
     Rule(

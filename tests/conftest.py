@@ -18,22 +18,10 @@ import yaml
 
 from components.config.stackfile import STACKS_DIR, list_stacks, load_stack_file, stack_path
 from tools.fetch_crds import DEST as VENDORED_CRDS
-from tools.fetch_crds import is_current
+from tools.fetch_crds import SHARED_CRDS, find_crds
 from tools.harness import StackRun, run_stack
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-SHARED_CRDS = SHARED / "crds"
-
-
-def find_crds(shared: Path = SHARED_CRDS, vendored: Path = VENDORED_CRDS) -> Path | None:
-    """Where the operator's CRDs are: ``../shared/crds`` first, else a complete ``python -m tools.fetch_crds``
-    fetch in ``vendor/crds`` (same layout, pinned commits, verified); None when neither exists."""
-    if shared.is_dir():
-        return shared
-    if is_current(vendored):
-        return vendored
-    return None
-
+SHARED = SHARED_CRDS.parent
 
 CRDS = find_crds() or SHARED_CRDS
 CRDS_MISSING = (

@@ -2,12 +2,11 @@
 
 from tools.crd_schema import (  # noqa: F401
     CRD_FILES,
-    LATER_FIELD_SCHEMAS,
     crd_path,
     crd_spec_schema,
     spec_validator,
     strict,
     validate_cr,
     validate_spec,
-    with_later_fields,
+    with_documented_fields,
 )

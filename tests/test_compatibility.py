@@ -61,16 +61,42 @@ def test_operator_versions_of_known_addons() -> None:
     assert compat.minimum_addon_for("9.0") is None
 
 
-def test_crd_history_files_exist_for_each_release() -> None:
-    history = CRDS / "history"
-    if not history.is_dir():
-        pytest.skip(f"{history} not found: {CRDS_MISSING}")
-    for a in compat.load_compatibility().addons:
-        name = a.crd_history_file
-        path = CRDS / "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
-        if name != "current":
-            path = history / name
-        assert path.is_file(), f"{a.addon_version}: {path}"
+def test_crd_files_exist_for_each_release() -> None:
+    if not CRDS.is_dir():
+        pytest.skip(CRDS_MISSING)
+    table = compat.load_compatibility()
+    for r in table.crd_releases:
+        for rel in r.files.values():
+            assert (CRDS / rel).is_file(), f"operator {r.operator_version}: {rel}"
+        assert r.commit in table.sources[r.source]
+    # every add-on's operator has a published CRD (the newest not newer than it)
+    got = {a.addon_version: compat.crd_release_for(a.operator_version).operator_version for a in table.addons}
+    assert got == {
+        "v1.0.0-eksbuild.1": "3.0",
+        "v1.2.0-eksbuild.1": "3.1.2",
+        "v1.2.1-eksbuild.1": "3.1.2",
+        "v1.3.0-eksbuild.1": "3.2",
+        "v1.4.0-eksbuild.1": "3.3",
+        "v1.5.0-eksbuild.1": "3.3",
+        "v2.0.0-eksbuild.2": "3.3",
+    }
+    # the JumpStartModel CRD is published from 3.2 on: older operators are judged against it
+    assert compat.crd_release_for("3.1.2", "JumpStartModel").operator_version == "3.2"
+
+
+def test_field_table_dates_the_crd_fields() -> None:
+    """The generated table (policies/crd_fields.json) has what the hand-dated features used to say, from the CRDs."""
+    iec = compat.crd_field_table()["IEC"]
+    assert iec["worker.requestLimits"] == "3.1" and iec["kubernetes"] == "3.1"
+    assert iec["modelSourceConfig.modelSourceType=huggingface"] == "3.1.2"
+    assert iec["pdSpec"] == "3.2"
+    assert iec["modelCacheConfig"] == iec["loadBalancer.idleTimeoutSeconds"] == "3.3"
+    assert "modelCacheConfig.imageCache" not in iec  # covered by its parent
+    assert compat.crd_field_table()["JSM"] == {"loadBalancer.idleTimeoutSeconds": "3.3", "modelCacheConfig": "3.3"}
+    # a hand-dated feature never dates a path the CRDs date (one place per fact)
+    for f in compat.load_compatibility().features:
+        for code in f.kinds:
+            assert f.path not in compat.crd_field_table()[code], (f.path, code)
 
 
 @pytest.mark.parametrize(

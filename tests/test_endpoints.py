@@ -25,7 +25,6 @@ from components.endpoints import (
     render_endpoint,
     tls_output_uri,
 )
-from policies import compatibility as compat
 from tests.conftest import CRDS, CRDS_MISSING, STACKS, stack_mapping
 from tests.crd_schema import crd_path, validate_cr, validate_spec
 from tools.harness import StackRun
@@ -79,13 +78,12 @@ def test_every_registered_endpoint_validates_against_the_crd(
     """What the real program registers (owned fields filled, secrets unwrapped) against the newest CRD."""
     run = stack_runs[stack]
     cfg = stack_config(stack_mapping(stack), stack)
-    later = compat.addon(cfg.operator.addon_version).later_fields
     crs = [r for r in run.registrations if r.type.rsplit(":", 1)[-1] in KINDS and "inference.sagemaker" in r.type]
     assert len(crs) == len(cfg.endpoints) > 0
     for reg in crs:
         spec = reg.inputs["spec"]
         spec = spec["value"] if SECRET_SIG in spec else spec
-        errors = validate_spec(spec, crds_dir, reg.inputs["kind"], later=later)
+        errors = validate_spec(spec, crds_dir, reg.inputs["kind"], cfg.operator.addon_version)
         assert errors == [], f"{stack}/{reg.name}: {errors}"
 
 
@@ -99,14 +97,14 @@ def test_rendered_endpoints_validate_against_the_pinned_release_crd(stack: str, 
         assert validate_cr(cr, crds_dir, cfg.operator.addon_version) == [], ep.name
 
 
-def test_later_fields_are_rejected_by_the_v32_crd(crds_dir: Path) -> None:
-    """The validator really closes objects: 3.6's inferenceGateway fails without the 3.6 fields."""
+def test_documented_fields_are_rejected_by_the_crd_of_an_older_release(crds_dir: Path) -> None:
+    """The validator really closes objects: 3.6's inferenceGateway fails on operator 3.4's CRD (v3.3 + nothing)."""
     cfg = stack_config(stack_mapping("prod"), "prod")
     (sglang,) = [e for e in cfg.endpoints if e.engine == "sglang"]
     spec = render_endpoint(sglang, owned(cfg))["spec"]
-    errors = validate_spec(spec, crds_dir, later=())
+    errors = validate_spec(spec, crds_dir, addon_version="v1.5.0-eksbuild.1")
     assert any("Additional properties" in e and "inferenceGateway" in e for e in errors), errors
-    assert validate_spec(spec, crds_dir, later=("3.3", "3.6")) == []
+    assert validate_spec(spec, crds_dir, addon_version="v2.0.0-eksbuild.2") == []
 
 
 # --- what the package owns ---
@@ -311,8 +309,7 @@ def test_sample_renders_its_own_spec(sample_path: Path, crds_dir: Path) -> None:
         assert cr["spec"]["kvCacheSpec"]["l2CacheSpec"]["l2CacheLocalUrl"] == REDIS_URL
     if cr["kind"] == "InferenceEndpointConfig":
         assert cr["spec"]["tags"] == [{"name": k, "value": v} for k, v in cfg.common_tags.items()]
-    later = compat.addon(cfg.operator.addon_version).later_fields
-    assert validate_spec(cr["spec"], crds_dir, cr["kind"], later=later) == []
+    assert validate_spec(cr["spec"], crds_dir, cr["kind"], cfg.operator.addon_version) == []
 
 
 def test_there_are_samples(crds_dir: Path) -> None:

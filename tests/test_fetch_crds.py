@@ -192,7 +192,8 @@ def test_pins_match_the_files_in_shared_crds() -> None:
 def test_find_crds_prefers_shared_then_a_complete_fetch(upstream: dict[str, Any], tmp_path: Path, monkeypatch) -> None:
     shared, vendored = tmp_path / "shared" / "crds", tmp_path / "vendor" / "crds"
     monkeypatch.setattr(fetch_crds, "PINS", upstream["pins"])
-    monkeypatch.setattr("tests.conftest.is_current", lambda folder: fetch_crds.is_current(folder, upstream["pins"]))
+    original = fetch_crds.is_current
+    monkeypatch.setattr(fetch_crds, "is_current", lambda folder, pins=None: original(folder, upstream["pins"]))
     assert find_crds(shared, vendored) is None
     fetch(vendored, pins=upstream["pins"], urls=upstream["urls"])
     assert find_crds(shared, vendored) == vendored

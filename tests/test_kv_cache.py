@@ -315,12 +315,12 @@ def test_prod_redis_needs_a_replica_and_tls() -> None:
     mapping["hyperpod-inference:kvCache"]["redis"].update(replicas=0, transitEncryption=False)
     # without TLS the stack's own URL is redis://, which the endpoint's L2 rule refuses in prod as well
     assert _issues(mapping) == [
-        "hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl: prod needs a TLS Redis URL "
-        "(rediss://...); got redis:// [l2-redis-wired]",
         "hyperpod-inference:kvCache.redis.replicas: prod needs at least 1 replica (Multi-AZ with automatic "
         "failover); 0 leaves every worker's L2 tier on one node",
         "hyperpod-inference:kvCache.redis.transitEncryption: must be true in prod: KV blocks are derived from user "
         "prompts and the Redis credentials need TLS",
+        "hyperpod-inference:endpoints[0].spec.kvCacheSpec.l2CacheSpec.l2CacheLocalUrl: prod needs a TLS Redis URL "
+        "(rediss://...); got redis:// [l2-redis-wired]",
     ]
 
 

@@ -35,7 +35,6 @@ from components.config.loader import parse_stack_mapping
 from components.config.regions import az_id_prefix
 from components.config.stackfile import StackFileError, parse_yaml
 from components.endpoints import OwnedValues, render_endpoint
-from policies import compatibility as compat
 from tests.conftest import CRDS, stack_mapping
 from tests.crd_schema import validate_spec
 from tools.harness import ROOT
@@ -262,14 +261,12 @@ def test_pr413_sample_renders_unchanged_or_is_refused_with_its_rule(name: str, c
     cfg, cr = result
     filled = fill(sample["spec"])
     assert _without_owned(cr["spec"], filled) == {k: v for k, v in filled.items() if k != "tags"}
-    later = compat.addon(ADDON).later_fields
-    assert validate_spec(cr["spec"], crds_dir, cr["kind"], later=later) == [], "spec unchanged"
+    assert validate_spec(cr["spec"], crds_dir, cr["kind"], ADDON) == [], "spec unchanged"
     assert (cr["metadata"]["name"], cr["metadata"]["namespace"]) == (
         sample["metadata"]["name"],
         sample["metadata"].get("namespace", "default"),
     )
-    later = compat.addon(ADDON).later_fields
-    assert validate_spec(cr["spec"], crds_dir, cr["kind"], later=later) == []
+    assert validate_spec(cr["spec"], crds_dir, cr["kind"], ADDON) == []
     assert {a.rule for a in run_advisories(cfg)} == detail, [a.render() for a in run_advisories(cfg)]
 
 
@@ -311,14 +308,13 @@ def test_shared_sample_renders_unchanged_or_is_refused_by_the_crd(rel: str, crds
         assert {key for key, _ in result} == refused
         # and the CRD refuses the same spec (unknown fields / kind), so these are Kubernetes' refusals
         if sample["kind"] in ("InferenceEndpointConfig", "JumpStartModel"):
-            assert validate_spec(fill(sample["spec"]), crds_dir, sample["kind"], later=("3.3", "3.6")) != []
+            assert validate_spec(fill(sample["spec"]), crds_dir, sample["kind"]) != []
         return
     assert got == "renders", result
     _, cr = result
     filled = fill(sample["spec"])
     assert _without_owned(cr["spec"], filled) == {k: v for k, v in filled.items() if k != "tags"}
-    later = compat.addon(ADDON).later_fields
-    assert validate_spec(cr["spec"], crds_dir, cr["kind"], later=later) == []
+    assert validate_spec(cr["spec"], crds_dir, cr["kind"], ADDON) == []
 
 
 # --- the refusals and advisories of PR #413, from the samples' derived facts (no fetched copy needed) -----------

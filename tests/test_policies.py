@@ -50,6 +50,8 @@ TABLE_NAMES = [
     "l2-redis-wired",
     "known-addon-defect",
     "tieredstorage-on-non-p-instance",
+    "weights-cache-needs-local-nvme",
+    "weights-cache-nvme-offline",
     "s3-locations-valid",
     "endpoint-tags-valid",
     "gateway-requires-jwt",
@@ -223,6 +225,7 @@ def test_prod_levels_in_code_match_the_table() -> None:
         "router-metrics-port-matches-worker",
         "known-addon-defect",
         "tieredstorage-on-non-p-instance",
+        "weights-cache-nvme-offline",
         "eks-kubernetes-standard-support",
         "eks-kubernetes-version-listed",
     }
@@ -348,6 +351,25 @@ ENDPOINT_CASES: dict[str, tuple[str, str, Callable[[], dict[str, Any]], Callable
         "advisory",
         lambda: _edit(dev_prefixaware, lambda s: s.update(instanceType="ml.m5.2xlarge")),
         dev_prefixaware,
+        "vllm",
+    ),
+    "weights-cache-needs-local-nvme": (
+        "prod",  # add-on v2.0.0 = operator 3.6: the field exists; ml.m5.2xlarge has no instance store
+        "mandatory",
+        lambda: _edit(
+            prod_kvaware,
+            lambda s: s.update(instanceType="ml.m5.2xlarge", modelCacheConfig={"weightsCache": {"enabled": True}}),
+        ),
+        lambda: _edit(prod_kvaware, lambda s: s.update(instanceType="ml.m5.2xlarge")),
+        "vllm",
+    ),
+    "weights-cache-nvme-offline": (
+        "prod",
+        "advisory",
+        lambda: _edit(
+            prod_kvaware, lambda s: s.update(modelCacheConfig={"weightsCache": {"enabled": True, "hostPath": "/d"}})
+        ),
+        lambda: _edit(prod_kvaware, lambda s: s.update(modelCacheConfig={"weightsCache": {"enabled": True}})),
         "vllm",
     ),
 }

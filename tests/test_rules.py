@@ -321,6 +321,22 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
         "tag key 'aws:owner': the aws: prefix is reserved for AWS",
     ),
     (
+        "weights-cache-needs-local-nvme",
+        RuleContext("dev", "v1.4.0-eksbuild.1", frozenset({"ml.c5.18xlarge"})),
+        _all(_set("spec.instanceType", "ml.c5.18xlarge"), _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True}})),
+        _all(_set("spec.instanceType", "ml.g5.8xlarge"), _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True}})),
+        "modelCacheConfig.weightsCache.enabled",
+        "ml.c5.18xlarge has no instance-store NVMe",
+    ),
+    (
+        "weights-cache-nvme-offline",
+        DEV,
+        _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True, "hostPath": "/scratch"}}),
+        _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True}}),
+        "modelCacheConfig.weightsCache.hostPath",
+        "hostPath /scratch is not the CRD default /opt/dlami/nvme",
+    ),
+    (
         "tieredstorage-on-non-p-instance",
         DEV,
         _all(
@@ -402,6 +418,7 @@ def test_enforcement_levels() -> None:
         "known-addon-defect",
         "tieredstorage-on-non-p-instance",
         "image-compatible-with-operator",
+        "weights-cache-nvme-offline",
     }
     mandatory_in_prod_only = {"sglang-metrics-served"}  # dashboards and alarms read the metrics in prod
     for name, rule in RULES.items():

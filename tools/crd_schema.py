@@ -15,9 +15,10 @@ API server plus a strict client:
   validates, e.g. JumpStartModel ``model.acceptEula``);
 - ``x-kubernetes-int-or-string`` becomes ``integer | string``.
 
-For an add-on pin, the CRD of that operator release is used (``crdHistoryFile`` in
-``policies/compatibility.yaml``), plus the fields AWS documents for later operators that no public CRD has
-(``LATER_FIELD_SCHEMAS``) when the release includes them.
+For an add-on pin, the CRD of that operator release is used (:func:`policies.compatibility.crd_release_for` over
+``crdReleases`` in ``policies/compatibility.yaml``), plus the fields AWS documents for later operators that no
+public CRD has (``features`` with a ``schema``) when the release includes them. Without a pin: the newest CRD and
+every documented field.
 """
 
 from __future__ import annotations
@@ -37,41 +38,10 @@ CRD_FILES = {
     "JumpStartModel": "inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml",
 }
 
-# Documented fields absent from every public CRD, by the operator version that added them
-# (../shared/crds/history/README.md; operator-facts §6-7). Paths are relative to spec.
-LATER_FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
-    "3.3": {
-        "loadBalancer.idleTimeoutSeconds": {"type": "integer", "minimum": 1, "maximum": 4000},
-        "modelCacheConfig": {
-            "type": "object",
-            "properties": {
-                "imageCache": {
-                    "type": "object",
-                    "required": ["enabled"],
-                    "properties": {"enabled": {"type": "boolean"}},
-                },
-                "weightsCache": {
-                    "type": "object",
-                    "properties": {
-                        "enabled": {"type": "boolean"},
-                        "hostPath": {"type": "string", "minLength": 1, "maxLength": 255},
-                    },
-                },
-            },
-        },
-    },
-    "3.6": {
-        "inferenceGateway": {
-            "type": "object",
-            "properties": {"enabled": {"type": "boolean"}, "name": {"type": "string"}},
-        },
-    },
-}
-
-
 @functools.cache
 def _crd_spec_schema(path: Path) -> dict[str, Any]:
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1")
     spec: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     return spec
@@ -111,53 +81,41 @@ def strict(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_later_fields(spec_schema: dict[str, Any], operator_versions: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """``spec_schema`` plus the documented later fields of the given operator versions."""
+def with_documented_fields(spec_schema: dict[str, Any], kind: str, operator_version: str | None) -> dict[str, Any]:
+    """``spec_schema`` plus the fields AWS documents without a public CRD, for operators up to ``operator_version``
+    (every one when None): ``features`` with a ``schema`` in ``policies/compatibility.yaml``."""
     out = copy.deepcopy(spec_schema)
-    for version in operator_versions:
-        for path, fragment in LATER_FIELD_SCHEMAS[version].items():
-            node = out
-            *parents, leaf = path.split(".")
-            for part in parents:
-                node = node["properties"][part]
-            node["properties"][leaf] = copy.deepcopy(fragment)
+    for feature in compat.documented_features(kind, operator_version):
+        node = out
+        *parents, leaf = feature.path.split(".")
+        for part in parents:
+            node = node["properties"][part]
+        node.setdefault("properties", {})[leaf] = copy.deepcopy(feature.schema_)
     return out
 
 
 def crd_path(crds_dir: Path, kind: str, addon_version: str | None = None) -> Path:
-    """The CRD file for a kind; for InferenceEndpointConfig and a pinned add-on, that release's history file."""
-    if kind == "InferenceEndpointConfig" and addon_version is not None:
-        name = compat.addon(addon_version).crd_history_file
-        if name != "current":
-            return crds_dir / "history" / name
-    return crds_dir / CRD_FILES[kind]
+    """The CRD file of a kind for the operator the pinned add-on carries (default: the newest published CRD)."""
+    if addon_version is None:
+        return crds_dir / compat.load_compatibility().crd_releases[-1].files["IEC" if kind == compat.IEC else "JSM"]
+    release = compat.crd_release_for(compat.addon(addon_version).operator_version, kind)
+    return crds_dir / release.files["IEC" if kind == compat.IEC else "JSM"]
 
 
 def spec_validator(
-    crds_dir: Path,
-    kind: str = "InferenceEndpointConfig",
-    addon_version: str | None = None,
-    later: tuple[str, ...] | None = None,
+    crds_dir: Path, kind: str = "InferenceEndpointConfig", addon_version: str | None = None
 ) -> jsonschema.Draft7Validator:
-    """A Draft 7 validator of a kind's spec, for the CRD of ``addon_version`` (default: the newest public CRD).
-
-    ``later`` overrides which documented later-operator fields are accepted (default: those of the add-on).
-    """
+    """A Draft 7 validator of a kind's spec, for the CRD of ``addon_version`` (default: the newest public CRD)."""
     schema = crd_spec_schema(crd_path(crds_dir, kind, addon_version))
-    if later is None:
-        later = compat.addon(addon_version).later_fields if addon_version is not None else ()
-    return jsonschema.Draft7Validator(strict(with_later_fields(schema, later)))
+    operator = compat.addon(addon_version).operator_version if addon_version is not None else None
+    return jsonschema.Draft7Validator(strict(with_documented_fields(schema, kind, operator)))
 
 
 def validate_spec(
-    spec: dict[str, Any],
-    crds_dir: Path,
-    kind: str = "InferenceEndpointConfig",
-    addon_version: str | None = None,
-    later: tuple[str, ...] | None = None,
+    spec: dict[str, Any], crds_dir: Path, kind: str = "InferenceEndpointConfig", addon_version: str | None = None
 ) -> list[str]:
     """Every schema error of ``spec`` as ``spec.<path>: <message>`` (empty when valid)."""
-    validator = spec_validator(crds_dir, kind, addon_version, later)
+    validator = spec_validator(crds_dir, kind, addon_version)
     errors = sorted(validator.iter_errors(spec), key=lambda e: list(map(str, e.absolute_path)))
     return [f"spec.{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
 

@@ -139,6 +139,19 @@ PINS: tuple[PinnedFile, ...] = (
 )
 
 
+SHARED_CRDS = PROJECT_ROOT.parent / "shared" / "crds"
+
+
+def find_crds(shared: Path = SHARED_CRDS, vendored: Path = DEST) -> Path | None:
+    """Where the operator's CRDs are: ``../shared/crds`` first, else a complete fetch of this command in
+    ``vendor/crds`` (same layout, pinned commits, verified); None when neither exists."""
+    if shared.is_dir():
+        return shared
+    if is_current(vendored):
+        return vendored
+    return None
+
+
 def git_blob_id(data: bytes) -> str:
     """The id git gives ``data`` as a blob (``git hash-object``): SHA-1 of ``blob <size>\\0<data>``."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()

@@ -29,7 +29,6 @@ from botocore.exceptions import (
     ProfileNotFound,
 )
 from rich.console import Console
-from rich.table import Table
 
 from components.config import PROJECT, ConfigError, ConfigIssue, StackConfig
 from components.config.loader import parse_stack_mapping
@@ -37,13 +36,7 @@ from components.config.stackfile import StackFileError, load_stack_file
 from tools import cli
 from tools.preflight_checks import CheckResult, Clients, run_all
 from tools.preflight_jwks import Fetch, check_jwks, fetch_url
-
-EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
-STYLES = {"PASS": "green", "FAIL": "bold red", "WARN": "yellow", "SKIP": "dim"}
-NO_CREDENTIALS = (
-    "no AWS credentials found: configure them (`aws configure`, `aws sso login`, AWS_PROFILE or "
-    "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) or pass --profile, then rerun"
-)
+from tools.preflight_report import EXIT_FAIL, EXIT_OK, NO_CREDENTIALS, print_problems, render
 
 
 def load_config(stack: str, mapping: dict[str, Any]) -> StackConfig:
@@ -52,27 +45,6 @@ def load_config(stack: str, mapping: dict[str, Any]) -> StackConfig:
     if not isinstance(cfg, StackConfig):
         raise ConfigError([ConfigIssue("role", "a global stack: use python -m tools.preflight_global")])
     return cfg
-
-
-def render(results: list[CheckResult], console: Console, title: str) -> None:
-    table = Table(title=title, show_lines=False)
-    table.add_column("check")
-    table.add_column("status")
-    table.add_column("detail", overflow="fold")
-    table.add_column("what to do", overflow="fold")
-    for r in results:
-        table.add_row(r.check, f"[{STYLES[r.status]}]{r.status}[/]", r.detail, r.action)
-    console.print(table)
-    counts = {s: sum(r.status == s for r in results) for s in STYLES}
-    console.print(", ".join(f"{n} {s}" for s, n in counts.items()), markup=False)
-
-
-def print_problems(console: Console, heading: str, stack: str, problems: list[str]) -> int:
-    """The error path of the preflight tools: every problem on its own line, exit 2."""
-    console.print(f"[bold red]{heading}[/] in stack {stack}:")
-    for problem in problems:
-        console.print(f"  {problem}", markup=False)
-    return EXIT_CONFIG
 
 
 def _run_checks(cfg: StackConfig, clients: Clients, console: Console) -> list[CheckResult] | None:

@@ -50,6 +50,7 @@ from components.config.stackfile import StackFileError, load_stack_file
 from policies.global_policies import cluster_arn_parts, region_is_opt_in
 from tools import cli, member_outputs
 from tools.preflight_checks import CheckResult, Clients, Denied, call, error_code
+from tools.preflight_report import NO_CREDENTIALS, print_problems, render
 
 EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
 ClientsFor = Callable[[str], Clients]
@@ -312,8 +313,6 @@ def preflight_global(
     clients_for: ClientsFor | None = None,
     console: Console | None = None,
 ) -> int:
-    from tools.preflight import NO_CREDENTIALS, print_problems, render
-
     console = console or Console(highlight=False, soft_wrap=True)
     try:
         mapping = load_stack_file(cli.stack_file(stack, stack_file))

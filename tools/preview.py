@@ -42,7 +42,7 @@ from components.config import PROJECT, StackConfig
 from components.config.base import ConfigAdvisory
 from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
-from policies.capacity_rules import fit_hook
+from policies.capacity_rules import fit_hook_for
 from policies.engine import evaluate
 from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, LISTENER_RULES, LISTENERS, REPLICATION_GROUP
 from policies.pack import POLICIES
@@ -336,7 +336,8 @@ def preview(
     mandatory = [r for r in plan["policyResults"] if r["enforcementLevel"] == "mandatory"]
     # Mocks prove wiring, not convergence: rehearse the deploy on the same graph, and size the endpoints
     # against the instance groups (both are cheap next to the mock run itself: BENCHMARKS.md).
-    rehearsal = rehearse(run, mapping=mapping, environment=environment, fit=fit_hook)
+    fit = fit_hook_for([(r.type, unwrap_secrets(r.inputs)) for r in run.registrations])
+    rehearsal = rehearse(run, mapping=mapping, environment=environment, fit=fit)
     capacity = capacity_report(run.registrations)
     cfg = parse_stack_mapping(stack, mapping)
     advisories = advisory_report(

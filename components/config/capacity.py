@@ -12,20 +12,34 @@ table of ``tools/capacity_report.py`` prints).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 from policies import capacity_rules as cap
 
 from .base import ConfigAdvisory, ConfigIssue, join_path
 from .checks import advisory_check, cross_check
-from .endpoints import custom_resource
+from .cluster import ClusterConfig
+from .endpoints import CR_GROUP_VERSION, Endpoint
+from .kvcache import KvCacheConfig
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def region(self) -> str: ...
+    @property
+    def name_prefix(self) -> str: ...
+    @property
+    def cluster(self) -> ClusterConfig: ...
+    @property
+    def kv_cache(self) -> KvCacheConfig: ...
+    @property
+    def endpoints(self) -> Sequence[Endpoint]: ...
 
 
-def groups_of(cfg: StackConfig) -> list[cap.Group]:
+def groups_of(cfg: StackView) -> list[cap.Group]:
     """The instance groups as the capacity rules see them (labels, taints, threads per core, tiered storage)."""
     tiered = cfg.cluster.tiered_storage_memory_percentage if cfg.kv_cache.l2_backend == "tieredstorage" else None
     return [
@@ -44,19 +58,22 @@ def groups_of(cfg: StackConfig) -> list[cap.Group]:
     ]
 
 
-def workloads_of(cfg: StackConfig) -> list[cap.Workload]:
+def workloads_of(cfg: StackView) -> list[cap.Workload]:
     """Each endpoint's pods, from the custom resource it renders to; key = its index in ``endpoints``."""
+    url = cfg.kv_cache.url_at_config_time(cfg.name_prefix)
     return [
-        cap.workload_from_cr(custom_resource(ep, cfg), str(i), f"endpoints[{i}] {ep.name}")
+        cap.workload_from_cr(ep.custom_resource(url), str(i), f"endpoints[{i}] {ep.name}")
         for i, ep in enumerate(cfg.endpoints)
     ]
 
 
-def capacity_plan(cfg: StackConfig) -> cap.Plan:
-    return cap.plan(groups_of(cfg), workloads_of(cfg), cap.load_system_pods()[0])
+def capacity_plan(cfg: StackView) -> cap.Plan:
+    url = cfg.kv_cache.url_at_config_time(cfg.name_prefix)
+    crs = [(f"kubernetes:{CR_GROUP_VERSION}:{ep.kind}", ep.custom_resource(url)) for ep in cfg.endpoints]
+    return cap.plan(groups_of(cfg), workloads_of(cfg), [*cap.load_system_pods()[0], *cap.target_node_pods(crs)])
 
 
-def allocatable_per_node(cfg: StackConfig) -> dict[str, cap.NodeAllocatable | None]:
+def allocatable_per_node(cfg: StackView) -> dict[str, cap.NodeAllocatable | None]:
     """``{group name: what one node offers pods}`` (``None`` for an instance type missing from the data)."""
     return capacity_plan(cfg).allocatable
 
@@ -69,7 +86,7 @@ def _where(f: cap.Finding) -> str:
 
 
 @cross_check
-def _capacity(cfg: StackConfig) -> Iterator[ConfigIssue]:
+def _capacity(cfg: StackView) -> Iterator[ConfigIssue]:
     """The mandatory capacity findings, each at the stack key it is about."""
     for f in capacity_plan(cfg).findings:
         if f.level == "mandatory":
@@ -77,7 +94,7 @@ def _capacity(cfg: StackConfig) -> Iterator[ConfigIssue]:
 
 
 @advisory_check
-def _capacity_unknowns(cfg: StackConfig) -> Iterator[ConfigAdvisory]:
+def _capacity_unknowns(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """What the capacity rules cannot check offline (node names, zone names, undeclared labels, training plans)."""
     for f in capacity_plan(cfg).findings:
         if f.level != "mandatory" and f.checked_by:
@@ -99,7 +116,7 @@ def zone_names(spec: dict[str, object]) -> list[tuple[str, str]]:
 
 
 @cross_check
-def _zone_names_in_region(cfg: StackConfig) -> Iterator[ConfigIssue]:
+def _zone_names_in_region(cfg: StackView) -> Iterator[ConfigIssue]:
     """A zone name of another Region never matches a node of this stack (zone names start with their Region:
     EC2 User Guide, "Regions and Zones"); which zone ID a name of this Region is, only the account knows
     (tools.preflight, DescribeAvailabilityZones)."""

@@ -10,7 +10,7 @@ import datetime as dt
 import ipaddress
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import Field, field_validator
 
@@ -25,10 +25,25 @@ from policies.cluster_versions import (
 from .base import ConfigIssue, Model
 from .checks import cross_check
 from .health_checks import supported_checks
+from .kvcache import KvCacheConfig
+from .network import NetworkConfig
 from .regions import az_id_in_region, az_id_prefix, hyperpod_instance_types, hyperpod_regions
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def region(self) -> str: ...
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def network(self) -> NetworkConfig: ...
+    @property
+    def kv_cache(self) -> KvCacheConfig: ...
+    @property
+    def cluster(self) -> ClusterConfig: ...
+
 
 GroupName = Annotated[
     str, Field(pattern=r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", description="HyperPod instance group name")
@@ -303,9 +318,14 @@ class ClusterConfig(Model):
     )
 
 
-def _cluster_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _cluster_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     cluster = cfg.cluster
     region = cfg.region
+    if cfg.network.vpc_cidr.overlaps(cluster.service_ipv4_cidr):
+        yield ConfigIssue(
+            "cluster.serviceIpv4Cidr",
+            f"{cluster.service_ipv4_cidr} overlaps the VPC CIDR {cfg.network.vpc_cidr}; choose a range outside the VPC",
+        )
     offered = hyperpod_instance_types(region)
     prefix = az_id_prefix(region)
     if not offered:
@@ -399,7 +419,7 @@ def _kube_proxy_matches(cluster: ClusterConfig) -> Iterable[ConfigIssue]:
         )
 
 
-def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _deployer_access_issues(cfg: StackView) -> Iterable[ConfigIssue]:
     """A deployer path must be declared, and it must keep the API private to the internet (prod: no public access)."""
     access = cfg.cluster.deployer_access
     key = "cluster.deployerAccess"
@@ -438,7 +458,7 @@ def _deployer_access_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
 
 
-def _deployer_route_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _deployer_route_issues(cfg: StackView) -> Iterable[ConfigIssue]:
     """Each route: one target, a private CIDR outside the VPC and the service CIDR, in a VPC this stack creates."""
     access = cfg.cluster.deployer_access
     if access is None:
@@ -535,7 +555,7 @@ def chart_issues(deps: HyperPodDependenciesConfig, root: Path = PROJECT_ROOT) ->
     return []
 
 
-def _chart_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _chart_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     # Under mocks (tests, `tools.preview`) nothing is installed, so the chart may be absent; a real preview or up
     # hands the path to Helm, which fails late and unclearly without it.
     adopted = cfg.cluster.existing is not None and cfg.cluster.existing.hyperpod_cluster_arn is not None
@@ -652,7 +672,7 @@ def eks_compatibility_issues(
     return out
 
 
-def _adoption_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _adoption_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     existing = cfg.cluster.existing
     if existing is None:
         return

@@ -13,8 +13,8 @@ endpoints that opt in, and every opted-in endpoint must be in it and name this g
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 from pydantic import Field
 
@@ -23,11 +23,25 @@ from policies.baselines import GATEWAY_REQUIRES_JWT, gateway_jwt_violations
 
 from .base import ConfigAdvisory, ConfigIssue, Model, join_path
 from .checks import advisory_check, cross_check
-from .crd import InferenceGatewayConfigSpec
-from .endpoints import endpoint_spec, opts_into_gateway
+from .cluster import ClusterConfig
+from .endpoints import Endpoint
+from .gateway_spec import InferenceGatewayConfigSpec
+from .operator import OperatorConfig
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def operator(self) -> OperatorConfig: ...
+    @property
+    def cluster(self) -> ClusterConfig: ...
+    @property
+    def gateway(self) -> GatewayConfig: ...
+    @property
+    def endpoints(self) -> Sequence[Endpoint]: ...
 
 
 class GatewayConfig(Model):
@@ -51,29 +65,24 @@ class GatewayConfig(Model):
         return self.spec.dump() if self.spec is not None else {}
 
 
-def gateway_namespace(cfg: StackConfig) -> str | None:
+def gateway_namespace(cfg: StackView) -> str | None:
     """Where the InferenceGatewayConfig goes: ``gateway.namespace``, else the opted-in endpoints' one namespace.
 
     None when neither decides (no endpoint opts in, or they are in several namespaces: both config errors).
     """
     if cfg.gateway.namespace is not None:
         return cfg.gateway.namespace
-    namespaces = list(dict.fromkeys(e.namespace for e in cfg.endpoints if opts_into_gateway(e)))
+    namespaces = list(dict.fromkeys(e.namespace for e in cfg.endpoints if e.opts_into_gateway))
     return namespaces[0] if len(namespaces) == 1 else None
 
 
-def _opted_in_name(endpoint: Any) -> Any:
-    opt_in = endpoint.spec_dict().get("inferenceGateway") or {}
-    return opt_in.get("name") if isinstance(opt_in, dict) else None
-
-
 @cross_check
-def _gateway_with_its_endpoints(cfg: StackConfig) -> Iterator[ConfigIssue]:
+def _gateway_with_its_endpoints(cfg: StackView) -> Iterator[ConfigIssue]:
     """Every endpoint that opts in shares one namespace with the gateway and names it (see the module docstring)."""
     gw = cfg.gateway
     if not gw.enabled:
         return
-    opted = [(i, e) for i, e in enumerate(cfg.endpoints) if opts_into_gateway(e)]
+    opted = [(i, e) for i, e in enumerate(cfg.endpoints) if e.opts_into_gateway]
     where = gateway_namespace(cfg)
     if not opted and where is None:
         yield ConfigIssue(
@@ -100,7 +109,7 @@ def _gateway_with_its_endpoints(cfg: StackConfig) -> Iterator[ConfigIssue]:
                     "namespace",
                 )
     for i, endpoint in opted:
-        name = _opted_in_name(endpoint)
+        name = endpoint.gateway_name
         if name != gw.name:
             shown = f"names {name!r}" if name else "names no gateway (the operator then generates inf-igw-<uuid>)"
             yield ConfigIssue(
@@ -111,14 +120,14 @@ def _gateway_with_its_endpoints(cfg: StackConfig) -> Iterator[ConfigIssue]:
 
 
 @cross_check
-def _gateway_needs_spec(cfg: StackConfig) -> Iterator[ConfigIssue]:
+def _gateway_needs_spec(cfg: StackView) -> Iterator[ConfigIssue]:
     """An enabled gateway needs its spec (bbr and at least one scheduler); there is no useful default."""
     if cfg.gateway.enabled and cfg.gateway.spec is None:
         yield ConfigIssue("gateway.spec", "required when gateway.enabled is true (bbr and schedulers at least)")
 
 
 @cross_check
-def _gateway_needs_addon(cfg: StackConfig) -> Iterator[ConfigIssue]:
+def _gateway_needs_addon(cfg: StackView) -> Iterator[ConfigIssue]:
     """The managed Inference Gateway ships only in add-on releases the table marks (D4: v2.0.0-eksbuild.2+)."""
     version = cfg.operator.addon_version
     if not cfg.gateway.enabled or not compat.is_known_addon(version):
@@ -132,7 +141,7 @@ def _gateway_needs_addon(cfg: StackConfig) -> Iterator[ConfigIssue]:
 
 
 @cross_check
-def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _gateway_auth_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     """Gateway endpoints have no request authentication unless ``spec.auth.jwt`` is set (AWS docs): prod needs it.
 
     The rule is the policy pack's ``gateway-requires-jwt`` (``policies/baselines.py``), run here on the spec as
@@ -149,7 +158,7 @@ def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
                 f"remoteJWKS.uri and audiences or requiredClaims [{GATEWAY_REQUIRES_JWT}]",
             )
     for i, endpoint in enumerate(cfg.endpoints):
-        if opts_into_gateway(endpoint) and not gw.enabled:
+        if endpoint.opts_into_gateway and not gw.enabled:
             yield ConfigIssue(
                 join_path("endpoints", i, "spec", "inferenceGateway", "enabled"),
                 "the endpoint opts into the Inference Gateway but gateway.enabled is false in this stack",
@@ -159,27 +168,23 @@ def _gateway_auth_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
 # --- names that must point at something this stack has (issue 25) ---------------------------------------------
 
 
-def _scheduler_gaps(cfg: StackConfig) -> list[tuple[int, str, list[str]]]:
+def _scheduler_gaps(cfg: StackView) -> list[tuple[int, str, list[str]]]:
     """``(scheduler index, modelName, the served names)`` of every scheduler no endpoint of this stack serves."""
     if not cfg.gateway.enabled or cfg.gateway.spec is None:
         return []
-    served = sorted(
-        str(endpoint_spec(ep).get("modelName"))
-        for ep in cfg.endpoints
-        if opts_into_gateway(ep) and endpoint_spec(ep).get("modelName")
-    )
+    served = sorted(str(ep.model_name) for ep in cfg.endpoints if ep.opts_into_gateway and ep.model_name)
     return [(j, s.model_name, served) for j, s in enumerate(cfg.gateway.spec.schedulers) if s.model_name not in served]
 
 
-def _scheduler_models_knowable(cfg: StackConfig) -> bool:
+def _scheduler_models_knowable(cfg: StackView) -> bool:
     """Whether this stack's endpoints are all the models the gateway can front: not on an adopted cluster (other
     models may run there) and no JumpStartModel opts in (the operator names its served model)."""
-    jumpstart = any(opts_into_gateway(ep) and ep.kind == "JumpStartModel" for ep in cfg.endpoints)
+    jumpstart = any(ep.opts_into_gateway and ep.kind == "JumpStartModel" for ep in cfg.endpoints)
     return cfg.cluster.existing is None and not jumpstart
 
 
 @cross_check
-def _scheduler_model_served(cfg: StackConfig) -> Iterator[ConfigIssue]:
+def _scheduler_model_served(cfg: StackView) -> Iterator[ConfigIssue]:
     """A scheduler's ``modelName`` must be the ``spec.modelName`` of an endpoint that opts into the gateway: the
     body-based router sends a request for that model to that scheduler (D4), and with no such endpoint there is
     nothing behind it."""
@@ -194,7 +199,7 @@ def _scheduler_model_served(cfg: StackConfig) -> Iterator[ConfigIssue]:
 
 
 @advisory_check
-def _scheduler_model_elsewhere(cfg: StackConfig) -> Iterator[ConfigAdvisory]:
+def _scheduler_model_elsewhere(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """On an adopted cluster (or with a JumpStartModel behind the gateway) the model may be served by something
     this stack does not describe: not checked offline."""
     if _scheduler_models_knowable(cfg):

@@ -22,6 +22,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from policies import global_policies as rules
 
 from .base import PROJECT, ConfigIssue, Model, join_path, stack_file_schema
+from .errors import ConfigError
 from .gateway import gateway_namespace
 
 if TYPE_CHECKING:
@@ -156,8 +157,6 @@ def parse_global_config(
 ) -> GlobalStackConfig:
     """Validate a global stack's decoded config (keys without the project prefix); raises ConfigError.
     ``outside`` are problems already found with the keys of other namespaces (reported with the rest)."""
-    from .loader import ConfigError
-
     issues: list[ConfigIssue] = list(outside)
     for key in values:
         if key not in GLOBAL_CONFIG_KEYS:

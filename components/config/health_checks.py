@@ -18,16 +18,35 @@ group cannot run is a config error naming the key; the default is every check th
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .base import ConfigIssue
 from .checks import cross_check
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class _Group(Protocol):
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def instance_count(self) -> int: ...
+    @property
+    def on_start_deep_health_checks(self) -> Sequence[str] | None: ...
+
+
+class _Cluster(Protocol):
+    @property
+    def instance_groups(self) -> Sequence[_Group]: ...
+
+
+class StackView(Protocol):
+    """What this module reads of the stack: the instance groups (``cluster.py`` imports this module, so only
+    their shape here)."""
+
+    @property
+    def cluster(self) -> _Cluster: ...
 
 DATA_FILE = Path(__file__).resolve().parent / "data" / "hyperpod_instance_accelerators.json"
 INSTANCE_STRESS = "InstanceStress"
@@ -70,7 +89,7 @@ def supported_checks(instance_type: str, instance_count: int) -> list[str]:
     ]
 
 
-def _deep_health_check_issues(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _deep_health_check_issues(cfg: StackView) -> Iterable[ConfigIssue]:
     for i, group in enumerate(cfg.cluster.instance_groups):
         for j, check in enumerate(group.on_start_deep_health_checks or []):
             reason = unsupported_reason(check, group.instance_type, group.instance_count)

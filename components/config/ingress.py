@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import ipaddress
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import Field, HttpUrl, SecretStr, ValidationInfo, field_validator
@@ -30,10 +30,26 @@ from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICI
 
 from .base import ConfigAdvisory, ConfigIssue, Model
 from .checks import advisory_check, cross_check
-from .endpoints import EndpointConfig, endpoint_port, intelligent_routing
+from .endpoints import Endpoint, EndpointConfig
+from .gateway import GatewayConfig
+from .network import NetworkConfig
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def stack(self) -> str: ...
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def network(self) -> NetworkConfig: ...
+    @property
+    def ingress(self) -> IngressConfig: ...
+    @property
+    def gateway(self) -> GatewayConfig: ...
+    @property
+    def endpoints(self) -> Sequence[Endpoint]: ...
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
 # Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide; the
@@ -570,7 +586,7 @@ def binding_ports(target: ServiceTarget) -> list[dict[str, Any]]:
 
 def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarget:
     """Where the binding for ``route`` points (see ``OPERATOR_NAMESPACE`` above for the sources)."""
-    router = intelligent_routing(endpoint)
+    router = endpoint.intelligent_routing
     if router:
         namespace = route.service_namespace or OPERATOR_NAMESPACE
         default_name = f"{endpoint.name}-{endpoint.namespace}-routing-service"
@@ -580,13 +596,13 @@ def service_target(route: RouteConfig, endpoint: EndpointConfig) -> ServiceTarge
     return ServiceTarget(
         namespace=namespace,
         name=route.service_name or default_name,
-        port=route.service_port or endpoint_port(endpoint),
+        port=route.service_port or endpoint.port,
         router=router,
         name_configured=route.service_name is not None,
         port_configured=route.service_port is not None,
         # The worker Service targets the container port (CRD: modelInvocationPort "will be referred to by the Load
         # Balancer Service"); the router's pod port is not published anywhere.
-        pod_port=route.target_port if route.target_port is not None else (None if router else endpoint_port(endpoint)),
+        pod_port=route.target_port if route.target_port is not None else (None if router else endpoint.port),
     )
 
 
@@ -602,7 +618,7 @@ SECTION_NEEDS = {
 }
 
 
-def _authentication_sections(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _authentication_sections(cfg: StackView) -> Iterable[ConfigIssue]:
     """Each of ``oidc``/``cognito``/``jwt`` is set exactly when a rendered action uses it."""
     ing = cfg.ingress
     uses = authentication_keys(ing)
@@ -631,7 +647,7 @@ def _authentication_sections(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
 
 
-def _unauthenticated_routes(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _unauthenticated_routes(cfg: StackView) -> Iterable[ConfigIssue]:
     """The ``alb-requires-authentication`` rule on the planned actions, where it is mandatory (prod; dev and
     staging relax it to advisory, ``policies/config.<env>.json``, and the pack reports it there)."""
     ing = cfg.ingress
@@ -669,7 +685,7 @@ def _unauthenticated_routes(cfg: StackConfig) -> Iterable[ConfigIssue]:
         )
 
 
-def _jwt_matches_gateway(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _jwt_matches_gateway(cfg: StackView) -> Iterable[ConfigIssue]:
     """One IdP for both front doors: a program's token must pass the ALB and the in-cluster gateway alike, and the
     gateway compares ``iss`` exactly as the ALB does (a trailing ``/`` makes another issuer)."""
     ing, gw = cfg.ingress, cfg.gateway
@@ -685,7 +701,7 @@ def _jwt_matches_gateway(cfg: StackConfig) -> Iterable[ConfigIssue]:
         )
 
 
-def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _ingress_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     ing = cfg.ingress
     yield from _authentication_sections(cfg)
     if not ing.enabled:
@@ -728,7 +744,7 @@ def _ingress_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
     yield from _route_checks(cfg)
 
 
-def _waf_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _waf_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     ing = cfg.ingress
     if ing.waf.enabled and ing.waf_web_acl_arn is not None:
         yield ConfigIssue(
@@ -747,7 +763,7 @@ def _waf_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             )
 
 
-def _route_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _route_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     ing = cfg.ingress
     if not ing.routes:
         yield ConfigIssue("ingress.routes", "at least one route is required when ingress is enabled")
@@ -819,7 +835,7 @@ cross_check(_ingress_checks)
 
 
 @advisory_check
-def _guessed_services(cfg: StackConfig) -> Iterable[ConfigAdvisory]:
+def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """Outside prod a route may leave the bound Service to the defaults, which no source confirms (see
     ``OPERATOR_NAMESPACE`` above): the binding then targets a guess, known only once the endpoint is deployed."""
     if cfg.is_prod or not cfg.ingress.enabled:
@@ -850,7 +866,7 @@ def _guessed_services(cfg: StackConfig) -> Iterable[ConfigAdvisory]:
 
 
 @advisory_check
-def _jwks_limits(cfg: StackConfig) -> Iterable[ConfigAdvisory]:
+def _jwks_limits(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """What the stack file cannot show about the IdP: the ALB takes a JWKS of at most 150 KB with at most 10 keys
     from a public endpoint and verifies RS256 signatures only (ELB user guide, "JWT validation limits")."""
     ing = cfg.ingress
@@ -868,7 +884,7 @@ def _jwks_limits(cfg: StackConfig) -> Iterable[ConfigAdvisory]:
 
 
 @advisory_check
-def _caller_budget_for_jwt_callers(cfg: StackConfig) -> Iterable[ConfigAdvisory]:
+def _caller_budget_for_jwt_callers(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """A JWT caller sends its token in the Authorization header; a per-caller budget keyed on another header counts
     such callers only if they send that header too (AWS WAF "Rate-based rule aggregation options": a request
     without one of the custom keys is not counted by the rule), which the stack file cannot show."""

@@ -16,18 +16,14 @@ of the operator's official samples do); with ``redis`` it may not (a second Redi
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr
 
-from .base import ConfigIssue, Model, join_path
+from .base import ConfigIssue, Model
 from .checks import cross_check
-from .endpoints import L2_SPEC_PATH, endpoint_spec, l2_backend, own_l2_url, wants_stack_redis
 from .stackfile import OFFLINE_SECRET_PLACEHOLDER
-
-if TYPE_CHECKING:
-    from .stack import StackConfig
 
 EXTERNAL_URL_KEY = "kvCache.redis.external.url"
 # Keys of `kvCache.redis` that configure the ElastiCache group this stack creates (meaningless with `external`).
@@ -122,7 +118,16 @@ def parameter_group_family(engine: str, engine_version: str) -> str:
     return ENGINE_FAMILIES[engine][engine_version]
 
 
-def _external_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def kv_cache(self) -> KvCacheConfig: ...
+
+
+def _external_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     kv = cfg.kv_cache
     external = kv.redis.external
     if external is None:
@@ -157,7 +162,9 @@ def _external_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
 cross_check(_external_checks)
 
 
-def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _kv_cache_checks(cfg: StackView) -> Iterable[ConfigIssue]:
+    """The Redis pins and prod's demands; what endpoints may ask of the L2 cache is checked with them
+    (``components/config/endpoints.py``)."""
     kv = cfg.kv_cache
     redis = kv.redis
     if redis.engine_version not in ENGINE_FAMILIES[redis.engine]:
@@ -177,21 +184,6 @@ def _kv_cache_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
             yield ConfigIssue(
                 "kvCache.redis.transitEncryption",
                 "must be true in prod: KV blocks are derived from user prompts and the Redis credentials need TLS",
-            )
-    for i, endpoint in enumerate(cfg.endpoints):
-        spec = endpoint_spec(endpoint)
-        if l2_backend(spec) != "redis" or own_l2_url(spec) is None:
-            continue
-        if kv.l2_backend == "redis":
-            what = (
-                "this stack wires kvCache.redis.external into the endpoints that ask for redis"
-                if redis.external is not None
-                else "this stack creates the Redis L2 cache (kvCache.l2Backend: redis) and fills in its URL and AUTH "
-                "token"
-            )
-            yield ConfigIssue(
-                join_path("endpoints", i, "spec", *L2_SPEC_PATH, "l2CacheLocalUrl"),
-                f"{what}; remove l2CacheLocalUrl (a second Redis would split the cache)",
             )
 
 
@@ -282,29 +274,3 @@ def split_redis_url(url: str) -> tuple[str, str | None, str | None]:
     username, _, password = userinfo.partition(":")
     address = urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment))
     return address, username, password
-
-
-def _credential_env_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
-    """Endpoints that get the stack's Redis must not set the variables the package wires (they would collide)."""
-    if cfg.kv_cache.l2_backend != "redis":
-        return
-    for i, endpoint in enumerate(cfg.endpoints):
-        if not wants_stack_redis(endpoint):
-            continue
-        spec = endpoint_spec(endpoint)
-        at = (
-            ("worker", "environmentVariables")
-            if endpoint.kind == "InferenceEndpointConfig"
-            else ("environmentVariables",)
-        )
-        env = spec.get(at[0], {}).get(at[1]) if len(at) == 2 else spec.get(at[0])
-        for j, var in enumerate(env or []):
-            if isinstance(var, dict) and var.get("name") in RESERVED_ENV:
-                yield ConfigIssue(
-                    join_path("endpoints", i, "spec", *at, j, "name"),
-                    f"{var['name']} is wired by this stack for the Redis L2 cache (its URL and credentials come from "
-                    f"the Secret {CREDENTIALS_SECRET}); remove it",
-                )
-
-
-cross_check(_credential_env_checks)

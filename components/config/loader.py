@@ -18,6 +18,7 @@ from pydantic import BaseModel, Tag, ValidationError
 
 from .base import PROJECT, ConfigIssue, join_path
 from .checks import run_checks
+from .errors import ConfigError
 from .global_gateway import GlobalStackConfig, parse_global_config
 from .stack import CONFIG_KEYS, StackConfig
 from .stackfile import config_from_mapping, config_key_problem
@@ -27,19 +28,6 @@ SECRET_PATHS: dict[str, tuple[str, ...]] = {
     "ingress": ("ingress", "oidc", "clientSecret"),
     "kvCache": ("kvCache", "redis", "external", "url"),  # may carry the AUTH token
 }
-
-
-class ConfigError(pulumi.RunError):
-    """The stack config is invalid. Raised before any resource is registered.
-
-    A ``RunError`` is printed by the Pulumi CLI without a stack trace; ``issues`` keeps the
-    individual problems for tools and tests.
-    """
-
-    def __init__(self, issues: Iterable[ConfigIssue]) -> None:
-        self.issues = list(issues)
-        lines = "\n".join(f"  {issue.render()}" for issue in self.issues)
-        super().__init__(f"invalid stack config ({len(self.issues)} problem(s)):\n{lines}")
 
 
 def _all_runtime_config() -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal, Protocol
 
 from pydantic import Field, model_validator
 
@@ -12,8 +12,13 @@ from .base import ConfigIssue, Model
 from .checks import cross_check
 from .vpc_endpoints import InterfaceEndpointsConfig
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def network(self) -> NetworkConfig: ...
+
 
 AzId = Annotated[
     str, Field(pattern=r"^[a-z]{2,4}[0-9]+-az[0-9]+$", description="An availability-zone ID, e.g. usw2-az1")
@@ -123,18 +128,13 @@ def plan_subnets(network: NetworkConfig) -> SubnetPlan:
     )
 
 
-def _network_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _network_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     net = cfg.network
     if net.existing is None:
         try:
             plan_subnets(net)
         except ValueError as err:
             yield ConfigIssue("network.cidr", str(err))
-    if net.vpc_cidr.overlaps(cfg.cluster.service_ipv4_cidr):
-        yield ConfigIssue(
-            "cluster.serviceIpv4Cidr",
-            f"{cfg.cluster.service_ipv4_cidr} overlaps the VPC CIDR {net.vpc_cidr}; choose a range outside the VPC",
-        )
 
 
 cross_check(_network_checks)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import Field, field_validator
 
@@ -32,8 +32,15 @@ from .checks import cross_check
 from .ingress import LOG_RETENTION_DAYS
 from .operator import EKSBUILD, parse_eks_version
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def observability(self) -> ObservabilityConfig: ...
+
 
 ADDON_NAME = "amazon-sagemaker-hyperpod-observability"
 # The pin and its minimum live here, like the inference add-on's prerequisites (config/operator.py).
@@ -177,18 +184,18 @@ class ObservabilityConfig(Model):
     )
 
 
-def flow_log_retention(cfg: StackConfig) -> int:
+def flow_log_retention(cfg: StackView) -> int:
     """Days VPC flow logs are kept: the configured value, else 365 in prod and 30 elsewhere."""
     value = cfg.observability.vpc_flow_logs.retention_days
     return value if value is not None else (365 if cfg.is_prod else 30)
 
 
-def access_log_retention(cfg: StackConfig) -> int:
+def access_log_retention(cfg: StackView) -> int:
     value = cfg.observability.access_log_retention_days
     return value if value is not None else (365 if cfg.is_prod else 90)
 
 
-def _observability_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _observability_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     obs = cfg.observability
     if parse_eks_version(obs.addon_version) < parse_eks_version(ADDON_MINIMUM):
         yield ConfigIssue(

@@ -11,15 +11,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from pydantic import Field
 
 from .base import ConfigIssue, Model
 from .checks import cross_check
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class StackView(Protocol):
+    """What this module's checks read of the stack (``components/config/stack.py`` provides it; mypy checks)."""
+
+    @property
+    def operator(self) -> OperatorConfig: ...
+
 
 AddonVersion = str
 EKSBUILD = r"^v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+$"
@@ -122,7 +127,7 @@ class OperatorConfig(Model):
         return value
 
 
-def _operator_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _operator_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     op = cfg.operator
     for pre in PREREQUISITES:
         pinned = op.pinned(pre)

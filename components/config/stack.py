@@ -9,7 +9,19 @@ from pydantic import Field
 
 from policies import aws_names
 
-from . import capacity as _capacity  # noqa: F401 - registers the scheduling-feasibility cross-check
+from . import (
+    capacity,
+    endpoints,
+    gateway,
+    health_checks,
+    ingress,
+    kvcache,
+    network,
+    observability,
+    operator,
+    vpc_endpoints,
+)
+from . import cluster as cluster_section
 from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
 from .cluster import ClusterConfig
@@ -78,6 +90,25 @@ class StackConfig(Model):
     def name_prefix(self) -> str:
         """Prefix of every physical name this stack creates (``hpi-<stack>``)."""
         return f"hpi-{self.stack}"
+
+
+def _provides_every_view(cfg: StackConfig) -> tuple[object, ...]:
+    """Never called: mypy proves here that :class:`StackConfig` offers what each section's checks read (their
+    ``StackView`` protocols), so the sections need not import this module (no import circle)."""
+    views: tuple[
+        capacity.StackView,
+        cluster_section.StackView,
+        endpoints.StackView,
+        gateway.StackView,
+        health_checks.StackView,
+        ingress.StackView,
+        kvcache.StackView,
+        network.StackView,
+        observability.StackView,
+        operator.StackView,
+        vpc_endpoints.StackView,
+    ] = (cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg)
+    return views
 
 
 # Keys the stack file may set under the project namespace, as they appear there.

@@ -13,7 +13,7 @@ DNS for the same service in one VPC is refused).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal, cast
+from typing import Literal, Protocol, cast
 
 from pydantic import Field
 
@@ -22,8 +22,21 @@ from policies.security_baselines import INTERFACE_ENDPOINT_SERVICES
 from .base import ConfigIssue, Model, join_path
 from .checks import cross_check
 
-if TYPE_CHECKING:
-    from .stack import StackConfig
+
+class _Network(Protocol):
+    @property
+    def interface_endpoints(self) -> InterfaceEndpointsConfig: ...
+    @property
+    def existing(self) -> object | None: ...
+
+
+class StackView(Protocol):
+    """What this module reads of the stack: ``network`` (its module imports this one, so only its shape here)."""
+
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def network(self) -> _Network: ...
 
 InterfaceService = Literal["ec2", "ecr.api", "ecr.dkr", "sts", "sagemaker.api", "eks-auth"]
 KEY = "network.interfaceEndpoints"
@@ -44,14 +57,14 @@ class InterfaceEndpointsConfig(Model):
     )
 
 
-def interface_endpoint_services(cfg: StackConfig) -> tuple[str, ...]:
+def interface_endpoint_services(cfg: StackView) -> tuple[str, ...]:
     """The services to create endpoints for in this stack (empty when off)."""
     ie = cfg.network.interface_endpoints
     enabled = ie.enabled if ie.enabled is not None else (cfg.is_prod and cfg.network.existing is None)
     return tuple(dict.fromkeys(ie.services)) if enabled else ()
 
 
-def _interface_endpoint_checks(cfg: StackConfig) -> Iterable[ConfigIssue]:
+def _interface_endpoint_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     seen: dict[str, int] = {}
     for i, service in enumerate(cfg.network.interface_endpoints.services):
         if service in seen:

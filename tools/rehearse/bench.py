@@ -3,13 +3,14 @@
     python -m tools.rehearse.bench [--runs 5]
 
 In-process medians after a warm-up run (as ``bench.run`` fits the per-endpoint cost), so interpreter
-start-up noise does not swamp milliseconds. Stacks with N endpoints come from ``bench.run.endpoint_stack``.
+start-up noise does not swamp milliseconds. Stacks with N endpoints come from :func:`endpoint_stack` (``bench.run`` uses the same).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import gc
 import io
 import statistics
@@ -17,6 +18,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+import yaml
 
 from components.config.stackfile import load_stack_file, stack_path
 from tools.harness import run_stack
@@ -33,13 +36,30 @@ def _median(fn: Callable[[], Any], runs: int) -> float:
     return statistics.median(times[1:])
 
 
+def endpoint_stack(n: int) -> dict[str, Any]:
+    """The dev stack file with ``n`` copies of its first endpoint (distinct names), and one GPU node per copy so
+    that they all fit (the capacity checks stop an overfull stack with a config error)."""
+    doc = yaml.safe_load(stack_path("dev").read_text(encoding="utf-8"))
+    for group in doc["config"]["hyperpod-inference:cluster"]["instanceGroups"]:
+        if group["name"] == "gpu-p5":
+            group["instanceCount"] = max(1, n)
+    template = doc["config"]["hyperpod-inference:endpoints"][0]
+    eps = []
+    for i in range(n):
+        ep = copy.deepcopy(template)
+        ep["name"] = f"model-{i}"
+        ep["spec"]["modelName"] = f"model-{i}"
+        ep["spec"]["endpointName"] = f"model-{i}"
+        eps.append(ep)
+    doc["config"]["hyperpod-inference:endpoints"] = eps
+    return doc
+
+
 def rehearsal_table(runs: int) -> tuple[list[str], float]:
     """Markdown rows (preview vs rehearsal time per stack) and the prod rehearsal's share of its preview, in %.
 
     The preview itself now includes the rehearsal, so the share is of a preview that already pays for it.
     """
-    from bench.run import endpoint_stack  # the benchmark's generated stacks (same shapes as bench.run)
-
     gc.collect()
     gc.freeze()
     gc.set_threshold(100_000, 50, 50)  # as tools.preview's main()

@@ -31,7 +31,9 @@ from policies.readiness import (
 from tools.mocks import Registration
 from tools.rehearse.model import CompleteGraph, crd_of
 from tools.rehearse.ordering import ordering_edges, report_missing
-from tools.rehearse.report import Finding, FindingKind, LongCreate, Step
+from tools.rehearse.report import FindingKind, Findings, LongCreate, Step
+
+_Findings = Findings  # the grouped findings (tools/rehearse/report.py)
 
 LONG_CREATE_MINUTES = 10.0
 LONG_TIMEOUT_MINUTES = 30.0  # unknown typical time, but the provider waits up to this long
@@ -234,38 +236,6 @@ def _context(graph: CompleteGraph, readiness: Readiness, fit: FitHook | None) ->
             for pod in readiness.pods_installed_by(reg.type, reg.inputs):
                 pod_installers.setdefault(pod.name, []).append(urn)
     return _Context(graph, readiness, entries, groups, crd_providers, pod_installers, fit, node_waits)
-
-
-class _Findings:
-    """Findings grouped: one per (kind, type, cause), naming the first resource and the others."""
-
-    def __init__(self) -> None:
-        self.by_key: dict[tuple[str, ...], Finding] = {}
-        self.failed: set[str] = set()
-        self.pairs: set[tuple[str, str]] = set()  # (resource, the one it is not ordered after), reported
-
-    def add(
-        self,
-        urn: str,
-        reg: Registration,
-        kind: FindingKind,
-        waits_for: str,
-        why: str,
-        *,
-        source: str,
-        rule: str = "",
-        other: str = "",
-    ) -> None:
-        self.failed.add(urn)
-        key = (kind, reg.type, waits_for, why)
-        got = self.by_key.get(key)
-        if got is None:
-            self.by_key[key] = Finding(kind, reg.name, reg.type, waits_for, why, source, rule=rule, other=other)
-        else:
-            got.also.append(reg.name)
-
-    def all(self) -> list[Finding]:
-        return list(self.by_key.values())
 
 
 def _classify(ctx: _Context, urn: str, candidates: list[str]) -> tuple[str, list[str]]:

@@ -19,15 +19,12 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from policies.readiness import OrderingRule, Readiness, input_value
 from tools.mocks import Registration
 from tools.rehearse.model import CompleteGraph, crd_of, provider_urn
-from tools.rehearse.report import FindingKind
-
-if TYPE_CHECKING:
-    from tools.rehearse.create import _Findings
+from tools.rehearse.report import FindingKind, Findings
 
 EdgeState = Literal["met", "race", "deadlock"]
 
@@ -233,7 +230,7 @@ def ordering_edges(
     return out
 
 
-def report_missing(graph: CompleteGraph, edges: list[OrderingEdge], out: _Findings) -> None:
+def report_missing(graph: CompleteGraph, edges: list[OrderingEdge], out: Findings) -> None:
     """Each unmet edge as a finding on the user: ``race`` or ``deadlock``, naming the other resource, the
     rule and its source. An edge the readiness waits already reported (same two resources) is not repeated."""
     for edge in edges:

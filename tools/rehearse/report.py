@@ -185,6 +185,39 @@ class Rehearsal:
         yield Group(*self._sections())
 
 
+class Findings:
+    """Findings grouped: one per (kind, type, cause), naming the first resource and the others."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, ...], Finding] = {}
+        self.failed: set[str] = set()
+        self.pairs: set[tuple[str, str]] = set()  # (resource, the one it is not ordered after), reported
+
+    def add(
+        self,
+        urn: str,
+        reg: Any,
+        kind: FindingKind,
+        waits_for: str,
+        why: str,
+        *,
+        source: str,
+        rule: str = "",
+        other: str = "",
+    ) -> None:
+        self.failed.add(urn)
+        key = (kind, reg.type, waits_for, why)
+        got = self.by_key.get(key)
+        if got is None:
+            self.by_key[key] = Finding(kind, reg.name, reg.type, waits_for, why, source, rule=rule, other=other)
+        else:
+            got.also.append(reg.name)
+
+    def all(self) -> list[Finding]:
+        return list(self.by_key.values())
+
+
+
 if __name__ == "__main__":
     from tools.cli import not_a_command
 

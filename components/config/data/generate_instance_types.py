@@ -9,6 +9,10 @@ stack may name has an entry. What each type has: EC2's ``DescribeInstanceTypes``
 moto version and the SHA-256 of that archive; re-run this after bumping moto or cfn-lint (the test
 ``tests/test_capacity.py::test_every_accepted_instance_type_has_an_entry`` fails when a type is missing).
 
+``instanceStoreGB`` / ``instanceStoreNvme`` are the instance store (local disks) the type has, from the same
+records (``InstanceStorageSupported``, ``InstanceStorageInfo``): what weights caching
+(``modelCacheConfig.weightsCache``) needs on the endpoint's nodes.
+
 ``maxPods`` is derived with the formula of the EKS AMI's ``eni-max-pods.txt`` (awslabs/amazon-eks-ami@5e1334f2
 ``nodeadm/internal/kubelet/eni-max-pods.txt`` header: "# of ENI * (# of IPv4 per ENI - 1) + 2", and "for
 multi-card instance types (p5.48xlarge) the max limits is calculated only against the default network card").
@@ -69,6 +73,14 @@ def entry(info: dict[str, Any]) -> dict[str, Any]:
         "maxEfaInterfaces": (net.get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0),
         "maxNetworkInterfaces": net["MaximumNetworkInterfaces"],
         "maxPods": max_pods(info),
+        # Instance store: total size and whether its volumes are NVMe (DescribeInstanceTypes InstanceStorageInfo:
+        # TotalSizeInGB, NvmeSupport required|supported|unsupported); 0 / null when the type has none.
+        "instanceStoreGB": (info.get("InstanceStorageInfo") or {}).get("TotalSizeInGB", 0)
+        if info.get("InstanceStorageSupported")
+        else 0,
+        "instanceStoreNvme": (info.get("InstanceStorageInfo") or {}).get("NvmeSupport")
+        if info.get("InstanceStorageSupported")
+        else None,
     }
 
 

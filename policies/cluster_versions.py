@@ -31,6 +31,7 @@ policy reports it as advisory.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass
 
 from pulumi_policy import (
@@ -139,9 +140,23 @@ def extended_support_note(version: str, on: dt.date) -> str | None:
     )
 
 
+AS_OF_ENV = "HPI_AS_OF"
+
+
 def today() -> dt.date:
-    """The evaluation date (UTC); tests pin it."""
-    return dt.datetime.now(dt.UTC).date()
+    """The evaluation date of every support-calendar check: today (UTC), or ``HPI_AS_OF`` (YYYY-MM-DD) when set.
+
+    The calendar is an input like the stack file: a preview run on another day can give another verdict (1.34
+    left EKS standard support on 2026-12-02). ``HPI_AS_OF`` makes a run reproducible (the test suite pins it; a CI
+    job comparing plans across days can too); the policy pack's ``asOf`` config does the same for the CLI run.
+    """
+    raw = os.environ.get(AS_OF_ENV)
+    if not raw:
+        return dt.datetime.now(dt.UTC).date()
+    try:
+        return dt.date.fromisoformat(raw)
+    except ValueError:
+        raise ValueError(f"{AS_OF_ENV}={raw!r}: expected a date as YYYY-MM-DD") from None
 
 
 def _as_of(args: ResourceValidationArgs) -> dt.date:

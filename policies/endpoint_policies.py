@@ -52,7 +52,11 @@ STACK_RULES = frozenset(
         "weights-cache-nvme-offline",  # nodeAffinity-only endpoints: the cluster's instance groups
     }
 )
-NEEDS_ADDON = STACK_RULES - {"endpoint-instance-type-in-cluster", "kv-cache-requires-vllm", "weights-cache-nvme-offline"}
+NEEDS_ADDON = STACK_RULES - {
+    "endpoint-instance-type-in-cluster",
+    "kv-cache-requires-vllm",
+    "weights-cache-nvme-offline",
+}
 
 # Policy-config defaults, applied in code (the Python SDK does not apply schema defaults).
 DEFAULT_ENVIRONMENT: rules.Environment = "prod"

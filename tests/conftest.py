@@ -21,6 +21,11 @@ from tools.fetch_crds import DEST as VENDORED_CRDS
 from tools.fetch_crds import SHARED_CRDS, find_crds
 from tools.harness import StackRun, run_stack
 
+# The support calendar is an input (policies/cluster_versions.py `today`): every test, and every CLI a test starts
+# (they inherit the environment), evaluates on the same day, whatever day the suite runs. Tests of the calendar
+# itself pass their dates explicitly.
+os.environ["HPI_AS_OF"] = "2026-12-01"
+
 SHARED = SHARED_CRDS.parent
 
 CRDS = find_crds() or SHARED_CRDS

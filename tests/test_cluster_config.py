@@ -436,3 +436,27 @@ def test_adopted_unlisted_version_follows_the_same_key() -> None:
     ]
     assert eks_compatibility_issues("ml-platform", "API", "1.35", accept_unlisted=True) == []
     assert len(eks_compatibility_issues("ml-platform", "API", "1.29", accept_unlisted=True)) == 1
+
+
+def test_hpi_as_of_sets_the_evaluation_day_and_a_malformed_one_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HPI_AS_OF is the one date input of the support calendar: the config check and the policy read it."""
+    import datetime as dt
+
+    from policies import cluster_versions
+
+    monkeypatch.setenv("HPI_AS_OF", "2027-03-27")
+    assert cluster_versions.today() == dt.date(2027, 3, 27)
+    monkeypatch.delenv("HPI_AS_OF")
+    assert cluster_versions.today() == dt.datetime.now(dt.UTC).date()
+    monkeypatch.setenv("HPI_AS_OF", "27/03/2027")
+    with pytest.raises(ValueError, match=r"HPI_AS_OF='27/03/2027': expected a date as YYYY-MM-DD"):
+        cluster_versions.today()
+
+
+def test_the_config_check_uses_the_pinned_day(run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """1.34 passes the config check on 2027-12-01 (extended support) and is a config error from 2027-12-02."""
+    monkeypatch.setenv("HPI_AS_OF", "2027-12-01")
+    assert run("prod").config_error is None
+    monkeypatch.setenv("HPI_AS_OF", "2027-12-02")
+    error = run("prod").config_error
+    assert error is not None and "Kubernetes 1.34 left EKS extended support on 2027-12-02" in str(error)

@@ -88,9 +88,16 @@ def test_no_upward_import() -> None:
     assert upward == []
 
 
-@pytest.mark.parametrize(("module", "layer"), [("policies.rules", "policies"), ("components.config.crd",
-                         "components.config"), ("components.endpoints", "components"), ("tools.rehearse.bench",
-                         "tools"), ("bench.run", "bench")])
+@pytest.mark.parametrize(
+    ("module", "layer"),
+    [
+        ("policies.rules", "policies"),
+        ("components.config.crd", "components.config"),
+        ("components.endpoints", "components"),
+        ("tools.rehearse.bench", "tools"),
+        ("bench.run", "bench"),
+    ],
+)
 def test_layer_of(module: str, layer: str) -> None:
     assert LAYERS[_layer(module)] == layer
 

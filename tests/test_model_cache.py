@@ -124,8 +124,10 @@ def test_weights_caching_is_an_advisory_where_the_data_cannot_tell() -> None:
     # the default hostPath on a type the data knows has NVMe: no advisory, no error
     assert [a for a in run_advisories(_parse(stack_mapping("staging"))) if a.rule.startswith("weights-cache")] == []
     # an instance type the data does not know: unknown, never "holds"
-    cr = {"kind": "InferenceEndpointConfig", "spec": {"instanceType": "ml.x9.unknown", "modelCacheConfig": {
-        "weightsCache": {"enabled": True}}}}
+    cr = {
+        "kind": "InferenceEndpointConfig",
+        "spec": {"instanceType": "ml.x9.unknown", "modelCacheConfig": {"weightsCache": {"enabled": True}}},
+    }
     ctx = rules.RuleContext("dev", "v1.5.0-eksbuild.1", frozenset({"ml.x9.unknown"}))
     assert rules.weights_cache_needs_local_nvme(cr, ctx) == []
     (unknown,) = rules.weights_cache_nvme_offline(cr, ctx)
@@ -133,8 +135,10 @@ def test_weights_caching_is_an_advisory_where_the_data_cannot_tell() -> None:
 
 
 def test_node_affinity_only_endpoints_are_judged_against_every_group() -> None:
-    cr = {"kind": "InferenceEndpointConfig", "spec": {"nodeAffinity": {}, "modelCacheConfig": {
-        "weightsCache": {"enabled": True}}}}
+    cr = {
+        "kind": "InferenceEndpointConfig",
+        "spec": {"nodeAffinity": {}, "modelCacheConfig": {"weightsCache": {"enabled": True}}},
+    }
     ctx = rules.RuleContext("dev", "v1.5.0-eksbuild.1", frozenset({"ml.p5.4xlarge", "ml.m5.2xlarge"}))
     assert rules.weights_cache_needs_local_nvme(cr, ctx) == []
     (adv,) = rules.weights_cache_nvme_offline(cr, ctx)
@@ -163,11 +167,16 @@ def test_capacity_table_shows_the_cache_daemonsets_on_the_target_group(stack_run
 
 def test_one_image_cache_per_image_and_the_rehearsals_fit_counts_it() -> None:
     def cr(name: str, image: str, itype: str) -> tuple[str, dict[str, Any]]:
-        spec = {"instanceType": itype, "worker": {"image": image}, "modelCacheConfig": {"imageCache": {"enabled": True}}}
+        spec = {
+            "instanceType": itype,
+            "worker": {"image": image},
+            "modelCacheConfig": {"imageCache": {"enabled": True}},
+        }
         return IEC_TYPE, {"kind": "InferenceEndpointConfig", "metadata": {"name": name, "namespace": "a"}, "spec": spec}
 
-    pods = cap.target_node_pods([cr("x", "img:1", "ml.p5.4xlarge"), cr("y", "img:1", "ml.g5.8xlarge"),
-                                 cr("z", "img:2", "ml.p5.4xlarge")])
+    pods = cap.target_node_pods(
+        [cr("x", "img:1", "ml.p5.4xlarge"), cr("y", "img:1", "ml.g5.8xlarge"), cr("z", "img:2", "ml.p5.4xlarge")]
+    )
     assert [(p.name, p.node_selector) for p in pods] == [
         ("model-image-cache (a/x, a/y)", {cap.INSTANCE_TYPE_LABEL: ("ml.g5.8xlarge", "ml.p5.4xlarge")}),
         ("model-image-cache (a/z)", {cap.INSTANCE_TYPE_LABEL: ("ml.p5.4xlarge",)}),

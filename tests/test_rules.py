@@ -323,8 +323,14 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
     (
         "weights-cache-needs-local-nvme",
         RuleContext("dev", "v1.4.0-eksbuild.1", frozenset({"ml.c5.18xlarge"})),
-        _all(_set("spec.instanceType", "ml.c5.18xlarge"), _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True}})),
-        _all(_set("spec.instanceType", "ml.g5.8xlarge"), _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True}})),
+        _all(
+            _set("spec.instanceType", "ml.c5.18xlarge"),
+            _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True}}),
+        ),
+        _all(
+            _set("spec.instanceType", "ml.g5.8xlarge"),
+            _set("spec.modelCacheConfig", {"weightsCache": {"enabled": True}}),
+        ),
         "modelCacheConfig.weightsCache.enabled",
         "ml.c5.18xlarge has no instance-store NVMe",
     ),

@@ -69,7 +69,7 @@ Probe), kept as mappings: their schema is Kubernetes', checked by the schema val
 TIGHTER: dict[str, tuple[dict[str, Any], str]] = {
     "replicas": (
         {"minimum": 0},
-        "the CRD declares no minimum; Kubernetes rejects negative replicas (apps/v1 validation \"must be greater "
+        'the CRD declares no minimum; Kubernetes rejects negative replicas (apps/v1 validation "must be greater '
         'than or equal to 0", k8s.io/kubernetes pkg/apis/apps/validation)',
     ),
     "InitialReplicaCount": ({"minimum": 0}, "deprecated and without effect; a negative count is never valid"),
@@ -216,8 +216,10 @@ class _Models:
     def _sorted(self) -> list[str]:
         """Classes children first (each after every class its fields name), otherwise in naming order."""
         names = list(self.classes)
-        words = {n: set(re.findall(r"\b[A-Z]\w*", " ".join(f.split("= Field", 1)[0] for f in c.fields)))
-                 for n, c in self.classes.items()}
+        words = {
+            n: set(re.findall(r"\b[A-Z]\w*", " ".join(f.split("= Field", 1)[0] for f in c.fields)))
+            for n, c in self.classes.items()
+        }
         out: list[str] = []
 
         def visit(n: str) -> None:
@@ -442,7 +444,9 @@ def generate_table(crds_dir: Path) -> str:
             for p in spec_paths(spec_schema(crds_dir / rel), code):
                 first.setdefault(p, release.operator_version)
         kinds[code] = {
-            p: v for p, v in sorted(first.items()) if v != oldest and first.get(_parent(p)) != v  # parent covers it
+            p: v
+            for p, v in sorted(first.items())
+            if v != oldest and first.get(_parent(p)) != v  # parent covers it
         }
     doc = {
         "generator": "python -m tools.crd_models (do not edit)",
@@ -461,7 +465,9 @@ def outputs(crds_dir: Path) -> dict[Path, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.crd_models", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the committed files differ")
-    parser.add_argument("--crds", type=Path, default=None, help="the CRD folder (default: ../shared/crds or vendor/crds)")
+    parser.add_argument(
+        "--crds", type=Path, default=None, help="the CRD folder (default: ../shared/crds or vendor/crds)"
+    )
     ns = parser.parse_args(argv)
     crds_dir = ns.crds or find_crds()
     if crds_dir is None:

@@ -38,6 +38,7 @@ CRD_FILES = {
     "JumpStartModel": "inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml",
 }
 
+
 @functools.cache
 def _crd_spec_schema(path: Path) -> dict[str, Any]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
@@ -130,4 +131,6 @@ def validate_cr(cr: dict[str, Any], crds_dir: Path, addon_version: str | None = 
 if __name__ == "__main__":
     from tools.cli import not_a_command
 
-    not_a_command("tools.crd_schema", "python -m tools.preview --stack <name> --out DIR (writes kubernetes/validation.json)")
+    not_a_command(
+        "tools.crd_schema", "python -m tools.preview --stack <name> --out DIR (writes kubernetes/validation.json)"
+    )

@@ -158,4 +158,6 @@ def validate_manifests(
 if __name__ == "__main__":
     from tools.cli import not_a_command
 
-    not_a_command("tools.k8s_schema", "python -m tools.preview --stack <name> --out DIR (writes kubernetes/validation.json)")
+    not_a_command(
+        "tools.k8s_schema", "python -m tools.preview --stack <name> --out DIR (writes kubernetes/validation.json)"
+    )

@@ -16,7 +16,6 @@ NO_CREDENTIALS = (
 )
 
 
-
 def render(results: list[CheckResult], console: Console, title: str) -> None:
     table = Table(title=title, show_lines=False)
     table.add_column("check")

@@ -385,8 +385,19 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
             gateway.GlobalInferenceGatewayProvider,
             "components/global_inference_gateway.py GlobalInferenceGatewayProvider.diff (probed key by key by the "
             "generator; delete-before-replace)",
-            ["name", "region", "executionRoleArn", "routingWeights", "tags", "waitTimeoutSeconds", "environment",
-             "members", "accountId", "partition", "awsProfile"],
+            [
+                "name",
+                "region",
+                "executionRoleArn",
+                "routingWeights",
+                "tags",
+                "waitTimeoutSeconds",
+                "environment",
+                "members",
+                "accountId",
+                "partition",
+                "awsProfile",
+            ],
             {"members": ([{**member, "clusterArn": "x"}], [{**member, "clusterArn": "y"}])},
         ),
         (

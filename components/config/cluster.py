@@ -6,7 +6,6 @@ its default here and only here; the components read them from the validated conf
 
 from __future__ import annotations
 
-import datetime as dt
 import ipaddress
 from collections.abc import Iterable
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Annotated, Literal, Protocol
 
 from pydantic import Field, field_validator
 
+from policies import cluster_versions
 from policies.baselines import open_to_world
 from policies.cluster_versions import (
     ACCEPT_UNLISTED_KEY,
@@ -385,7 +385,7 @@ def _cluster_checks(cfg: StackView) -> Iterable[ConfigIssue]:
 
     problem = version_problem(
         cluster.kubernetes_version,
-        dt.datetime.now(dt.UTC).date(),
+        cluster_versions.today(),  # looked up at call time: HPI_AS_OF and tests pin it
         accept_unlisted=cluster.accept_unlisted_kubernetes_version,
     )
     if problem is not None:

@@ -48,6 +48,7 @@ class StackView(Protocol):
     @property
     def cluster(self) -> _Cluster: ...
 
+
 DATA_FILE = Path(__file__).resolve().parent / "data" / "hyperpod_instance_accelerators.json"
 INSTANCE_STRESS = "InstanceStress"
 INSTANCE_CONNECTIVITY = "InstanceConnectivity"

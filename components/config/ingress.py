@@ -51,6 +51,7 @@ class StackView(Protocol):
     @property
     def endpoints(self) -> Sequence[Endpoint]: ...
 
+
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
 # Source: "Security policies for your Application Load Balancer", Elastic Load Balancing user guide; the
 # post-quantum (PQ) ones are those FSBP ELB.17 names (policies/security_baselines.py ELB17_POLICIES).

@@ -38,6 +38,7 @@ class StackView(Protocol):
     @property
     def network(self) -> _Network: ...
 
+
 InterfaceService = Literal["ec2", "ecr.api", "ecr.dkr", "sts", "sagemaker.api", "eks-auth"]
 KEY = "network.interfaceEndpoints"
 

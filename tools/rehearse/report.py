@@ -217,7 +217,6 @@ class Findings:
         return list(self.by_key.values())
 
 
-
 if __name__ == "__main__":
     from tools.cli import not_a_command
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from components.config.schema import SCHEMA_PATH
+from tests.cli_runner import run_module
 from tests.conftest import stack_mapping
 from tools.harness import ROOT
 from tools.mocks import hyperpod_cluster_arn
@@ -23,10 +24,17 @@ from tools.mocks import hyperpod_cluster_arn
 BROKEN = "config:\n  aws:region: us-west-2\n  hyperpod-inference:environment: [dev\n"
 
 
-def _run(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+def _process(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """A real ``python -m``: for the smoke tests below that prove the in-process runner tells the truth."""
     return subprocess.run(
         [sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, check=False, timeout=timeout
     )
+
+
+def _run(module: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` in this process (tests/cli_runner.py); ``timeout`` is the pytest timeout's."""
+    del timeout
+    return run_module(module, *args)
 
 
 def _clean_exit_2(result: subprocess.CompletedProcess[str], *expected: str) -> str:
@@ -229,3 +237,31 @@ def test_reference_global_stack_derives_a_member_from_its_stack_file(stack_runs)
     assert prod.export == stack_runs["prod"].outputs["globalGatewayMember"]
     assert prod.source == "derived from stacks/Pulumi.prod.yaml (clusterArn is a mock value)" and prod.mock
     assert usw2.export["clusterArn"] == hyperpod_cluster_arn("us-east-1", "hpi-prod-usw2-hp") and usw2.mock
+
+
+# --- the in-process runner against real processes ----------------------------------------------------------------
+
+
+def test_real_process_agrees_with_the_in_process_runner_on_a_yaml_error(broken: Path) -> None:
+    """The same command in a fresh interpreter and in tests/cli_runner.py: same exit status and message."""
+    args = ("tools.rehearse", "--stack", "broken", "--stack-file", str(broken))
+    real, in_process = _process(*args), _run(*args)
+    assert (real.returncode, real.stdout, real.stderr) == (in_process.returncode, in_process.stdout, in_process.stderr)
+    _clean_exit_2(real, f"{broken}:4:1: YAML syntax error")
+
+
+def test_real_process_of_a_library_module_says_it_is_not_a_command_line() -> None:
+    real = _process("tools.harness", "--stack", "nosuch", timeout=120)
+    assert real.returncode == 2 and real.stdout == ""
+    assert real.stderr.splitlines()[-1].startswith("tools.harness is a library module, not a command line; run ")
+
+
+def test_in_process_runner_reports_an_escaping_exception_as_a_traceback(tmp_path: Path) -> None:
+    """A crash must not look like success: exit 1 and a Traceback on stderr, as the interpreter reports it."""
+    (tmp_path / "hpi_crashing_module.py").write_text('raise RuntimeError("boom")\n', encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        result = run_module("hpi_crashing_module")
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert result.returncode == 1 and "Traceback" in result.stderr and "RuntimeError: boom" in result.stderr

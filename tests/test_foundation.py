@@ -9,6 +9,7 @@ import pytest
 
 from components.config import ConfigError, StackConfig
 from components.config.schema import SCHEMA_PATH, stack_config_schema
+from tests.cli_runner import run_module
 from tests.conftest import REGIONAL_STACKS, stack_mapping
 from tools.preview import preview
 
@@ -106,12 +107,8 @@ def test_schema_names_every_config_key() -> None:
 
 def test_cli_exit_code_for_misspelt_key_in_stack_file(tmp_path) -> None:
     """End to end through the command line: a stack file with a typo exits 2 and names the key."""
-    import subprocess
-    import sys
 
     import yaml
-
-    from tools.harness import ROOT
 
     doc = {"config": stack_mapping("dev")}
     doc["config"]["hyperpod-inference:cluster"]["instanceGroup"] = doc["config"]["hyperpod-inference:cluster"].pop(
@@ -119,13 +116,7 @@ def test_cli_exit_code_for_misspelt_key_in_stack_file(tmp_path) -> None:
     )
     path = tmp_path / "Pulumi.typo.yaml"
     path.write_text(yaml.safe_dump(doc))
-    result = subprocess.run(
-        [sys.executable, "-m", "tools.preview", "--stack", "typo", "--stack-file", str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_module("tools.preview", "--stack", "typo", "--stack-file", str(path))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "hyperpod-inference:cluster.instanceGroup: unknown key" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
@@ -243,8 +234,6 @@ def test_readme_is_a_short_user_guide() -> None:
 def test_add_an_environment_works_as_written(tmp_path) -> None:
     """The README's steps: copy the staging file to a new stack name, preview it offline."""
     import shutil
-    import subprocess
-    import sys
 
     from components.config.stackfile import stack_path
     from tools.harness import ROOT
@@ -253,13 +242,7 @@ def test_add_an_environment_works_as_written(tmp_path) -> None:
     assert "cp stacks/Pulumi.staging.yaml stacks/Pulumi.qa.yaml" in readme
     target = tmp_path / "Pulumi.qa.yaml"
     shutil.copy(stack_path("staging"), target)
-    result = subprocess.run(
-        [sys.executable, "-m", "tools.preview", "--stack", "qa", "--stack-file", str(target)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = run_module("tools.preview", "--stack", "qa", "--stack-file", str(target))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "aws:eks/addon:Addon inference-operator-addon" in result.stdout
     assert "hpi-qa-eks" in result.stdout

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.cli_runner import run_module
 from tests.conftest import ALL_STACKS, REGIONAL_STACKS, stack_mapping
 from tools.ci_matrix import matrix
 from tools.harness import ROOT
@@ -19,6 +20,12 @@ from tools.preview import key_properties, preview
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m tools.preview args`` in this process (tests/cli_runner.py)."""
+    return run_module("tools.preview", *args)
+
+
+def _piped(*args: str) -> subprocess.CompletedProcess[str]:
+    """A real process whose stdout is a pipe: what a CI log or `| less` gets."""
     return subprocess.run(
         [sys.executable, "-m", "tools.preview", *args], cwd=ROOT, capture_output=True, text=True, check=False
     )
@@ -173,7 +180,7 @@ def test_zero_replicas_still_accepted() -> None:
 
 
 def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
-    result = _cli("--stack", "prod")
+    result = _piped("--stack", "prod")
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     # Long names that used to be cut at 80 columns when piped.

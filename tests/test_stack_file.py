@@ -19,6 +19,7 @@ import yaml
 from components.config.data import generate_config_namespaces as gen
 from components.config.schema import stack_config_schema
 from components.config.stackfile import StackFileError, load_stack_file, parse_yaml, stack_path
+from tests.cli_runner import run_module
 from tests.conftest import stack_mapping
 from tools.ci_matrix import matrix
 from tools.harness import ROOT
@@ -28,13 +29,8 @@ DEV = stack_path("dev").read_text(encoding="utf-8")
 
 
 def _preview_cli(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tools.preview", "--stack", "x", "--stack-file", str(path), *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    """``python -m tools.preview`` for this file, in this process (tests/cli_runner.py)."""
+    return run_module("tools.preview", "--stack", "x", "--stack-file", str(path), *extra)
 
 
 def _line_of(text: str, needle: str, nth: int = 1) -> int:

@@ -32,7 +32,8 @@ PY = sys.executable
 TARGET_PREVIEW_OVER_FLOOR = 1.5
 TARGET_MS_PER_ENDPOINT = 10.0
 TARGET_RSS_MB_AT_200 = 400.0
-TARGET_SUITE_SECONDS = 90.0
+TARGET_SUITE_SECONDS = 90.0  # pytest alone (the benchmark issue)
+TARGET_TEST_COMMAND_SECONDS = 120.0  # the README test command after install, fresh clone (issue 27)
 
 _MEASURE = r"""
 import resource, subprocess, sys, time
@@ -105,10 +106,55 @@ def sdk_modules_of_prod_preview() -> list[str]:
     return modules
 
 
-def suite_seconds() -> float:
-    t = time.perf_counter()
-    subprocess.run([PY, "-m", "pytest", "-q", "-x"], cwd=ROOT, capture_output=True, check=False)
-    return time.perf_counter() - t
+# The README's test command after the install, as .ci/run runs it (tests/test_foundation.py keeps README and
+# .ci/run in step). mypy gets an empty cache directory: a fresh clone has none.
+TEST_COMMAND: tuple[tuple[str, ...], ...] = (
+    ("ruff", "check", "."),
+    ("ruff", "format", "--check", "."),
+    ("mypy",),
+    ("python", "-m", "pytest"),
+)
+
+
+def test_command_seconds(root: Path, venv: Path) -> dict[str, float]:
+    """Wall seconds of each step of the README's test command in ``root`` with ``venv``'s tools (no cache)."""
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as cache:
+        for step in TEST_COMMAND:
+            cmd = [str(venv / "bin" / step[0]), *step[1:]]
+            if step[0] == "mypy":
+                cmd += ["--cache-dir", cache]
+            env = {**os.environ, "RUFF_NO_CACHE": "true"}
+            t = time.perf_counter()
+            result = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False, env=env)
+            times[" ".join(step)] = time.perf_counter() - t
+            if result.returncode != 0:
+                raise RuntimeError(
+                    f"{' '.join(step)} failed in {root}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+                )
+    return times
+
+
+def fresh_clone_seconds() -> tuple[float, dict[str, float]]:
+    """Clone the committed tree next to this one (so ../shared is beside it, as in CI), create the venv, install
+    requirements-dev.txt, then time the test command. Returns (install seconds, test-command step seconds)."""
+    import shutil
+
+    clone = Path(tempfile.mkdtemp(prefix=".hpi-bench-clone-", dir=ROOT.parent))
+    try:
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "venv", str(clone / "venv")], check=True)
+        subprocess.run(
+            [str(clone / "venv" / "bin" / "pip"), "install", "-q", "-r", "requirements-dev.txt"],
+            cwd=clone,
+            check=True,
+            capture_output=True,
+        )
+        install = time.perf_counter() - t
+        return install, test_command_seconds(clone, clone / "venv")
+    finally:
+        shutil.rmtree(clone, ignore_errors=True)
 
 
 def machine() -> str:
@@ -120,7 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--write", type=Path, help="write the results as Markdown (e.g. BENCHMARKS.md)")
-    parser.add_argument("--skip-suite", action="store_true", help="don't time the test suite")
+    parser.add_argument("--skip-suite", action="store_true", help="don't time the test command")
+    parser.add_argument(
+        "--fresh-clone",
+        action="store_true",
+        help="time the test command on a fresh clone with a new venv (adds ~4 min), instead of in this tree",
+    )
     args = parser.parse_args(argv)
     load_before = os.getloadavg()[0]
 
@@ -159,7 +210,12 @@ def main(argv: list[str] | None = None) -> int:
     per_endpoint_ms = statistics.linear_regression([x for x, _ in points], [y for _, y in points]).slope * 1000
     ratio = results["preview prod"].wall_s / floor.wall_s
     diff_ratio = results["preview prod --diff"].wall_s / floor.wall_s
-    suite = None if args.skip_suite else suite_seconds()
+    install: float | None = None
+    steps: dict[str, float] | None = None
+    if args.fresh_clone:
+        install, steps = fresh_clone_seconds()
+    elif not args.skip_suite:
+        steps = test_command_seconds(ROOT, ROOT / "venv")
 
     checks = [
         (
@@ -191,8 +247,18 @@ def main(argv: list[str] | None = None) -> int:
 
     rehearsal_rows, prod_share = rehearsal_table(args.runs)
     checks.append(("rehearsal of prod / its preview", f"{prod_share:.1f} %", "<= 10 %", prod_share <= 10))
-    if suite is not None:
-        checks.append(("test suite", f"{suite:.0f} s", f"< {TARGET_SUITE_SECONDS} s", suite < TARGET_SUITE_SECONDS))
+    if steps is not None:
+        suite, command = steps["python -m pytest"], sum(steps.values())
+        where = "fresh clone" if install is not None else "this tree, no caches"
+        checks.append(("pytest", f"{suite:.0f} s", f"< {TARGET_SUITE_SECONDS} s", suite < TARGET_SUITE_SECONDS))
+        checks.append(
+            (
+                f"README test command after install ({where})",
+                f"{command:.0f} s",
+                f"<= {TARGET_TEST_COMMAND_SECONDS} s",
+                command <= TARGET_TEST_COMMAND_SECONDS,
+            )
+        )
 
     lines = [
         "# Benchmarks",
@@ -229,6 +295,27 @@ def main(argv: list[str] | None = None) -> int:
         *rehearsal_rows,
         "",
     ]
+    if steps is not None:
+        lines += [
+            "## The test command",
+            "",
+            "The README's test command (what `.ci/run` runs after creating the venv and installing "
+            "requirements-dev.txt), each step timed with no cache (mypy on an empty cache directory, "
+            + ("on a fresh `git clone` with `../shared` beside it" if install is not None else "in this tree")
+            + ")"
+            + (f"; the venv and the install took {install:.0f} s (pip's download cache warm)." if install else "."),
+            "",
+            "| step | wall |",
+            "|---|---:|",
+            *(f"| `{name}` | {sec:.1f} s |" for name, sec in steps.items()),
+            f"| total | {sum(steps.values()):.1f} s |",
+            "",
+            "pytest runs on 2 xdist workers (`-n 2` in pyproject.toml). Each worker runs each reference stack's",
+            "program once (session fixtures); command-line tests run `python -m` in-process through runpy",
+            "(tests/cli_runner.py), with real-process smoke tests for pipes, hash seeds and the policy server;",
+            "botocore's service models are parsed once per worker (tests/conftest.py).",
+            "",
+        ]
     lines += [
         "## What profiling found and fixed",
         "",

@@ -246,3 +246,20 @@ def test_add_an_environment_works_as_written(tmp_path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "aws:eks/addon:Addon inference-operator-addon" in result.stdout
     assert "hpi-qa-eks" in result.stdout
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    """`.ci/run` is what lands work; the README's command is what users run. They must be the same line."""
+    from tools.harness import ROOT
+
+    ci_last = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ci_last.startswith("python3 -m venv venv && venv/bin/pip install -q -r requirements-dev.txt && ")
+    assert f"```bash\n{ci_last}\n```" in readme
+    for step in (
+        "venv/bin/ruff check .",
+        "venv/bin/ruff format --check .",
+        "venv/bin/mypy",
+        "venv/bin/python -m pytest",
+    ):
+        assert step in ci_last

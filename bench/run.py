@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "The README's test command (what `.ci/run` runs after creating the venv and installing "
             "requirements-dev.txt), each step timed with no cache (mypy on an empty cache directory, "
-            + ("on a fresh `git clone` with `../shared` beside it" if install is not None else "in this tree")
+            + ("on a fresh `git clone` with `../shared/crds` beside it" if install is not None else "in this tree")
             + ")"
             + (f"; the venv and the install took {install:.0f} s (pip's download cache warm)." if install else "."),
             "",

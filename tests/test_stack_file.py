@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -239,3 +240,26 @@ def test_reference_stacks_load_cleanly() -> None:
         assert yaml.safe_load(stack_path(stack).read_text(encoding="utf-8"))["config"] == load_stack_file(
             stack_path(stack)
         )
+
+
+def test_libyaml_and_pure_python_loaders_read_every_stack_file_identically() -> None:
+    """parse_yaml reads with libyaml's parser when it can: same data, same key lines as the pure-Python loader."""
+    from components.config import stackfile
+
+    assert stackfile._FastStrictLoader is not None, "PyYAML without libyaml: the fast path is not exercised"
+
+    def lines(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: (getattr(node, "lines", {}).get(k), lines(v)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [lines(v) for v in node]
+        return node
+
+    for path in sorted(stack_path("dev").parent.glob("Pulumi.*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        fast = yaml.load(text, Loader=stackfile._FastStrictLoader)
+        slow = yaml.load(text, Loader=stackfile._StrictLoader)
+        assert fast == slow and lines(fast) == lines(slow), path.name
+    dup = "config:\n  a: 1\n  a: 2\n"
+    with pytest.raises(StackFileError, match=r"^x\.yaml:3:3: duplicate key 'a' \(first at line 2, again at line 3"):
+        parse_yaml(dup, "x.yaml")

@@ -103,10 +103,14 @@ def crd_path(crds_dir: Path, kind: str, addon_version: str | None = None) -> Pat
     return crds_dir / release.files["IEC" if kind == compat.IEC else "JSM"]
 
 
+@functools.lru_cache(maxsize=64)
 def spec_validator(
     crds_dir: Path, kind: str = "InferenceEndpointConfig", addon_version: str | None = None
 ) -> jsonschema.Draft7Validator:
-    """A Draft 7 validator of a kind's spec, for the CRD of ``addon_version`` (default: the newest public CRD)."""
+    """A Draft 7 validator of a kind's spec, for the CRD of ``addon_version`` (default: the newest public CRD).
+
+    Built once per (folder, kind, add-on): the CRD files and policies/compatibility.yaml do not change while a
+    process runs, and building one copies and walks the whole CRD schema (every endpoint of every run asks)."""
     schema = crd_spec_schema(crd_path(crds_dir, kind, addon_version))
     operator = compat.addon(addon_version).operator_version if addon_version is not None else None
     return jsonschema.Draft7Validator(strict(with_documented_fields(schema, kind, operator)))

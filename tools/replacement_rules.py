@@ -324,7 +324,8 @@ def _crd_immutable(crds_dir: Path | None, crd: str | None) -> list[str]:
         return []
     import yaml
 
-    doc = yaml.safe_load((crds_dir / crd).read_text(encoding="utf-8"))
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
+    doc = yaml.load((crds_dir / crd).read_text(encoding="utf-8"), Loader=loader)
     out: set[str] = set()
 
     def walk(node: Any, path: list[str]) -> None:

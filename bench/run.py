@@ -313,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
             "pytest runs on 2 xdist workers (`-n 2` in pyproject.toml). Each worker runs each reference stack's",
             "program once (session fixtures); command-line tests run `python -m` in-process through runpy",
             "(tests/cli_runner.py), with real-process smoke tests for pipes, hash seeds and the policy server;",
-            "botocore's service models are parsed once per worker (tests/conftest.py).",
+            "botocore's service models are parsed once per worker (tests/conftest.py); stack files are parsed on",
+            "libyaml's parser (components/config/stackfile.py) and CRD validators built once per process.",
             "",
         ]
     lines += [

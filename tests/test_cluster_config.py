@@ -460,3 +460,13 @@ def test_the_config_check_uses_the_pinned_day(run, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("HPI_AS_OF", "2027-12-02")
     error = run("prod").config_error
     assert error is not None and "Kubernetes 1.34 left EKS extended support on 2027-12-02" in str(error)
+
+
+def test_a_malformed_hpi_as_of_is_a_config_error_not_a_traceback(run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HPI_AS_OF", "27/03/2027")
+    error = run("prod").config_error
+    assert error is not None
+    assert (
+        "hyperpod-inference:cluster.kubernetesVersion: cannot be checked against the support calendar: "
+        "HPI_AS_OF='27/03/2027': expected a date as YYYY-MM-DD"
+    ) in str(error)

@@ -383,15 +383,18 @@ def _cluster_checks(cfg: StackView) -> Iterable[ConfigIssue]:
                 key, "prod keeps the EKS API endpoint private (public access off); remove endpointPublicAccessCidrs"
             )
 
-    problem = version_problem(
-        cluster.kubernetes_version,
-        cluster_versions.today(),  # looked up at call time: HPI_AS_OF and tests pin it
-        accept_unlisted=cluster.accept_unlisted_kubernetes_version,
-    )
-    if problem is not None:
-        yield ConfigIssue("cluster.kubernetesVersion", problem)
+    try:
+        on = cluster_versions.today()  # looked up at call time: HPI_AS_OF and tests pin it
+    except ValueError as err:  # a malformed HPI_AS_OF: the version cannot be judged, say why (no traceback)
+        yield ConfigIssue("cluster.kubernetesVersion", f"cannot be checked against the support calendar: {err}")
     else:
-        yield from _kube_proxy_matches(cluster)
+        problem = version_problem(
+            cluster.kubernetes_version, on, accept_unlisted=cluster.accept_unlisted_kubernetes_version
+        )
+        if problem is not None:
+            yield ConfigIssue("cluster.kubernetesVersion", problem)
+        else:
+            yield from _kube_proxy_matches(cluster)
 
     if cluster.existing is None:  # an adopted cluster's API access is its owner's (docs/adoption.md)
         yield from _deployer_access_issues(cfg)

@@ -18,8 +18,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from policies.yaml_files import load_yaml_file
 
 TABLE_PATH = Path(__file__).resolve().parent / "compatibility.yaml"
 FIELDS_PATH = Path(__file__).resolve().parent / "crd_fields.json"
@@ -194,7 +195,7 @@ class CompatibilityTable(_Strict):
 @functools.cache
 def load_compatibility() -> CompatibilityTable:
     """The parsed table (cached: the file is read once per process)."""
-    return CompatibilityTable.model_validate(yaml.safe_load(TABLE_PATH.read_text(encoding="utf-8")))
+    return CompatibilityTable.model_validate(load_yaml_file(TABLE_PATH))
 
 
 # --- helpers -----------------------------------------------------------------------------------------

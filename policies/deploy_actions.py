@@ -18,8 +18,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from policies.yaml_files import load_yaml_file
 
 DEPLOY_ACTIONS_FILE = Path(__file__).with_name("deploy_actions.yaml")
 DYNAMIC = "pulumi-python:dynamic:Resource"
@@ -125,5 +126,4 @@ class DeployActions(_Model):
 @cache
 def load_deploy_actions(path: Path = DEPLOY_ACTIONS_FILE) -> DeployActions:
     """Parse and validate ``policies/deploy_actions.yaml`` (cached per path)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return DeployActions.model_validate(yaml.load(path.read_text(encoding="utf-8"), Loader=loader))
+    return DeployActions.model_validate(load_yaml_file(path))

@@ -35,9 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from policies import compatibility as compat
+from policies.yaml_files import load_yaml_file
 from tools.fetch_crds import find_crds, git_blob_id
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -122,8 +121,7 @@ def _shape(node: dict[str, Any]) -> str:
 
 @functools.cache
 def _spec_schema(path: Path) -> str:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
-    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    doc = load_yaml_file(path)
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1")
     return json.dumps(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
 

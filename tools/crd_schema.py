@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from policies import compatibility as compat
+from policies.yaml_files import load_yaml_file
 
 CRD_FILES = {
     "InferenceEndpointConfig": "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
@@ -41,8 +41,7 @@ CRD_FILES = {
 
 @functools.cache
 def _crd_spec_schema(path: Path) -> dict[str, Any]:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
-    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)
+    doc = load_yaml_file(path)
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1")
     spec: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     return spec

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from policies.yaml_files import load_yaml_file
 
 CRDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "crds"
 TGB_CRD = Path("third-party") / "elbv2.k8s.aws_targetgroupbindings.yaml"
@@ -74,7 +74,7 @@ def _tgb_validator(crds_dir: Path) -> Any:
 
     from tools.crd_schema import strict
 
-    doc = yaml.safe_load((crds_dir / TGB_CRD).read_text(encoding="utf-8"))
+    doc = load_yaml_file(crds_dir / TGB_CRD)
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1beta1")
     spec = copy.deepcopy(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
     return jsonschema.Draft7Validator(strict(spec))

@@ -322,10 +322,9 @@ def _crd_immutable(crds_dir: Path | None, crd: str | None) -> list[str]:
     """Spec paths a CRD makes immutable with an ``oldSelf`` CEL rule (``x-kubernetes-validations``)."""
     if crds_dir is None or crd is None or not (crds_dir / crd).is_file():
         return []
-    import yaml
+    from policies.yaml_files import load_yaml_file
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it: the CRDs are large
-    doc = yaml.load((crds_dir / crd).read_text(encoding="utf-8"), Loader=loader)
+    doc = load_yaml_file(crds_dir / crd)
     out: set[str] = set()
 
     def walk(node: Any, path: list[str]) -> None:

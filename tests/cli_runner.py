@@ -16,31 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import runpy
 import subprocess
 import sys
 import traceback
 import warnings
-from collections.abc import Iterator, Mapping
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-@contextlib.contextmanager
-def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
-    if env is None:
-        yield
-        return
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+from tools.harness import ROOT
 
 
 def _exit_status(exc: SystemExit, stderr: io.StringIO) -> int:
@@ -53,18 +35,16 @@ def _exit_status(exc: SystemExit, stderr: io.StringIO) -> int:
     return 1
 
 
-def run_module(
-    module: str, *args: str, env: Mapping[str, str] | None = None, cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    """``python -m module *args`` in this process: exit status, stdout and stderr as a subprocess gives them."""
+def run_module(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m module *args`` in this process, from the repository root (as the tests' subprocesses ran):
+    exit status, stdout and stderr as a subprocess gives them."""
     stdout, stderr = io.StringIO(), io.StringIO()
     saved_argv = sys.argv
     sys.argv = [module, *args]
     status = 0
     try:
         with (
-            _environment(env),
-            contextlib.chdir(cwd),
+            contextlib.chdir(ROOT),
             contextlib.redirect_stdout(stdout),
             contextlib.redirect_stderr(stderr),
             warnings.catch_warnings(),

@@ -31,9 +31,8 @@ def _process(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]
     )
 
 
-def _run(module: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m module args`` in this process (tests/cli_runner.py); ``timeout`` is the pytest timeout's."""
-    del timeout
+def _run(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` in this process (tests/cli_runner.py)."""
     return run_module(module, *args)
 
 
@@ -98,7 +97,7 @@ def test_one_flag_name_for_the_stack_file(module: str, broken: Path) -> None:
 )
 def test_library_modules_say_they_are_not_command_lines(module: str, instead: str) -> None:
     """They printed nothing and exited 0, even for a stack that does not exist."""
-    result = _run(module, "--stack", "nosuch", timeout=120)
+    result = _run(module, "--stack", "nosuch")
     assert result.returncode == 2
     last = result.stderr.splitlines()[-1]  # (a package's submodule may add a runpy RuntimeWarning first)
     assert last.startswith(f"{module} is a library module, not a command line; run ")
@@ -117,18 +116,18 @@ def test_every_tools_module_is_a_command_line_or_says_it_is_not() -> None:
 
 def test_schema_module_writes_nothing_unless_asked() -> None:
     before = SCHEMA_PATH.stat().st_mtime_ns
-    result = _run("components.config.schema", timeout=120)
+    result = _run("components.config.schema")
     assert result.returncode == 0
     assert json.loads(result.stdout)["title"] == "hyperpod-inference stack file"
     assert SCHEMA_PATH.stat().st_mtime_ns == before, "printing the schema must not rewrite stacks/schema.json"
-    check = _run("components.config.schema", "--check", timeout=120)
+    check = _run("components.config.schema", "--check")
     assert check.returncode == 0, check.stdout
-    bad = _run("components.config.schema", "--wirte", timeout=120)
+    bad = _run("components.config.schema", "--wirte")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
 def test_config_reference_bad_argument_is_exit_2() -> None:
-    result = _run("tools.config_reference", "--chek", timeout=120)
+    result = _run("tools.config_reference", "--chek")
     _clean_exit_2(result, "unrecognized arguments: --chek")
 
 

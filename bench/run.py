@@ -106,25 +106,24 @@ def sdk_modules_of_prod_preview() -> list[str]:
     return modules
 
 
-# The README's test command after the install, as .ci/run runs it (tests/test_foundation.py keeps README and
-# .ci/run in step). mypy gets an empty cache directory: a fresh clone has none.
-TEST_COMMAND: tuple[tuple[str, ...], ...] = (
-    ("ruff", "check", "."),
-    ("ruff", "format", "--check", "."),
-    ("mypy",),
-    ("python", "-m", "pytest"),
-)
+def test_command() -> list[list[str]]:
+    """The steps of the README's test command after the install, read from ``.ci/run`` (its last line; a test keeps
+    it identical to the README's): ``[["ruff", "check", "."], ..., ["python", "-m", "pytest"]]``."""
+    line = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    steps = [step.split() for step in line.split(" && ")]
+    return [[step[0].removeprefix("venv/bin/"), *step[1:]] for step in steps if step[0].startswith("venv/bin/")][1:]
 
 
 def test_command_seconds(root: Path, venv: Path) -> dict[str, float]:
-    """Wall seconds of each step of the README's test command in ``root`` with ``venv``'s tools (no cache)."""
+    """Wall seconds of each step of the README's test command in ``root`` with ``venv``'s tools, without caches
+    (mypy on an empty cache directory, ruff with RUFF_NO_CACHE): a fresh clone has none."""
     times: dict[str, float] = {}
+    env = {**os.environ, "RUFF_NO_CACHE": "true"}
     with tempfile.TemporaryDirectory() as cache:
-        for step in TEST_COMMAND:
+        for step in test_command():
             cmd = [str(venv / "bin" / step[0]), *step[1:]]
             if step[0] == "mypy":
                 cmd += ["--cache-dir", cache]
-            env = {**os.environ, "RUFF_NO_CACHE": "true"}
             t = time.perf_counter()
             result = subprocess.run(cmd, cwd=root, capture_output=True, text=True, check=False, env=env)
             times[" ".join(step)] = time.perf_counter() - t

@@ -60,6 +60,23 @@ class _ClusterLayer:
 
 
 @dataclass(frozen=True)
+class _OperatorLayer:
+    """The inference operator as the serving layer and the front door use it: its IAM, prerequisites and add-on."""
+
+    iam: OperatorIam
+    prerequisites: OperatorPrerequisites
+    addon: InferenceOperatorAddon
+
+
+@dataclass(frozen=True)
+class _FrontDoor:
+    """The edge as the dashboards use it; either part is None when the stack turns it off."""
+
+    alb: IngressAlb | None
+    web_acl: WebAcl | None
+
+
+@dataclass(frozen=True)
 class HyperPodInferenceArgs:
     """The validated stack config (``components.config.load_stack_config()`` or ``parse_stack_config``)."""
 
@@ -67,18 +84,40 @@ class HyperPodInferenceArgs:
 
 
 class HyperPodInference(pulumi.ComponentResource):
-    """Every layer of one hyperpod-inference environment; ``exports`` holds what operators need."""
+    """Every layer of one hyperpod-inference environment; ``exports`` holds what operators need.
+
+    The constructor reads as the order of the layers: each builder below registers one layer, parented to this
+    component, and hands the next one only what it needs (so the waits between layers are visible here).
+    """
 
     exports: dict[str, Any]
 
     def __init__(self, name: str, args: HyperPodInferenceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:index:HyperPodInference", name, None, opts)
         cfg = args.config
-        child = pulumi.ResourceOptions(parent=self)
         self.exports = {}
 
-        # --- network ---
-        network = Network(
+        network = self._network(cfg)
+        cluster = self._cluster(cfg, network)
+        operator = self._operator(cfg, network, cluster)
+        redis = self._l2_kv_cache(cfg, network, cluster)
+        endpoints = self._endpoints(cfg, cluster, operator, redis)
+        front_door = self._front_door(cfg, network, cluster, operator, endpoints)
+        self._logs_and_observability(cfg, cluster, operator, front_door)
+
+        # What a global stack (hyperpod-inference:role: global) reads from this one, see docs/multi-region.md.
+        self._export("globalGatewayMember", {**member_export(cfg), "clusterArn": cluster.hyperpod.cluster_arn})
+        self._export("environment", cfg.environment)
+        self._export("vpcId", network.vpc_id)
+        self._export("privateSubnetIds", network.private_subnet_ids)
+        self.register_outputs(self.exports)
+
+    def _child(self, depends_on: list[pulumi.Resource] | None = None) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, depends_on=depends_on)
+
+    def _network(self, cfg: StackConfig) -> Network:
+        """The VPC: a private subnet per AZ ID, public subnets, NAT, endpoints and flow logs."""
+        return Network(
             "network",
             NetworkArgs(
                 network=cfg.network,
@@ -90,18 +129,21 @@ class HyperPodInference(pulumi.ComponentResource):
                 interface_endpoint_services=interface_endpoint_services(cfg),
                 tags=cfg.common_tags,
             ),
-            opts=child,
+            opts=self._child(),
         )
 
-        # --- cluster layer: created, or adopted (cluster.existing); chosen in one place, _cluster_layer ---
+    def _cluster(self, cfg: StackConfig, network: Network) -> _ClusterLayer:
+        """The cluster layer (created or adopted: ``_cluster_layer`` chooses) and what it exports."""
         layer = self._cluster_layer(cfg, network)
-        eks, hyperpod = layer.eks, layer.hyperpod
-        self._export("eksClusterName", eks.cluster_name)
-        self._export("hyperpodClusterArn", hyperpod.cluster_arn)
-        if isinstance(hyperpod, HyperPodCluster):
-            self._export("hyperpodClusterName", hyperpod.cluster_name)
+        self._export("eksClusterName", layer.eks.cluster_name)
+        self._export("hyperpodClusterArn", layer.hyperpod.cluster_arn)
+        if isinstance(layer.hyperpod, HyperPodCluster):
+            self._export("hyperpodClusterName", layer.hyperpod.cluster_name)
+        return layer
 
-        # --- inference operator: prerequisites, IAM, the add-on ---
+    def _operator(self, cfg: StackConfig, network: Network, layer: _ClusterLayer) -> _OperatorLayer:
+        """The inference operator: its IAM, its prerequisites (after the nodes), then the add-on."""
+        eks, hyperpod = layer.eks, layer.hyperpod
         account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
         operator_iam = OperatorIam(
             "operator-iam",
@@ -120,7 +162,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 protect_bucket=cfg.is_prod,
                 tags=cfg.common_tags,
             ),
-            opts=child,
+            opts=self._child(),
         )
         operator_prereqs = OperatorPrerequisites(
             "operator-prereqs",
@@ -140,7 +182,7 @@ class HyperPodInference(pulumi.ComponentResource):
             ),
             # Controllers need schedulable HyperPod nodes (the only nodes of the cluster) to become ready: after the
             # wait for them (a child of the HyperPod component, so in this dependency too).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[hyperpod, *layer.nodes]),
+            opts=self._child(depends_on=[hyperpod, *layer.nodes]),
         )
         inference_operator = InferenceOperatorAddon(
             "inference-operator",
@@ -160,15 +202,15 @@ class HyperPodInference(pulumi.ComponentResource):
                 depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster, *layer.nodes],
                 tags=cfg.common_tags,
             ),
-            opts=child,
+            opts=self._child(),
         )
         self._export("inferenceOperatorAddonVersion", cfg.operator.addon_version)
         self._export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_arn)
         self._export("tlsCertificateBucket", operator_iam.tls_bucket_name)
+        return _OperatorLayer(operator_iam, operator_prereqs, inference_operator)
 
-        # --- serving layer: KV cache L2, inference gateway, endpoints ---
-        kv_cache = None
-        redis: RedisConnection | None = None
+    def _l2_kv_cache(self, cfg: StackConfig, network: Network, layer: _ClusterLayer) -> RedisConnection | None:
+        """The L2 KV cache's Redis: an ElastiCache group created here, an external URL, or none (tiered storage)."""
         if cfg.kv_cache.creates_redis:
             if layer.node_security_group_id is None:  # unreachable: the config requires it (cluster.py)
                 raise ValueError("the Redis L2 cache needs the HyperPod nodes' security group")
@@ -183,21 +225,28 @@ class HyperPodInference(pulumi.ComponentResource):
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
                 ),
-                opts=child,
+                opts=self._child(),
             )
-            redis = RedisConnection(address=kv_cache.url, username=kv_cache.username, password=kv_cache.password)
             self._export("kvCacheUrl", kv_cache.url)
             if kv_cache.password is not None:
                 self._export("kvCacheUsername", kv_cache.username)
                 self._export("kvCachePassword", kv_cache.password)  # secret
-        elif cfg.kv_cache.external_url is not None:
+            return RedisConnection(address=kv_cache.url, username=kv_cache.username, password=kv_cache.password)
+        if cfg.kv_cache.external_url is not None:
             # kvCache.redis.external: no ElastiCache. Its credentials (if the URL has any) go to the same Secret.
             address, username, password = split_redis_url(cfg.kv_cache.external_url)
-            redis = RedisConnection(
+            return RedisConnection(
                 address=address,
                 username=pulumi.Output.secret(username or ""),
                 password=pulumi.Output.secret(password) if password is not None else None,
             )
+        return None
+
+    def _endpoints(
+        self, cfg: StackConfig, layer: _ClusterLayer, operator: _OperatorLayer, redis: RedisConnection | None
+    ) -> InferenceEndpoints:
+        """The model endpoints' custom resources, and the managed Inference Gateway in their namespace."""
+        eks = layer.eks
         gateway_ns = gateway_namespace(cfg)
 
         def make_gateway(namespaces: Mapping[str, pulumi.Resource]) -> InferenceGateway:
@@ -210,9 +259,9 @@ class HyperPodInference(pulumi.ComponentResource):
                     gateway=cfg.gateway,
                     namespace=gateway_ns,
                     k8s_provider=eks.k8s_provider,
-                    depends_on=[inference_operator, *created],
+                    depends_on=[operator.addon, *created],
                 ),
-                opts=child,
+                opts=self._child(),
             )
 
         endpoints = InferenceEndpoints(
@@ -220,63 +269,77 @@ class HyperPodInference(pulumi.ComponentResource):
             InferenceEndpointsArgs(
                 endpoints=cfg.endpoints,
                 tags=cfg.common_tags,
-                tls_bucket=operator_iam.tls_bucket_name,
+                tls_bucket=operator.iam.tls_bucket_name,
                 redis=redis,
                 k8s_provider=eks.k8s_provider,
-                depends_on=[inference_operator],
+                depends_on=[operator.addon],
                 gateway_factory=make_gateway if cfg.gateway.enabled else None,
                 extra_namespaces=[gateway_ns] if cfg.gateway.enabled and gateway_ns else [],
             ),
-            opts=child,
+            opts=self._child(),
         )
         if isinstance(endpoints.gateway, InferenceGateway):
             self._export("inferenceGatewayName", endpoints.gateway.name)
             self._export("inferenceGatewayNamespace", endpoints.gateway.namespace)
+        return endpoints
 
-        # --- ALB front door with OIDC ---
-        front_door = None
+    def _front_door(
+        self,
+        cfg: StackConfig,
+        network: Network,
+        layer: _ClusterLayer,
+        operator: _OperatorLayer,
+        endpoints: InferenceEndpoints,
+    ) -> _FrontDoor:
+        """The WAF and the ALB front door (authentication per route) with its TargetGroupBindings."""
         web_acl = None
         if waf_enabled(cfg.ingress):
             web_acl = WebAcl(
                 "edge-waf",
                 WebAclArgs(waf=cfg.ingress.waf, name_prefix=cfg.name_prefix, tags=cfg.common_tags),
-                opts=child,
+                opts=self._child(),
             )
             self._export("webAclArn", web_acl.arn)
-        if cfg.ingress.enabled:
-            public = cfg.ingress.scheme == "internet-facing"
-            alb_subnets = network.public_subnet_ids if public else network.private_subnet_ids
-            front_door = IngressAlb(
-                "front-door",
-                IngressAlbArgs(
-                    ingress=cfg.ingress,
-                    endpoints=cfg.endpoints,
-                    vpc_id=network.vpc_id,
-                    vpc_cidr=network.vpc_cidr,
-                    subnet_ids=list(alb_subnets.values()),
-                    name_prefix=cfg.name_prefix,
-                    is_prod=cfg.is_prod,
-                    k8s_provider=eks.k8s_provider,
-                    # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
-                    k8s_depends_on=[inference_operator, operator_prereqs],
-                    # each binding waits for its namespace and its endpoint's custom resource
-                    endpoint_resources=endpoints.resources,
-                    namespaces=endpoints.namespaces,
-                    web_acl_arn=web_acl.arn if web_acl is not None else None,
-                    tags=cfg.common_tags,
-                ),
-                opts=child,
-            )
-            self._export("frontDoorUrl", front_door.url)
-            self._export("frontDoorAlbDnsName", front_door.dns_name)
+        if not cfg.ingress.enabled:
+            return _FrontDoor(None, web_acl)
+        public = cfg.ingress.scheme == "internet-facing"
+        alb_subnets = network.public_subnet_ids if public else network.private_subnet_ids
+        alb = IngressAlb(
+            "front-door",
+            IngressAlbArgs(
+                ingress=cfg.ingress,
+                endpoints=cfg.endpoints,
+                vpc_id=network.vpc_id,
+                vpc_cidr=network.vpc_cidr,
+                subnet_ids=list(alb_subnets.values()),
+                name_prefix=cfg.name_prefix,
+                is_prod=cfg.is_prod,
+                k8s_provider=layer.eks.k8s_provider,
+                # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
+                k8s_depends_on=[operator.addon, operator.prerequisites],
+                # each binding waits for its namespace and its endpoint's custom resource
+                endpoint_resources=endpoints.resources,
+                namespaces=endpoints.namespaces,
+                web_acl_arn=web_acl.arn if web_acl is not None else None,
+                tags=cfg.common_tags,
+            ),
+            opts=self._child(),
+        )
+        self._export("frontDoorUrl", alb.url)
+        self._export("frontDoorAlbDnsName", alb.dns_name)
+        return _FrontDoor(alb, web_acl)
 
-        # --- edge and observability: S3 access logs, the observability add-on, dashboard and alarms ---
+    def _logs_and_observability(
+        self, cfg: StackConfig, layer: _ClusterLayer, operator: _OperatorLayer, front_door: _FrontDoor
+    ) -> None:
+        """S3 access logs of the stack's buckets, the observability add-on, the dashboard and alarms."""
+        hyperpod = layer.hyperpod
         AccessLogBucket(
             "access-logs",
             AccessLogBucketArgs(
                 name_prefix=cfg.name_prefix,
                 sources={
-                    "tls-certificates": operator_iam.tls_bucket_name,
+                    "tls-certificates": operator.iam.tls_bucket_name,
                     # an adopted HyperPod cluster's lifecycle bucket is its owner's
                     **(
                         {"lifecycle-scripts": hyperpod.lifecycle_bucket}
@@ -288,25 +351,26 @@ class HyperPodInference(pulumi.ComponentResource):
                 protect=cfg.is_prod,
                 tags=cfg.common_tags,
             ),
-            opts=child,
+            opts=self._child(),
         )
         if cfg.observability.enabled:
             observability = ObservabilityAddon(
                 "observability",
                 ObservabilityAddonArgs(
                     config=cfg.observability,
-                    cluster_name=eks.cluster_name,
-                    cluster_arn=eks.cluster_arn,
+                    cluster_name=layer.eks.cluster_name,
+                    cluster_arn=layer.eks.cluster_arn,
                     region=cfg.region,
                     name_prefix=cfg.name_prefix,
                     # ACTIVE needs its pods running: HyperPod nodes, and the pod identity agent (in EksCluster).
-                    depends_on=[hyperpod.cluster, *layer.nodes, eks],
+                    depends_on=[hyperpod.cluster, *layer.nodes, layer.eks],
                     protect=cfg.is_prod,
                     tags=cfg.common_tags,
                 ),
-                opts=child,
+                opts=self._child(),
             )
             self._export("prometheusEndpoint", observability.prometheus_endpoint)
+        alb, web_acl = front_door.alb, front_door.web_acl
         dashboards = ObservabilityDashboards(
             "dashboards",
             ObservabilityDashboardsArgs(
@@ -315,24 +379,17 @@ class HyperPodInference(pulumi.ComponentResource):
                 endpoints=cfg.endpoints,
                 alarms=cfg.observability.alarms,
                 dashboard=cfg.observability.dashboard,
-                https_listener_arn=front_door.https_listener_arn if front_door is not None else None,
-                target_group_arns=dict(front_door.target_group_arns) if front_door is not None else {},
+                https_listener_arn=alb.https_listener_arn if alb is not None else None,
+                target_group_arns=dict(alb.target_group_arns) if alb is not None else {},
                 web_acl_name=web_acl.name if web_acl is not None else None,
                 waf_rate_rule_metrics=tuple(web_acl.rate_rule_metrics) if web_acl is not None else (),
                 protect=cfg.is_prod,
                 tags=cfg.common_tags,
             ),
-            opts=child,
+            opts=self._child(),
         )
         if dashboards.dashboard_name is not None:
             self._export("dashboardName", dashboards.dashboard_name)
-
-        # What a global stack (hyperpod-inference:role: global) reads from this one, see docs/multi-region.md.
-        self._export("globalGatewayMember", {**member_export(cfg), "clusterArn": hyperpod.cluster_arn})
-        self._export("environment", cfg.environment)
-        self._export("vpcId", network.vpc_id)
-        self._export("privateSubnetIds", network.private_subnet_ids)
-        self.register_outputs(self.exports)
 
     def _cluster_layer(self, cfg: StackConfig, network: Network) -> _ClusterLayer:
         """The cluster layer, created or adopted: the one place that chooses (``cluster.existing``)."""

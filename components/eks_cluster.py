@@ -85,9 +85,49 @@ class EksCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: EksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:eks_cluster:EksCluster", name, None, opts)
-        cfg = args.cluster
-        child = pulumi.ResourceOptions(parent=self)
+        key = self._secrets_key(name, args)
+        cluster_sg = self._control_plane_security_group(name, args)
+        deployer_rules = self._deployer_rules(name, args.cluster, cluster_sg.id)
+        cluster = self._eks_cluster(name, args, key, cluster_sg, waits_for=[*deployer_rules, *args.network_path])
 
+        # The name is known up front; routing it through a cluster output makes every consumer depend on
+        # the cluster actually existing.
+        self.cluster_name = cluster.kubeconfig_json.apply(lambda _: args.cluster_name)
+        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        self.cluster_arn = pulumi.Output.concat(
+            "arn:", partition.partition, ":eks:", region.region, ":", caller.account_id, ":cluster/", self.cluster_name
+        )
+        self._pod_identity_agent(name, args)
+        self._node_rules(name, args, cluster_sg)
+
+        self.oidc_provider_arn = cluster.oidc_provider_arn
+        self.oidc_provider_url = cluster.oidc_issuer.apply(lambda url: url.removeprefix("https://"))
+        self.cluster_security_group_id = cluster_sg.id
+        self.kms_key_arn = key.arn
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        self.k8s_provider = k8s.Provider(
+            f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True, opts=self._child()
+        )
+        self.cluster = cluster
+        self._tags = args.tags
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "clusterArn": self.cluster_arn,
+                "oidcProviderArn": self.oidc_provider_arn,
+                "oidcProviderUrl": self.oidc_provider_url,
+                "clusterSecurityGroupId": self.cluster_security_group_id,
+                "kmsKeyArn": self.kms_key_arn,
+            }
+        )
+
+    def _child(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _secrets_key(self, name: str, args: EksClusterArgs) -> aws.kms.Key:
+        """The KMS key (and its alias) that envelope-encrypts Kubernetes secrets; protected in prod."""
         key = aws.kms.Key(
             f"{name}-secrets-key",
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster {args.cluster_name}",
@@ -97,18 +137,23 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod),
         )
         aws.kms.Alias(
-            f"{name}-secrets-key-alias", name=f"alias/{args.cluster_name}-secrets", target_key_id=key.key_id, opts=child
+            f"{name}-secrets-key-alias",
+            name=f"alias/{args.cluster_name}-secrets",
+            target_key_id=key.key_id,
+            opts=self._child(),
         )
+        return key
 
-        # The control plane's security group, ours rather than pulumi-eks's, so the deployer's 443 rules can exist
-        # before the cluster (and its aws-auth ConfigMap) is created.
+    def _control_plane_security_group(self, name: str, args: EksClusterArgs) -> aws.ec2.SecurityGroup:
+        """The control plane's security group, ours rather than pulumi-eks's, so the deployer's 443 rules can exist
+        before the cluster (and its aws-auth ConfigMap) is created."""
         cluster_sg = aws.ec2.SecurityGroup(
             f"{name}-cluster-sg",
             vpc_id=args.vpc_id,
             description=f"EKS control plane of {args.cluster_name}: API from HyperPod nodes and the deployer",
             revoke_rules_on_delete=True,
             tags={**args.tags, "Name": f"{args.cluster_name}-cluster"},
-            opts=child,
+            opts=self._child(),
         )
         aws.vpc.SecurityGroupEgressRule(
             f"{name}-cluster-egress",
@@ -116,21 +161,32 @@ class EksCluster(pulumi.ComponentResource):
             ip_protocol="-1",
             cidr_ipv4="0.0.0.0/0",
             description="Control plane to kubelets, webhooks and extension API servers (as pulumi-eks's own SG)",
-            opts=child,
+            opts=self._child(),
         )
-        deployer_rules = self._deployer_rules(name, cfg, cluster_sg.id)
+        return cluster_sg
 
-        # The EKS cluster takes its subnets through the deployer rules' ids and the ids of the routes back to the
-        # runner, so it (and everything pulumi-eks creates after it: aws-auth, the OIDC provider, the add-ons) is
-        # created only once the runner can reach it, both ways (deploy-readiness.md traps 5 and 11).
-        path = list(args.network_path)
-        rule_ids = [r.id for r in [*deployer_rules, *path]]
+    def _eks_cluster(
+        self,
+        name: str,
+        args: EksClusterArgs,
+        key: aws.kms.Key,
+        cluster_sg: aws.ec2.SecurityGroup,
+        waits_for: list[pulumi.CustomResource],
+    ) -> eks.Cluster:
+        """The EKS cluster (pulumi-eks), created only once the runner can reach it.
+
+        It takes its subnets through the ids of the deployer rules and of the routes back to the runner
+        (``waits_for``), so it — and everything pulumi-eks creates after it: aws-auth, the OIDC provider, the
+        add-ons — is created only once the runner can reach it, both ways (deploy-readiness.md traps 5 and 11).
+        """
+        cfg = args.cluster
+        rule_ids = [r.id for r in waits_for]
         subnet_ids = [
             pulumi.Output.all(subnet, *rule_ids).apply(lambda values: str(values[0]))
             for subnet in args.private_subnet_ids
         ]
         public_cidrs = public_access_cidrs(cfg, args.is_prod)
-        cluster = eks.Cluster(
+        return eks.Cluster(
             f"{name}-cluster",
             name=args.cluster_name,
             version=cfg.kubernetes_version,
@@ -155,31 +211,23 @@ class EksCluster(pulumi.ComponentResource):
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
             tags=args.tags,
             # depends_on the SG too: it records the reference in the graph the policy pack reads.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *deployer_rules, *path]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *waits_for]),
         )
 
-        # The name is known up front; routing it through a cluster output makes every consumer depend on
-        # the cluster actually existing.
-        self.cluster_name = cluster.kubeconfig_json.apply(lambda _: args.cluster_name)
-        caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self))
-        self.cluster_arn = pulumi.Output.concat(
-            "arn:", partition.partition, ":eks:", region.region, ":", caller.account_id, ":cluster/", self.cluster_name
-        )
-
+    def _pod_identity_agent(self, name: str, args: EksClusterArgs) -> None:
         aws.eks.Addon(
             f"{name}-pod-identity-agent",
             cluster_name=self.cluster_name,
             addon_name="eks-pod-identity-agent",
-            addon_version=cfg.addons.pod_identity_agent,
+            addon_version=args.cluster.addons.pod_identity_agent,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=args.tags,
-            opts=child,
+            opts=self._child(),
         )
 
-        # Control plane <-> HyperPod nodes: kubelet, webhooks and the API server.
+    def _node_rules(self, name: str, args: EksClusterArgs, cluster_sg: aws.ec2.SecurityGroup) -> None:
+        """Control plane <-> HyperPod nodes: kubelet, webhooks and the API server."""
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-api-from-nodes",
             security_group_id=cluster_sg.id,
@@ -188,7 +236,7 @@ class EksCluster(pulumi.ComponentResource):
             from_port=443,
             to_port=443,
             description="Kubernetes API from HyperPod nodes",
-            opts=child,
+            opts=self._child(),
         )
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-nodes-from-api-443",
@@ -198,7 +246,7 @@ class EksCluster(pulumi.ComponentResource):
             from_port=443,
             to_port=443,
             description="Admission webhooks on HyperPod nodes from the control plane",
-            opts=child,
+            opts=self._child(),
         )
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-nodes-from-api-high",
@@ -208,28 +256,7 @@ class EksCluster(pulumi.ComponentResource):
             from_port=1025,
             to_port=65535,
             description="kubelet and extension API servers on HyperPod nodes from the control plane",
-            opts=child,
-        )
-
-        self.oidc_provider_arn = cluster.oidc_provider_arn
-        self.oidc_provider_url = cluster.oidc_issuer.apply(lambda url: url.removeprefix("https://"))
-        self.cluster_security_group_id = cluster_sg.id
-        self.kms_key_arn = key.arn
-        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
-        self.k8s_provider = k8s.Provider(
-            f"{name}-k8s", kubeconfig=self.kubeconfig, enable_server_side_apply=True, opts=child
-        )
-        self.cluster = cluster
-        self._tags = args.tags
-        self.register_outputs(
-            {
-                "clusterName": self.cluster_name,
-                "clusterArn": self.cluster_arn,
-                "oidcProviderArn": self.oidc_provider_arn,
-                "oidcProviderUrl": self.oidc_provider_url,
-                "clusterSecurityGroupId": self.cluster_security_group_id,
-                "kmsKeyArn": self.kms_key_arn,
-            }
+            opts=self._child(),
         )
 
     def _deployer_rules(

@@ -139,14 +139,48 @@ class IngressAlb(pulumi.ComponentResource):
         super().__init__("hyperpod:ingress:IngressAlb", name, None, opts)
         cfg = args.ingress
         assert cfg.domain_name and cfg.hosted_zone_id, "validated by components.config.ingress"
-        child = pulumi.ResourceOptions(parent=self)
         tags = {**args.tags, "hyperpod-inference:component": "ingress"}
         targets = self._targets(args)
 
         sg = self._security_group(name, args, targets, tags)
         logs = self._log_bucket(name, args, tags)
+        alb = self._load_balancer(name, args, sg, logs, tags)
+        certificate_arn = self._certificate(name, cfg, tags)
 
-        alb = aws.lb.LoadBalancer(
+        target_groups = {t.endpoint.name: self._target_group(name, args, t, tags) for t in targets}
+        self.target_group_arns = {ep: tg.arn for ep, tg in target_groups.items()}
+        https = self._listeners(name, cfg, alb, certificate_arn=certificate_arn, target_groups=target_groups, tags=tags)
+        self._route_rules(name, cfg, https, target_groups, tags)
+        for t in targets:
+            self._binding(name, args, t, target_groups[t.endpoint.name], sg)
+        self._dns_and_waf(name, args, alb)
+
+        self.dns_name = alb.dns_name
+        self.zone_id = alb.zone_id
+        self.https_listener_arn = https.arn
+        self.certificate_arn = pulumi.Output.from_input(certificate_arn)
+        self.url = f"https://{cfg.domain_name}"
+        self.register_outputs(
+            {
+                "dnsName": self.dns_name,
+                "zoneId": self.zone_id,
+                "httpsListenerArn": self.https_listener_arn,
+                "certificateArn": self.certificate_arn,
+                "targetGroupArns": self.target_group_arns,
+                "url": self.url,
+            }
+        )
+
+    def _child(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    # --- the load balancer, its listeners and rules ----------------------------------------------------
+
+    def _load_balancer(
+        self, name: str, args: IngressAlbArgs, sg: aws.ec2.SecurityGroup, logs: PrivateBucket, tags: dict[str, str]
+    ) -> aws.lb.LoadBalancer:
+        cfg = args.ingress
+        return aws.lb.LoadBalancer(
             f"{name}-alb",
             name=f"{args.name_prefix}-alb",
             load_balancer_type="application",
@@ -160,16 +194,22 @@ class IngressAlb(pulumi.ComponentResource):
             idle_timeout=cfg.idle_timeout,
             access_logs=aws.lb.LoadBalancerAccessLogsArgs(bucket=logs.bucket_name, prefix=ALB_LOG_PREFIX, enabled=True),
             tags={**tags, "Name": f"{args.name_prefix}-alb"},
-            # ELB checks that it may write to the bucket when access logs are switched on.
-            # ELB checks at creation that it may write: wait for the bucket policy (inside the component).
+            # ELB checks at creation that it may write to the log bucket: wait for the bucket policy (inside the
+            # component).
             opts=pulumi.ResourceOptions(parent=self, depends_on=[logs]),
         )
 
-        certificate_arn = self._certificate(name, cfg, tags)
-
-        target_groups = {t.endpoint.name: self._target_group(name, args, t, tags) for t in targets}
-        self.target_group_arns = {ep: tg.arn for ep, tg in target_groups.items()}
-
+    def _listeners(
+        self,
+        name: str,
+        cfg: IngressConfig,
+        alb: aws.lb.LoadBalancer,
+        *,
+        certificate_arn: pulumi.Input[str],
+        target_groups: dict[str, aws.lb.TargetGroup],
+        tags: dict[str, str],
+    ) -> aws.lb.Listener:
+        """HTTPS (authenticate, then the catch-all route or a 404) and the HTTP -> HTTPS redirect."""
         # The terminal action runs second when an authenticate action precedes it (config.ingress.planned_actions).
         default_auth = default_authentication(cfg)
         final_order = _final_order(default_auth)
@@ -195,7 +235,7 @@ class IngressAlb(pulumi.ComponentResource):
             certificate_arn=certificate_arn,
             default_actions=[*self._default_auth_actions(cfg, default_auth), final],
             tags=tags,
-            opts=child,
+            opts=self._child(),
         )
         aws.lb.Listener(
             f"{name}-http",
@@ -211,9 +251,19 @@ class IngressAlb(pulumi.ComponentResource):
                 )
             ],
             tags=tags,
-            opts=child,
+            opts=self._child(),
         )
+        return https
 
+    def _route_rules(
+        self,
+        name: str,
+        cfg: IngressConfig,
+        https: aws.lb.Listener,
+        target_groups: dict[str, aws.lb.TargetGroup],
+        tags: dict[str, str],
+    ) -> None:
+        """One listener rule per route but the catch-all: host/path conditions, its authentication, forward."""
         priority = 0
         for index, route in enumerate(cfg.routes):
             if route.is_catch_all:
@@ -245,12 +295,12 @@ class IngressAlb(pulumi.ComponentResource):
                 ],
                 conditions=conditions,
                 tags={**tags, "hyperpod-inference:endpoint": route.endpoint},
-                opts=child,
+                opts=self._child(),
             )
 
-        for t in targets:
-            self._binding(name, args, t, target_groups[t.endpoint.name], sg)
-
+    def _dns_and_waf(self, name: str, args: IngressAlbArgs, alb: aws.lb.LoadBalancer) -> None:
+        """Route 53 aliases for the domain and every route host; the WAF association."""
+        cfg = args.ingress
         for host in [cfg.domain_name, *cfg.route_hosts]:
             aws.route53.Record(
                 f"{name}-alias-{host}",
@@ -260,28 +310,13 @@ class IngressAlb(pulumi.ComponentResource):
                 aliases=[
                     aws.route53.RecordAliasArgs(name=alb.dns_name, zone_id=alb.zone_id, evaluate_target_health=True)
                 ],
-                opts=child,
+                opts=self._child(),
             )
-
         web_acl_arn = args.web_acl_arn if args.web_acl_arn is not None else cfg.waf_web_acl_arn
         if web_acl_arn is not None:
-            aws.wafv2.WebAclAssociation(f"{name}-waf", resource_arn=alb.arn, web_acl_arn=web_acl_arn, opts=child)
-
-        self.dns_name = alb.dns_name
-        self.zone_id = alb.zone_id
-        self.https_listener_arn = https.arn
-        self.certificate_arn = pulumi.Output.from_input(certificate_arn)
-        self.url = f"https://{cfg.domain_name}"
-        self.register_outputs(
-            {
-                "dnsName": self.dns_name,
-                "zoneId": self.zone_id,
-                "httpsListenerArn": self.https_listener_arn,
-                "certificateArn": self.certificate_arn,
-                "targetGroupArns": self.target_group_arns,
-                "url": self.url,
-            }
-        )
+            aws.wafv2.WebAclAssociation(
+                f"{name}-waf", resource_arn=alb.arn, web_acl_arn=web_acl_arn, opts=self._child()
+            )
 
     # --- targets -----------------------------------------------------------------------------------
 

@@ -209,119 +209,14 @@ class HyperPodCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:hyperpod_cluster:HyperPodCluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
         caller = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
         region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
-
-        # --- lifecycle-script bucket ---
-        lifecycle = PrivateBucket(
-            f"{name}-lifecycle",
-            PrivateBucketArgs(
-                # HyperPod's managed instance policy reads `sagemaker-*` buckets; the inline policy below
-                # grants this one explicitly as well.
-                bucket=caller.account_id.apply(lambda acct: f"sagemaker-{args.name_prefix}-lifecycle-{acct}"),
-                protect=args.is_prod,
-                tags=args.tags,
-            ),
-            opts=child,
-        )
-        bucket = lifecycle.bucket
-        objects = [
-            aws.s3.BucketObject(
-                f"{name}-lifecycle-{fname.replace('.', '-').replace('_', '-')}",
-                bucket=bucket.id,
-                key=f"{LIFECYCLE_PREFIX}/{fname}",
-                content=content,
-                content_type="text/x-shellscript",
-                tags=args.tags,
-                opts=child,
-            )
-            for fname, content in lifecycle_scripts().items()
-        ]
-
-        # --- execution role ---
-        role = aws.iam.Role(
-            f"{name}-execution-role",
-            name=f"{args.name_prefix}-hyperpod-execution",
-            description="SageMaker HyperPod instance groups (EKS orchestrator)",
-            assume_role_policy=caller.account_id.apply(lambda acct: json.dumps(execution_role_trust_policy(acct))),
-            max_session_duration=3600,
-            tags=args.tags,
-            opts=child,
-        )
-        managed = aws.iam.RolePolicyAttachment(
-            f"{name}-execution-managed",
-            role=role.name,
-            policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", MANAGED_INSTANCE_POLICY),
-            opts=child,
-        )
-        inline = aws.iam.RolePolicy(
-            f"{name}-execution-inline",
-            role=role.name,
-            policy=pulumi.Output.all(
-                bucket.arn,
-                partition,
-                region,
-                caller.account_id,
-                args.eks_cluster_arn,
-                pulumi.Output.all(*args.private_subnet_ids.values()),
-                args.node_security_group_id,
-            ).apply(
-                lambda a: json.dumps(
-                    execution_role_policy(
-                        a[0],
-                        a[1],
-                        region=a[2],
-                        account_id=a[3],
-                        eks_cluster_arn=a[4],
-                        subnet_ids=sorted(a[5]),
-                        security_group_ids=[a[6]],
-                    )
-                )
-            ),
-            opts=child,
-        )
-
-        # --- the cluster ---
         cfg = args.cluster
-        source_uri = pulumi.Output.concat("s3://", bucket.bucket, f"/{LIFECYCLE_PREFIX}/")
-        groups = [self._group(g, args, role.arn, source_uri) for g in cfg.instance_groups]
-        # The cluster-level VpcConfig is create-only (cfn-lint AWS::SageMaker::Cluster createOnlyProperties:
-        # ClusterName, VpcConfig, Orchestrator/Eks), each group's OverrideVpcConfig is not. So the cluster level
-        # names the default AZ's subnet only and every group carries its own AZ's subnet: adding an AZ (and a
-        # group in it) updates the cluster instead of replacing it and every GPU node (docs/cluster.md).
-        cluster_subnets = [args.private_subnet_ids[args.default_az_id]]
-        cluster = sagemaker.Cluster(
-            f"{name}-cluster",
-            cluster_name=args.cluster_name,
-            orchestrator=sagemaker.ClusterOrchestratorArgs(
-                eks=sagemaker.ClusterOrchestratorEksConfigArgs(cluster_arn=args.eks_cluster_arn)
-            ),
-            instance_groups=groups,
-            node_recovery=sagemaker.ClusterNodeRecovery.AUTOMATIC,
-            node_provisioning_mode=(
-                sagemaker.ClusterNodeProvisioningMode.CONTINUOUS if cfg.node_provisioning_mode == "Continuous" else None
-            ),
-            vpc_config=sagemaker.ClusterVpcConfigArgs(
-                security_group_ids=[args.node_security_group_id], subnets=cluster_subnets
-            ),
-            tiered_storage_config=(
-                sagemaker.ClusterTieredStorageConfigArgs(
-                    mode=sagemaker.ClusterTieredStorageConfigMode.ENABLE,
-                    instance_memory_allocation_percentage=cfg.tiered_storage_memory_percentage,
-                )
-                if args.tiered_storage
-                else None
-            ),
-            tags=[aws_native.TagArgs(key=k, value=v) for k, v in sorted(args.tags.items())],
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                protect=args.is_prod,
-                depends_on=[*objects, managed, inline],
-                custom_timeouts=pulumi.CustomTimeouts(create="120m", update="120m", delete="60m"),
-            ),
-        )
+
+        bucket, objects = self._lifecycle_scripts(name, args, caller.account_id)
+        role, role_policies = self._execution_role(name, args, bucket, caller.account_id, partition, region)
+        cluster = self._cluster(name, args, role, bucket, waits_for=[*objects, *role_policies])
 
         # Done once every instance group has its target count of Running nodes (ListClusterNodes), within the node
         # wait's timeout from policies/readiness.yaml.
@@ -351,6 +246,140 @@ class HyperPodCluster(pulumi.ComponentResource):
                 "executionRoleArn": self.execution_role_arn,
                 "lifecycleBucket": self.lifecycle_bucket,
             }
+        )
+
+    def _child(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _lifecycle_scripts(
+        self, name: str, args: HyperPodClusterArgs, account_id: pulumi.Output[str]
+    ) -> tuple[aws.s3.Bucket, list[aws.s3.BucketObject]]:
+        """The lifecycle-script bucket and the scripts HyperPod runs on every node (components/lifecycle/)."""
+        lifecycle = PrivateBucket(
+            f"{name}-lifecycle",
+            PrivateBucketArgs(
+                # HyperPod's managed instance policy reads `sagemaker-*` buckets; the execution role's inline
+                # policy grants this one explicitly as well.
+                bucket=account_id.apply(lambda acct: f"sagemaker-{args.name_prefix}-lifecycle-{acct}"),
+                protect=args.is_prod,
+                tags=args.tags,
+            ),
+            opts=self._child(),
+        )
+        bucket = lifecycle.bucket
+        objects = [
+            aws.s3.BucketObject(
+                f"{name}-lifecycle-{fname.replace('.', '-').replace('_', '-')}",
+                bucket=bucket.id,
+                key=f"{LIFECYCLE_PREFIX}/{fname}",
+                content=content,
+                content_type="text/x-shellscript",
+                tags=args.tags,
+                opts=self._child(),
+            )
+            for fname, content in lifecycle_scripts().items()
+        ]
+        return bucket, objects
+
+    def _execution_role(  # noqa: PLR0917 - one private step of the constructor
+        self,
+        name: str,
+        args: HyperPodClusterArgs,
+        bucket: aws.s3.Bucket,
+        account_id: pulumi.Output[str],
+        partition: pulumi.Output[str],
+        region: pulumi.Output[str],
+    ) -> tuple[aws.iam.Role, list[pulumi.CustomResource]]:
+        """The instance groups' execution role: HyperPod's managed policy plus a scoped inline policy."""
+        role = aws.iam.Role(
+            f"{name}-execution-role",
+            name=f"{args.name_prefix}-hyperpod-execution",
+            description="SageMaker HyperPod instance groups (EKS orchestrator)",
+            assume_role_policy=account_id.apply(lambda acct: json.dumps(execution_role_trust_policy(acct))),
+            max_session_duration=3600,
+            tags=args.tags,
+            opts=self._child(),
+        )
+        managed = aws.iam.RolePolicyAttachment(
+            f"{name}-execution-managed",
+            role=role.name,
+            policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", MANAGED_INSTANCE_POLICY),
+            opts=self._child(),
+        )
+        inline = aws.iam.RolePolicy(
+            f"{name}-execution-inline",
+            role=role.name,
+            policy=pulumi.Output.all(
+                bucket.arn,
+                partition,
+                region,
+                account_id,
+                args.eks_cluster_arn,
+                pulumi.Output.all(*args.private_subnet_ids.values()),
+                args.node_security_group_id,
+            ).apply(
+                lambda a: json.dumps(
+                    execution_role_policy(
+                        a[0],
+                        a[1],
+                        region=a[2],
+                        account_id=a[3],
+                        eks_cluster_arn=a[4],
+                        subnet_ids=sorted(a[5]),
+                        security_group_ids=[a[6]],
+                    )
+                )
+            ),
+            opts=self._child(),
+        )
+        return role, [managed, inline]
+
+    def _cluster(
+        self,
+        name: str,
+        args: HyperPodClusterArgs,
+        role: aws.iam.Role,
+        bucket: aws.s3.Bucket,
+        waits_for: list[pulumi.CustomResource],
+    ) -> sagemaker.Cluster:
+        """The HyperPod cluster (AWS::SageMaker::Cluster), after its lifecycle scripts and role policies."""
+        cfg = args.cluster
+        source_uri = pulumi.Output.concat("s3://", bucket.bucket, f"/{LIFECYCLE_PREFIX}/")
+        groups = [self._group(g, args, role.arn, source_uri) for g in cfg.instance_groups]
+        # The cluster-level VpcConfig is create-only (cfn-lint AWS::SageMaker::Cluster createOnlyProperties:
+        # ClusterName, VpcConfig, Orchestrator/Eks), each group's OverrideVpcConfig is not. So the cluster level
+        # names the default AZ's subnet only and every group carries its own AZ's subnet: adding an AZ (and a
+        # group in it) updates the cluster instead of replacing it and every GPU node (docs/cluster.md).
+        cluster_subnets = [args.private_subnet_ids[args.default_az_id]]
+        return sagemaker.Cluster(
+            f"{name}-cluster",
+            cluster_name=args.cluster_name,
+            orchestrator=sagemaker.ClusterOrchestratorArgs(
+                eks=sagemaker.ClusterOrchestratorEksConfigArgs(cluster_arn=args.eks_cluster_arn)
+            ),
+            instance_groups=groups,
+            node_recovery=sagemaker.ClusterNodeRecovery.AUTOMATIC,
+            node_provisioning_mode=(
+                sagemaker.ClusterNodeProvisioningMode.CONTINUOUS if cfg.node_provisioning_mode == "Continuous" else None
+            ),
+            vpc_config=sagemaker.ClusterVpcConfigArgs(
+                security_group_ids=[args.node_security_group_id], subnets=cluster_subnets
+            ),
+            tiered_storage_config=(
+                sagemaker.ClusterTieredStorageConfigArgs(
+                    mode=sagemaker.ClusterTieredStorageConfigMode.ENABLE,
+                    instance_memory_allocation_percentage=cfg.tiered_storage_memory_percentage,
+                )
+                if args.tiered_storage
+                else None
+            ),
+            tags=[aws_native.TagArgs(key=k, value=v) for k, v in sorted(args.tags.items())],
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                protect=args.is_prod,
+                depends_on=waits_for,
+                custom_timeouts=pulumi.CustomTimeouts(create="120m", update="120m", delete="60m"),
+            ),
         )
 
     @staticmethod

@@ -70,59 +70,14 @@ class RedisKvCache(pulumi.ComponentResource):
     def __init__(self, name: str, args: RedisKvCacheArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:kv_cache:RedisKvCache", name, None, opts)
         cfg = args.redis
-        child = pulumi.ResourceOptions(parent=self)
         rg_id = f"{args.name_prefix}-kv"  # ElastiCache ids: <= 40 chars, lowercase, hyphens
 
         def tags(resource: str) -> dict[str, str]:
             return {**args.tags, "Name": f"{name}-{resource}"}
 
-        key = aws.kms.Key(
-            f"{name}-kms",
-            description=f"{rg_id}: at-rest encryption of the L2 KV cache",
-            enable_key_rotation=True,
-            deletion_window_in_days=30 if args.is_prod else 7,
-            tags=tags("kms"),
-            opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod),
-        )
-        aws.kms.Alias(f"{name}-kms-alias", name=f"alias/{rg_id}", target_key_id=key.key_id, opts=child)
-
-        sg = aws.ec2.SecurityGroup(
-            f"{name}-sg",
-            vpc_id=args.vpc_id,
-            description=f"{rg_id}: Redis port from the HyperPod nodes only",
-            tags=tags("sg"),
-            opts=child,
-        )
-        aws.vpc.SecurityGroupIngressRule(
-            f"{name}-from-nodes",
-            security_group_id=sg.id,
-            referenced_security_group_id=args.node_security_group_id,
-            ip_protocol="tcp",
-            from_port=cfg.port,
-            to_port=cfg.port,
-            description="LMCache (HyperPod inference workers) to the L2 KV cache",
-            tags=tags("from-nodes"),
-            opts=child,
-        )
-
-        subnet_group = aws.elasticache.SubnetGroup(
-            f"{name}-subnets",
-            name=f"{rg_id}-subnets",
-            description=f"{rg_id}: private subnets",
-            subnet_ids=args.subnet_ids,
-            tags=tags("subnets"),
-            opts=child,
-        )
-        params = aws.elasticache.ParameterGroup(
-            f"{name}-params",
-            name=f"{rg_id}-{parameter_group_family(cfg.engine, cfg.engine_version).replace('.', '-')}",
-            family=parameter_group_family(cfg.engine, cfg.engine_version),
-            description=f"{rg_id}: cache semantics (LRU eviction over all keys)",
-            parameters=[aws.elasticache.ParameterGroupParameterArgs(name="maxmemory-policy", value="allkeys-lru")],
-            tags=tags("params"),
-            opts=child,
-        )
-
+        key = self._encryption_key(name, args, rg_id, tags)
+        sg = self._security_group(name, args, rg_id, tags)
+        subnet_group, params = self._subnets_and_parameters(name, args, rg_id, tags)
         user_group: aws.elasticache.UserGroup | None = None
         self.username = f"{rg_id}-lmcache"
         self.password = None
@@ -182,6 +137,74 @@ class RedisKvCache(pulumi.ComponentResource):
                 "kmsKeyArn": self.kms_key_arn,
             }
         )
+
+    def _encryption_key(
+        self, name: str, args: RedisKvCacheArgs, rg_id: str, tags: Callable[[str], dict[str, str]]
+    ) -> aws.kms.Key:
+        """The customer-managed key of at-rest encryption (protected in prod), and its alias."""
+        key = aws.kms.Key(
+            f"{name}-kms",
+            description=f"{rg_id}: at-rest encryption of the L2 KV cache",
+            enable_key_rotation=True,
+            deletion_window_in_days=30 if args.is_prod else 7,
+            tags=tags("kms"),
+            opts=pulumi.ResourceOptions(parent=self, protect=args.is_prod),
+        )
+        aws.kms.Alias(
+            f"{name}-kms-alias",
+            name=f"alias/{rg_id}",
+            target_key_id=key.key_id,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return key
+
+    def _security_group(
+        self, name: str, args: RedisKvCacheArgs, rg_id: str, tags: Callable[[str], dict[str, str]]
+    ) -> aws.ec2.SecurityGroup:
+        """The group's security group: the Redis port from the HyperPod nodes' security group only."""
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-sg",
+            vpc_id=args.vpc_id,
+            description=f"{rg_id}: Redis port from the HyperPod nodes only",
+            tags=tags("sg"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-from-nodes",
+            security_group_id=sg.id,
+            referenced_security_group_id=args.node_security_group_id,
+            ip_protocol="tcp",
+            from_port=args.redis.port,
+            to_port=args.redis.port,
+            description="LMCache (HyperPod inference workers) to the L2 KV cache",
+            tags=tags("from-nodes"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return sg
+
+    def _subnets_and_parameters(
+        self, name: str, args: RedisKvCacheArgs, rg_id: str, tags: Callable[[str], dict[str, str]]
+    ) -> tuple[aws.elasticache.SubnetGroup, aws.elasticache.ParameterGroup]:
+        """The private subnet group, and the parameter group that makes Redis a cache (LRU over all keys)."""
+        cfg = args.redis
+        subnet_group = aws.elasticache.SubnetGroup(
+            f"{name}-subnets",
+            name=f"{rg_id}-subnets",
+            description=f"{rg_id}: private subnets",
+            subnet_ids=args.subnet_ids,
+            tags=tags("subnets"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        params = aws.elasticache.ParameterGroup(
+            f"{name}-params",
+            name=f"{rg_id}-{parameter_group_family(cfg.engine, cfg.engine_version).replace('.', '-')}",
+            family=parameter_group_family(cfg.engine, cfg.engine_version),
+            description=f"{rg_id}: cache semantics (LRU eviction over all keys)",
+            parameters=[aws.elasticache.ParameterGroupParameterArgs(name="maxmemory-policy", value="allkeys-lru")],
+            tags=tags("params"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return subnet_group, params
 
     def _rbac(self, name: str, rg_id: str, tags: Callable[[str], dict[str, str]]) -> aws.elasticache.UserGroup:
         """The user group: ``default`` switched off, and the LMCache user limited to LMCache's commands."""

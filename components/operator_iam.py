@@ -97,99 +97,18 @@ class OperatorIam(pulumi.ComponentResource):
         super().__init__("hyperpod:operator:OperatorIam", name, None, opts)
         self._args = args
         self.dependencies = []
-        child = pulumi.ResourceOptions(parent=self)
-
-        # --- execution role: exact prefix, SageMaker + controller-manager trust, AWS managed policy ---
-        execution = self._role(
-            f"{name}-execution",
-            f"{EXECUTION_ROLE_PREFIX}-{args.stack}",
-            "HyperPod Inference Operator execution role (add-on executionRoleArn).",
-            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
-                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], OPERATOR_SA, v[2])
-            ),
-            [INFERENCE_ACCESS],
-        )
-        self.execution_role_arn = execution
-
-        gated = self._role(
-            f"{name}-jumpstart-gated",
-            f"{args.name_prefix}-jumpstart-gated-models",
-            "Downloads gated JumpStart models for inference pods (add-on jumpstartGatedModelDownloadRoleArn).",
-            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
-                lambda v: docs.sagemaker_and_irsa_trust(
-                    v[0], v[1], docs.gated_model_subjects(args.gated_model_namespaces), v[2]
-                )
-            ),
-            [GATED_MODEL_ACCESS],
-        )
-        self.gated_model_role_arn = gated
-
+        self.execution_role_arn = self._execution_role(name, args)
+        self.gated_model_role_arn = self._gated_model_role(name, args)
         self.gateway_role_arn = None
         if args.gateway_enabled:
             # Must exist before the add-on installs the gateway controller (D4).
             self.gateway_role_arn = self._irsa_role(
                 f"{name}-gateway", f"{args.name_prefix}-inference-gateway", GATEWAY_SA, [GATEWAY_ACCESS]
             )
-
-        self.alb_role_arn = None
-        if args.alb_mode != "existing":
-            ns, sa = LBC_SERVICE_ACCOUNT[args.alb_mode]
-            lbc_policy = aws.iam.Policy(
-                f"{name}-lbc-policy",
-                name=f"{args.name_prefix}-aws-load-balancer-controller",
-                description="AWS Load Balancer Controller v2.13.0 documented policy (components/iam/).",
-                policy=json.dumps(docs.load_lbc_policy()),
-                tags=args.tags,
-                opts=child,
-            )
-            self.alb_role_arn = self._irsa_role(
-                f"{name}-lbc",
-                f"{args.name_prefix}-aws-load-balancer-controller",
-                f"system:serviceaccount:{ns}:{sa}",
-                [lbc_policy.arn],
-            )
-
-        self.keda_role_arn = None
-        if args.keda_mode != "existing":
-            ns, sa = KEDA_SERVICE_ACCOUNT[args.keda_mode]
-            keda_policy = aws.iam.Policy(
-                f"{name}-keda-policy",
-                name=f"{args.name_prefix}-keda-operator",
-                description="KEDA CloudWatch and Amazon Managed Prometheus scalers (read only).",
-                policy=pulumi.Output.from_input(args.account_id).apply(
-                    lambda acct: json.dumps(docs.keda_policy(args.region, acct))
-                ),
-                tags=args.tags,
-                opts=child,
-            )
-            self.keda_role_arn = self._irsa_role(
-                f"{name}-keda",
-                f"{args.name_prefix}-keda-operator",
-                f"system:serviceaccount:{ns}:{sa}",
-                [keda_policy.arn],
-            )
-
+        self.alb_role_arn = self._load_balancer_controller_role(name, args) if args.alb_mode != "existing" else None
+        self.keda_role_arn = self._keda_role(name, args) if args.keda_mode != "existing" else None
         self.tls_bucket_name = self._tls_bucket(name, args)
-
-        # --- EKS access entry for the execution role (HyperPod creates its own entries: ClusterMetadata
-        # EksRoleAccessEntries / SlrAccessEntry, so none are created for HyperPod here) ---
-        entry = aws.eks.AccessEntry(
-            f"{name}-execution-access",
-            cluster_name=args.cluster_name,
-            principal_arn=execution,
-            type="STANDARD",
-            tags=args.tags,
-            opts=child,
-        )
-        assoc = aws.eks.AccessPolicyAssociation(
-            f"{name}-execution-monitoring",
-            cluster_name=args.cluster_name,
-            principal_arn=execution,
-            policy_arn=INFERENCE_MONITORING_ACCESS_POLICY,
-            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
-        )
-        self.dependencies.extend([entry, assoc])
+        self._execution_access_entry(name, args, self.execution_role_arn)
 
         self.register_outputs(
             {
@@ -201,6 +120,91 @@ class OperatorIam(pulumi.ComponentResource):
                 "tlsBucketName": self.tls_bucket_name,
             }
         )
+
+    def _execution_role(self, name: str, args: OperatorIamArgs) -> pulumi.Output[str]:
+        """The operator's execution role: exact prefix, SageMaker + controller-manager trust, AWS managed policy."""
+        return self._role(
+            f"{name}-execution",
+            f"{EXECUTION_ROLE_PREFIX}-{args.stack}",
+            "HyperPod Inference Operator execution role (add-on executionRoleArn).",
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
+                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], OPERATOR_SA, v[2])
+            ),
+            [INFERENCE_ACCESS],
+        )
+
+    def _gated_model_role(self, name: str, args: OperatorIamArgs) -> pulumi.Output[str]:
+        """Downloads gated JumpStart models, assumable from the endpoints' namespaces only."""
+        return self._role(
+            f"{name}-jumpstart-gated",
+            f"{args.name_prefix}-jumpstart-gated-models",
+            "Downloads gated JumpStart models for inference pods (add-on jumpstartGatedModelDownloadRoleArn).",
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
+                lambda v: docs.sagemaker_and_irsa_trust(
+                    v[0], v[1], docs.gated_model_subjects(args.gated_model_namespaces), v[2]
+                )
+            ),
+            [GATED_MODEL_ACCESS],
+        )
+
+    def _load_balancer_controller_role(self, name: str, args: OperatorIamArgs) -> pulumi.Output[str]:
+        """The controller's documented policy (components/iam/) on an IRSA role of its service account."""
+        ns, sa = LBC_SERVICE_ACCOUNT[args.alb_mode]
+        lbc_policy = aws.iam.Policy(
+            f"{name}-lbc-policy",
+            name=f"{args.name_prefix}-aws-load-balancer-controller",
+            description="AWS Load Balancer Controller v2.13.0 documented policy (components/iam/).",
+            policy=json.dumps(docs.load_lbc_policy()),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return self._irsa_role(
+            f"{name}-lbc",
+            f"{args.name_prefix}-aws-load-balancer-controller",
+            f"system:serviceaccount:{ns}:{sa}",
+            [lbc_policy.arn],
+        )
+
+    def _keda_role(self, name: str, args: OperatorIamArgs) -> pulumi.Output[str]:
+        """KEDA's CloudWatch and Amazon Managed Prometheus scalers (read only), on an IRSA role."""
+        ns, sa = KEDA_SERVICE_ACCOUNT[args.keda_mode]
+        keda_policy = aws.iam.Policy(
+            f"{name}-keda-policy",
+            name=f"{args.name_prefix}-keda-operator",
+            description="KEDA CloudWatch and Amazon Managed Prometheus scalers (read only).",
+            policy=pulumi.Output.from_input(args.account_id).apply(
+                lambda acct: json.dumps(docs.keda_policy(args.region, acct))
+            ),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return self._irsa_role(
+            f"{name}-keda",
+            f"{args.name_prefix}-keda-operator",
+            f"system:serviceaccount:{ns}:{sa}",
+            [keda_policy.arn],
+        )
+
+    def _execution_access_entry(self, name: str, args: OperatorIamArgs, execution: pulumi.Output[str]) -> None:
+        """EKS access entry for the execution role (HyperPod creates its own entries: ClusterMetadata
+        EksRoleAccessEntries / SlrAccessEntry, so none are created for HyperPod here)."""
+        entry = aws.eks.AccessEntry(
+            f"{name}-execution-access",
+            cluster_name=args.cluster_name,
+            principal_arn=execution,
+            type="STANDARD",
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        assoc = aws.eks.AccessPolicyAssociation(
+            f"{name}-execution-monitoring",
+            cluster_name=args.cluster_name,
+            principal_arn=execution,
+            policy_arn=INFERENCE_MONITORING_ACCESS_POLICY,
+            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
+        )
+        self.dependencies.extend([entry, assoc])
 
     def _role(
         self,

@@ -63,3 +63,36 @@ def test_one_component_per_file_with_a_hyperpod_token() -> None:
             with_components += 1
             assert token is not None and re.fullmatch(rf"hyperpod:[a-z_]+:{name}", token), (path.name, token)
     assert with_components >= 10
+
+
+# A screen of code: what a reader takes in without scrolling (issue 36 item 5). The composition and every
+# component constructor read top-down as a short sequence of named steps; longer ones are split into methods.
+SCREEN_LINES = 80
+
+
+def _constructor_lengths(source: str) -> dict[str, int]:
+    lengths = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "__init__" and item.end_lineno:
+                    lengths[node.name] = item.end_lineno - item.lineno + 1
+    return lengths
+
+
+def test_constructor_lengths_are_measured_from_def_to_last_line() -> None:
+    source = "class A:\n    def __init__(self):\n        x = 1\n\n        y = 2\n    def f(self):\n        pass\n"
+    assert _constructor_lengths(source) == {"A": 4}
+
+
+def test_no_component_constructor_runs_past_a_screen() -> None:
+    lengths = {
+        f"{path.name}:{cls}": n
+        for path in sorted(COMPONENTS.glob("*.py"))
+        for cls, n in _constructor_lengths(path.read_text()).items()
+    }
+    assert "hyperpod_inference.py:HyperPodInference" in lengths  # the composition itself is measured
+    too_long = {where: n for where, n in lengths.items() if n > SCREEN_LINES}
+    assert not too_long, f"constructors longer than {SCREEN_LINES} lines (split them into named steps): {too_long}"
+    # the composition is a sequence of layer builders, much shorter than a screen
+    assert lengths["hyperpod_inference.py:HyperPodInference"] <= 30

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tools import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 STACKS_DIR = ROOT / "stacks"
 STACKFILE = ROOT / "components" / "config" / "stackfile.py"
@@ -71,4 +73,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -11,12 +11,12 @@ written by hand except the page's short introduction.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from components.config.global_gateway import global_stack_schema
 from components.config.schema import stack_config_schema
+from tools import cli
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 MAX_DEPTH = 12
@@ -210,4 +210,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -37,6 +37,7 @@ from typing import Any
 
 from policies import compatibility as compat
 from policies.yaml_files import load_yaml_file
+from tools import cli
 from tools.fetch_crds import find_crds, git_blob_id
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -484,4 +485,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

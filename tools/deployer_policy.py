@@ -41,6 +41,7 @@ from typing import Any
 
 from policies.deploy_actions import ArnPattern, DeployActions, TypeRow, load_deploy_actions
 from policies.readiness import input_value
+from tools import cli
 from tools.mocks import ACCOUNT_ID, Registration
 
 POLICY_VERSION = "2012-10-17"
@@ -465,4 +466,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 CHECKLIST = Path("docs/first-deploy.md")
 CHECKLIST_HEADING = "## Unverified facts: the checklist"
@@ -151,4 +153,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

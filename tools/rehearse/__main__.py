@@ -35,6 +35,11 @@ def _config_error(stack: str, issues: list[str], as_json: bool) -> int:
         make_console().print(f"[bold red]config error[/] in stack {stack}:")
         for issue in issues:
             make_console().print(f"  {issue}", markup=False)
+    line = cli.verdict(stack, exit_code=EXIT_CONFIG, errors=len(issues), what="nothing registered")
+    if as_json:
+        print(line, file=sys.stderr)  # stdout stays one JSON document
+    else:
+        make_console().print(line, markup=False, style="bold red")
     return EXIT_CONFIG
 
 
@@ -77,8 +82,21 @@ def main(argv: list[str] | None = None) -> int:
             console.print(notice, style="bold yellow", soft_wrap=True, markup=False)
         console.print(result)
         console.print(advisories.renderable)
+    line = cli.verdict(
+        args.stack,
+        exit_code=result.exit_code,
+        resources=len(run.registrations),
+        errors=len(result.findings),
+        advisories=len(advisories.data),
+        converges=result.converges,
+        what="destroy rehearsed" if args.destroy else None,
+    )
+    if args.json:
+        print(line, file=sys.stderr)
+    else:
+        console.print(line, markup=False)
     return result.exit_code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

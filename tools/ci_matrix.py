@@ -21,8 +21,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from tools import cli
-
 ROOT = Path(__file__).resolve().parents[1]
 STACKS_DIR = ROOT / "stacks"
 STACKFILE = ROOT / "components" / "config" / "stackfile.py"
@@ -73,4 +71,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    cli.run(main)
+    sys.exit(main())

@@ -76,6 +76,9 @@ TIGHTER: dict[str, tuple[dict[str, Any], str]] = {
 }
 """Top-level spec fields where the program is stricter than the CRD, with why."""
 
+INT_FORMATS: dict[str, tuple[int, int]] = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+"""OpenAPI integer formats (OpenAPI 3.0 "Data Types": int32 "signed 32 bits", int64 "signed 64 bits")."""
+
 NAMES = {
     ("JSM", "model"): "JumpStartModelRef",
     ("JSM", "server"): "JumpStartServer",
@@ -281,6 +284,11 @@ class _Models:
     @staticmethod
     def _constraints(sub: dict[str, Any]) -> str:
         parts = []
+        if sub.get("format") in INT_FORMATS:
+            # the owner's figure for an integer the CRD bounds only by its format: the operator's Go field is an
+            # int32/int64 (controller-gen writes `format` from it), so a larger value cannot even be decoded
+            low, high = INT_FORMATS[sub["format"]]
+            sub = {"minimum": low, "maximum": high, **sub}
         for key, arg in (
             ("minLength", "min_length"),
             ("maxLength", "max_length"),

@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterator
 
 from rich.console import Console
 
-# Piped output (CI logs, `| less`, the job summary) gets this width instead of rich's 80 columns, so no
-# line or table cell is cropped; on a terminal, long labels fold onto the next line instead.
-PIPED_WIDTH = 400
+# Piped output (CI logs, `| less`, the job summary) gets this width instead of rich's 80 columns: wide enough
+# for the tables' numbers on one line, narrow enough to read; longer cells and lines wrap (tables fold their
+# cells, findings fold), and ``--json`` carries every text in full. On a terminal, the terminal's width.
+PIPED_WIDTH = 160
 
 
 def make_console() -> Console:

@@ -46,6 +46,7 @@ from policies.capacity_rules import fit_hook_for
 from policies.engine import evaluate
 from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, LISTENER_RULES, LISTENERS, REPLICATION_GROUP
 from policies.pack import POLICIES
+from policies.readiness import load_readiness
 from tools import cli, member_outputs
 from tools.advisories import advisories_of, advisory_report
 from tools.capacity_report import capacity_report
@@ -485,7 +486,7 @@ def _print_human(
             console.print(Text(_policy_line(r), style=style, overflow="fold"))
     else:
         console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
-    if critical_path:
+    if critical_path and base_path is not None:  # the full preview's rehearsal section prints the critical path
         console.print(_critical_path_table(run))
     for section in sections:
         console.print(section)
@@ -501,7 +502,8 @@ def _critical_path_table(run: StackRun) -> Table:
     table.add_column("type")
     table.add_column("min", justify="right")
     for i, reg in enumerate(chain, 1):
-        table.add_row(str(i), reg.name, reg.type, f"{create_minutes(reg):g}")
+        known = not reg.custom or load_readiness().entry_for(reg.type, reg.inputs).create_minutes is not None
+        table.add_row(str(i), reg.name, reg.type, f"{create_minutes(reg):g}" if known else "unknown")
     return table
 
 

@@ -73,6 +73,7 @@ def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
     for r in cols:
         table.add_column(cap.NOUN[r], justify="right")
     groups_data = []
+    said: dict[str, str] = {}
     for g in plan.groups:
         a = plan.allocatable.get(g.name)
         if a is None:
@@ -92,10 +93,10 @@ def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
         style = "red" if any(v < 0 for v in left.values()) else "green"
         table.add_row("", Text("left", style=style), *(Text(cap.show(r, left.get(r, 0)), style=style) for r in cols))
         if a.unknown_daemonsets:
-            table.add_row(
-                "",
-                Text(f"DaemonSets with unknown requests: {', '.join(sorted(a.unknown_daemonsets))}", style="yellow"),
-            )
+            names = ", ".join(sorted(a.unknown_daemonsets))
+            first = said.setdefault(names, g.name)  # a long list is said once; later groups refer to it
+            text = names if first == g.name else f"the {len(a.unknown_daemonsets)} listed under {first}"
+            table.add_row("", Text(f"DaemonSets with unknown requests: {text}", style="yellow"))
         groups_data.append(
             {
                 "name": g.name,

@@ -481,9 +481,15 @@ def _print_human(
         console.print(
             f"[bold]policy results[/] ({len(mandatory)} mandatory, {len(results) - len(mandatory)} advisory):"
         )
+        said: dict[tuple[str, str], str] = {}
         for r in results:
             style = "red" if r["enforcementLevel"] == "mandatory" else "yellow"
-            console.print(Text(_policy_line(r), style=style, overflow="fold"))
+            first = said.setdefault((r["policyName"], r["message"]), r["resourceName"])
+            # a long explanation is said once; the same finding on another resource refers to it (--json: in full)
+            line = (
+                _policy_line(r) if first == r["resourceName"] else _policy_line({**r, "message": f"as {first} above"})
+            )
+            console.print(Text(line, style=style, overflow="fold"))
     else:
         console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
     if critical_path and base_path is not None:  # the full preview's rehearsal section prints the critical path

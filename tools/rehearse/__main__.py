@@ -23,7 +23,7 @@ from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
 from tools import cli, member_outputs
 from tools.advisories import advisories_of, advisory_report
-from tools.console import make_console
+from tools.console import make_console, progress
 from tools.harness import run_stack
 from tools.rehearse import EXIT_CONFIG, rehearse
 
@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         members = member_outputs.for_stack(args.stack, mapping, args.member_outputs)
     except (StackFileError, cli.InputError) as err:
         return _config_error(args.stack, cli.input_problems(err), args.json)
-    run = run_stack(args.stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
+    with progress(f"{args.stack}: running the program under Pulumi mocks"):
+        run = run_stack(args.stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
     notice = member_outputs.notice(members) if members else None
     if run.config_error is not None:
         return _config_error(

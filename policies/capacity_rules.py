@@ -1427,7 +1427,11 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
         """Pods the nodes that exist can hold at most (each node's allocatable ``pods``): one replica more than
         this never fits, so the packing needs no more items than that, whatever the replica count says. This
         bounds the model's cost by the nodes (botocore: at most 6758 per group), not by the config's integers."""
-        return sum(g.count * (a.allocatable.get(PODS, 0) if (a := alloc.get(g.name)) else 0) for g in pl.fitting)
+        total = 0
+        for g in pl.fitting:
+            a = alloc.get(g.name)
+            total += g.count * a.allocatable.get(PODS, 0) if a is not None else 0
+        return total
 
     def items(
         at_max: bool,

@@ -210,7 +210,7 @@ def _fail(
     else:
         console.print(f"[bold red]{heading}[/] in stack {stack}:")
         for _, _, text in issues:
-            console.print(f"  {text}", markup=False)
+            console.print(f"  {text}", markup=False, soft_wrap=True)  # one problem, one line
     line = cli.verdict(stack, exit_code=EXIT_CONFIG, errors=len(issues), what="nothing registered")
     if as_json:
         print(line, file=sys.stderr)
@@ -463,7 +463,7 @@ def _print_human(
         console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")
         for line in diff_lines(plan):
             style = {"+ ": "green", "~ ": "yellow", "+-": "red", "+?": "red", "- ": "red"}.get(line[:2], "")
-            console.print(Text(line, style=style, overflow="fold"))
+            console.print(Text(line, style=style), soft_wrap=True)  # one finding, one line: grep finds it
     else:
         console.print(_tree(run))
         table = Table(title=f"{len(run.registrations)} resources", show_lines=False)
@@ -489,7 +489,7 @@ def _print_human(
             line = (
                 _policy_line(r) if first == r["resourceName"] else _policy_line({**r, "message": f"as {first} above"})
             )
-            console.print(Text(line, style=style, overflow="fold"))
+            console.print(Text(line, style=style), soft_wrap=True)  # one finding, one line: grep finds it
     else:
         console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
     if critical_path and base_path is not None:  # the full preview's rehearsal section prints the critical path

@@ -1223,9 +1223,10 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
     rule: str,
     level: Level,
     at: str,
+    beyond: Mapping[tuple[str, str], int],
 ) -> list[Finding]:
     out = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], int] = dict(beyond)
     for pl, _ in failed:
         k = (pl.workload.key, pl.pod.role)
         seen[k] = seen.get(k, 0) + 1
@@ -1282,6 +1283,17 @@ def threads_note(group: Group) -> str:
     return text
 
 
+def _per_node(values: Sequence[str], listed: int = 8) -> str:
+    """Free amounts node by node; past ``listed`` nodes, each distinct amount once with its node count (a 6758-node
+    group must not make a 6758-item message)."""
+    if len(values) <= listed:
+        return ", ".join(values) or "none"
+    counts: dict[str, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return ", ".join(f"{v} on {n} node{'s' if n != 1 else ''}" for v, n in counts.items())
+
+
 def _binding_texts(
     pl: PodPlacement, g: Group, a: NodeAllocatable, g_nodes: list[_Node], *, labels: Mapping[str, str], dim: str
 ) -> list[str]:
@@ -1312,12 +1324,12 @@ def _binding_texts(
             text += f", {taken}"
         if own:
             text += f", its other pods take {show(r, own)}"
-        text += f"; free per node: {', '.join(show(r, x.free.get(r, 0)) for x in g_nodes) or 'none'}"
+        text += f"; free per node: {_per_node([show(r, x.free.get(r, 0)) for x in g_nodes])}"
         if r != dim or len(binding) > 1:
             on = f" on {binding.get(r, 0)} of {len(g_nodes)} nodes" if binding.get(r, 0) < len(g_nodes) else ""
             text += f"; {_verb(r)}{on} (a pod needs {show(r, pl.requests.get(r, 0))})"
             if r != dim:
-                text += f"; {NOUN[dim]} free per node: {', '.join(show(dim, x.free.get(dim, 0)) for x in g_nodes)}"
+                text += f"; {NOUN[dim]} free per node: {_per_node([show(dim, x.free.get(dim, 0)) for x in g_nodes])}"
         texts.append(text)
     return texts
 
@@ -1411,26 +1423,51 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
     for spl in sys_workloads.values():
         labels[spl.workload.key] = spl.workload.label
 
-    def items(at_max: bool) -> tuple[list[tuple[PodPlacement, int]], dict[tuple[str, str], int]]:
+    def slots(pl: PodPlacement) -> int:
+        """Pods the nodes that exist can hold at most (each node's allocatable ``pods``): one replica more than
+        this never fits, so the packing needs no more items than that, whatever the replica count says. This
+        bounds the model's cost by the nodes (botocore: at most 6758 per group), not by the config's integers."""
+        total = 0
+        for g in pl.fitting:
+            a = alloc.get(g.name)
+            total += g.count * a.allocatable.get(PODS, 0) if a is not None else 0
+        return total
+
+    def items(
+        at_max: bool,
+    ) -> tuple[list[tuple[PodPlacement, int]], dict[tuple[str, str], int], dict[tuple[str, str], int]]:
         out: list[tuple[PodPlacement, int]] = []
         counts: dict[tuple[str, str], int] = {}
+        beyond: dict[tuple[str, str], int] = {}  # replicas past the first that cannot fit: counted, not packed
         for pl in placements:
             if pl.requests is None or not any(g.count > 0 for g in pl.fitting):
                 continue
             n = pl.pod.replicas_max if at_max else pl.pod.replicas_min
-            counts[(pl.workload.key, pl.pod.role)] = n
-            out.extend((pl, i) for i in range(n))
+            key = (pl.workload.key, pl.pod.role)
+            counts[key] = n
+            packed = min(n, slots(pl) + 1)
+            if packed < n:
+                beyond[key] = n - packed
+            out.extend((pl, i) for i in range(packed))
         for spl in sys_workloads.values():
-            out.extend((spl, i) for i in range(spl.pod.replicas_min))
-        return out, counts
+            out.extend((spl, i) for i in range(min(spl.pod.replicas_min, slots(spl) + 1)))
+        return out, counts, beyond
 
-    min_items, min_counts = items(False)
+    min_items, min_counts, min_beyond = items(False)
     failed, nodes = _pack_best(groups, alloc, min_items)
     endpoint_failed = [f for f in failed if not f[0].workload.key.startswith("system:")]
     system_failed = [f for f in failed if f[0].workload.key.startswith("system:")]
     findings.extend(
         _capacity_findings(
-            endpoint_failed, nodes, min_counts, alloc, labels, "endpoint-fits-group-capacity", "mandatory", ""
+            endpoint_failed,
+            nodes,
+            min_counts,
+            alloc,
+            labels,
+            "endpoint-fits-group-capacity",
+            "mandatory",
+            "",
+            min_beyond,
         )
     )
     for spl, _ in system_failed:
@@ -1447,9 +1484,11 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
     unplaced: dict[str, int] = {}
     for pl, _ in endpoint_failed:
         unplaced[pl.workload.key] = unplaced.get(pl.workload.key, 0) + 1
+    for (key, _role), n in sorted(min_beyond.items()):
+        unplaced[key] = unplaced.get(key, 0) + n
     usage = _usage(nodes, labels)
 
-    max_items, max_counts = items(True)
+    max_items, max_counts, max_beyond = items(True)
     usage_max = usage
     if max_counts != min_counts:
         failed_max, nodes_max = _pack_best(groups, alloc, max_items)
@@ -1467,6 +1506,7 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
                 "endpoint-fits-group-capacity-at-max",
                 "advisory",
                 " at autoscaling maxReplicaCount",
+                max_beyond,
             )
         )
     return Plan(groups, alloc, placements, list(system_pods), findings, usage, usage_max, unplaced)

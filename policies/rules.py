@@ -99,6 +99,20 @@ def engine_of(cr: Mapping[str, Any]) -> str:
     return "other"
 
 
+ENGINES_BY_REPOSITORY: tuple[tuple[str, str], ...] = (("sglang", "sglang"), ("vllm", "vllm"), ("lmcache", "vllm"))
+"""A word in an image repository's path -> the engine it names (lmsysorg/sglang, vllm/vllm-openai,
+lmcache/vllm-openai: LMCache's images are vLLM with LMCache, LMCache docs "Docker"; DLC .../vllm)."""
+
+
+def image_engine(image: str) -> str | None:
+    """The engine an image's *repository* names (registry host, tag and digest ignored), or None when it names none
+    (a private repository: the ``engine`` key is then all there is to go by)."""
+    repository = compat.image_repository(image).lower()
+    path = repository.split("/", 1)[1] if "/" in repository and "." in repository.split("/", 1)[0] else repository
+    names = {engine for word, engine in ENGINES_BY_REPOSITORY if word in path}
+    return next(iter(names)) if len(names) == 1 else None
+
+
 def instance_types_of(cr: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(spec path, instance type)`` for every instance type the resource asks for."""
     spec = spec_of(cr)

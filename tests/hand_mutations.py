@@ -216,7 +216,24 @@ def run(mutation: Mutation) -> str:
 
 
 def main(argv: list[str]) -> int:
-    chosen = [m for m in MUTATIONS if not argv or m.id in argv]
+    import argparse
+
+    ids = [m.id for m in MUTATIONS]
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.hand_mutations",
+        description="Apply each hand-written mutation in a copy of the repository and run the tests that must "
+        "kill it (docs/mutation-testing.md). Exit 0 only when every chosen mutation is killed.",
+    )
+    parser.add_argument("ids", nargs="*", metavar="ID", help=f"mutations to run (default: all {len(ids)})")
+    parser.add_argument("--list", action="store_true", help="print the mutation ids and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(ids))
+        return 0
+    unknown = [i for i in args.ids if i not in ids]
+    if unknown:
+        parser.error(f"unknown mutation id(s): {', '.join(unknown)}; --list prints the {len(ids)} ids")
+    chosen = [m for m in MUTATIONS if not args.ids or m.id in args.ids]
     failed = 0
     for mutation in chosen:
         outcome = run(mutation)

@@ -62,6 +62,10 @@ def _columns(groups: Sequence[cap.Group]) -> list[str]:
 
 def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
     """The table and data of an already computed plan."""
+    if not plan.groups:  # a global stack, or a stack without HyperPod groups: nothing to tabulate
+        findings = [{"rule": f.rule, "level": f.level, "path": f.path, "message": f.message} for f in plan.findings]
+        data = {"groups": [], "unplacedPods": {}, "findings": findings, "notes": list(notes)}
+        return CapacityReport(Text("capacity: no HyperPod instance groups in this stack"), data)
     cols = _columns(plan.groups)
     table = Table(title="capacity per instance group (endpoints at replicas / autoscaling minReplicaCount)")
     table.add_column("group")
@@ -69,6 +73,7 @@ def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
     for r in cols:
         table.add_column(cap.NOUN[r], justify="right")
     groups_data = []
+    said: dict[str, str] = {}
     for g in plan.groups:
         a = plan.allocatable.get(g.name)
         if a is None:
@@ -83,14 +88,15 @@ def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
             head += f", taints {', '.join(str(t) for t in g.taints)}"
         table.add_row(g.name, head + ": per node", *(cap.show(r, a.allocatable.get(r, 0)) for r in cols))
         table.add_row("", "total", *(cap.show(r, total.get(r, 0)) for r in cols))
-        for label, amounts in used.items():
+        for label, amounts in sorted(used.items()):  # sorted: the packing's order is no order to read
             table.add_row("", f"  {label}", *(cap.show(r, amounts.get(r, 0)) for r in cols))
         style = "red" if any(v < 0 for v in left.values()) else "green"
         table.add_row("", Text("left", style=style), *(Text(cap.show(r, left.get(r, 0)), style=style) for r in cols))
         if a.unknown_daemonsets:
-            table.add_row(
-                "", Text(f"DaemonSets with unknown requests: {', '.join(a.unknown_daemonsets)}", style="yellow")
-            )
+            names = ", ".join(sorted(a.unknown_daemonsets))
+            first = said.setdefault(names, g.name)  # a long list is said once; later groups refer to it
+            text = names if first == g.name else f"the {len(a.unknown_daemonsets)} listed under {first}"
+            table.add_row("", Text(f"DaemonSets with unknown requests: {text}", style="yellow"))
         groups_data.append(
             {
                 "name": g.name,

@@ -11,12 +11,12 @@ written by hand except the page's short introduction.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from components.config.global_gateway import global_stack_schema
 from components.config.schema import stack_config_schema
+from tools import cli
 
 DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 MAX_DEPTH = 12
@@ -140,12 +140,28 @@ def _rows(path: str, node: dict[str, Any], required: bool, defs: dict[str, Any],
         for member in objects:
             tag = member.get("title") if len(objects) > 1 else None
             prefix = f"{path}[]" + (f" ({tag})" if tag else "")
-            out += _children(prefix, member, defs, depth)
+            if tag is None:
+                out += _children(prefix, member, defs, depth)
+                continue
+            # one table per kind, headed by it and led by the key that selects it: two kinds' keys in one table
+            # read as one mapping
+            rows = _children(prefix, member, defs, depth)
+            selector = [r for r in rows if r.startswith(f"| `{path}[].kind` ")]
+            out += ["", f"### `{path}[]` with `kind: {_kind_value(member, tag)}`", "", *TABLE_HEAD]
+            out += selector + [r for r in rows if r not in selector]
         return out
     obj = _object(node, defs)
     if obj is not None:
         out += _children(path, obj, defs, depth)
     return out
+
+
+TABLE_HEAD = ("| key | type | required | default | bounds | description |", "|---|---|---|---|---|---|")
+
+
+def _kind_value(member: dict[str, Any], title: str) -> str:
+    kind = (member.get("properties") or {}).get("kind") or {}
+    return str(kind.get("const") or (kind.get("enum") or [title])[0])
 
 
 def _children(path: str, obj: dict[str, Any], defs: dict[str, Any], depth: int) -> list[str]:
@@ -180,11 +196,7 @@ def _sections(schema: dict[str, Any], heading: str) -> list[str]:
         top = _resolve(node, defs)
         if top.get("description"):
             lines += [_cell(top["description"]), ""]
-        lines += [
-            "| key | type | required | default | bounds | description |",
-            "|---|---|---|---|---|---|",
-        ]
-        lines += _rows(key, node, key in required, defs, 0)
+        lines += [*TABLE_HEAD, *_rows(key, node, key in required, defs, 0)]
     return lines
 
 
@@ -210,4 +222,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

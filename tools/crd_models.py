@@ -37,6 +37,7 @@ from typing import Any
 
 from policies import compatibility as compat
 from policies.yaml_files import load_yaml_file
+from tools import cli
 from tools.fetch_crds import find_crds, git_blob_id
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -74,6 +75,9 @@ TIGHTER: dict[str, tuple[dict[str, Any], str]] = {
     "InitialReplicaCount": ({"minimum": 0}, "deprecated and without effect; a negative count is never valid"),
 }
 """Top-level spec fields where the program is stricter than the CRD, with why."""
+
+INT_FORMATS: dict[str, tuple[int, int]] = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+"""OpenAPI integer formats (OpenAPI 3.0 "Data Types": int32 "signed 32 bits", int64 "signed 64 bits")."""
 
 NAMES = {
     ("JSM", "model"): "JumpStartModelRef",
@@ -280,6 +284,11 @@ class _Models:
     @staticmethod
     def _constraints(sub: dict[str, Any]) -> str:
         parts = []
+        if sub.get("format") in INT_FORMATS:
+            # the owner's figure for an integer the CRD bounds only by its format: the operator's Go field is an
+            # int32/int64 (controller-gen writes `format` from it), so a larger value cannot even be decoded
+            low, high = INT_FORMATS[sub["format"]]
+            sub = {"minimum": low, "maximum": high, **sub}
         for key, arg in (
             ("minLength", "min_length"),
             ("maxLength", "max_length"),
@@ -484,4 +493,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

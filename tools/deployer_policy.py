@@ -41,6 +41,7 @@ from typing import Any
 
 from policies.deploy_actions import ArnPattern, DeployActions, TypeRow, load_deploy_actions
 from policies.readiness import input_value
+from tools import cli
 from tools.mocks import ACCOUNT_ID, Registration
 
 POLICY_VERSION = "2012-10-17"
@@ -408,11 +409,12 @@ def write_deployer_policy(
     *,
     stack: str,
     region: str,
+    account: str = "*",
 ) -> list[Path]:
     """Write ``out_dir/iam/deployer-<stack>.json`` (the whole policy), when it is larger than one managed policy may
     be also ``out_dir/iam/deployer-<stack>.part<N>.json`` (each within the limit), and
     ``out_dir/deployer-<stack>.notes.json``; return the paths."""
-    policy = deployer_policy(registrations, calls, stack=stack, region=region)
+    policy = deployer_policy(registrations, calls, stack=stack, region=region, account=account)
     iam_dir = out_dir / "iam"
     iam_dir.mkdir(parents=True, exist_ok=True)
     written = [iam_dir / f"deployer-{stack}.json"]
@@ -438,7 +440,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack", required=True)
     parser.add_argument("--account", default="*", help="the AWS account ID to put in ARNs (default: *)")
     parser.add_argument("--json", action="store_true", help="print the notes (scopes, reasons, types) as well")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="write DIR/iam/deployer-<stack>.json, its .part<N>.json managed policies (each within IAM's 6,144 "
+        "characters) and DIR/deployer-<stack>.notes.json instead of printing one document",
+    )
     ns = parser.parse_args(argv)
+    if ns.out is not None:
+        try:
+            cli.output_dir(ns.out)
+        except cli.InputError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     if not re.fullmatch(r"\*|[0-9]{12}", ns.account):
         print(f"--account {ns.account!r}: expected a 12-digit AWS account ID", file=sys.stderr)
         return 2
@@ -453,8 +468,14 @@ def main(argv: list[str] | None = None) -> int:
             print(issue.render(), file=sys.stderr)
         return 2
     region = str(mapping.get("aws:region") or "us-east-1")
+    if ns.out is not None:
+        for written in write_deployer_policy(
+            run.registrations, run.mocks.calls, ns.out, stack=ns.stack, region=region, account=ns.account
+        ):
+            print(f"wrote {written}")
     policy = deployer_policy(run.registrations, run.mocks.calls, stack=ns.stack, region=region, account=ns.account)
-    print(json.dumps(policy.notes() if ns.json else policy.document, indent=2))
+    if ns.out is None:
+        print(json.dumps(policy.notes() if ns.json else policy.document, indent=2))
     if not policy.complete:
         print(
             f"incomplete: no row in policies/deploy_actions.yaml for {policy.unknown_types + policy.unknown_invokes}",
@@ -465,4 +486,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

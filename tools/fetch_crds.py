@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools import cli
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEST = PROJECT_ROOT / "vendor" / "crds"
 MARKER = ".pins"
@@ -266,4 +268,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

@@ -32,7 +32,6 @@ its action. Exit codes: 0 done (or nothing to do), 1 a call failed or the wait t
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
 
 from components.config.stackfile import load_stack_file, stack_path
+from tools import cli
 from tools.preflight_checks import Denied, call
 
 GUARDDUTY_TAG = "GuardDutyManaged"
@@ -217,4 +217,4 @@ def _run(args: argparse.Namespace, region: str, ec2: Any) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -16,7 +16,6 @@ unusable input (``file:line``, no traceback).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,4 +127,4 @@ def main(argv: list[str] | None = None, *, clients: Clients | None = None, conso
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

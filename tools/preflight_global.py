@@ -27,7 +27,6 @@ unusable input (``file:line``, no traceback).
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -358,4 +357,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

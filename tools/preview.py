@@ -46,10 +46,11 @@ from policies.capacity_rules import fit_hook_for
 from policies.engine import evaluate
 from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, LISTENER_RULES, LISTENERS, REPLICATION_GROUP
 from policies.pack import POLICIES
+from policies.readiness import load_readiness
 from tools import cli, member_outputs
 from tools.advisories import advisories_of, advisory_report
 from tools.capacity_report import capacity_report
-from tools.console import make_console
+from tools.console import make_console, progress
 from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
 from tools.mocks import Registration, unwrap_secrets
@@ -209,7 +210,12 @@ def _fail(
     else:
         console.print(f"[bold red]{heading}[/] in stack {stack}:")
         for _, _, text in issues:
-            console.print(f"  {text}", markup=False)
+            console.print(f"  {text}", markup=False, soft_wrap=True)  # one problem, one line
+    line = cli.verdict(stack, exit_code=EXIT_CONFIG, errors=len(issues), what="nothing registered")
+    if as_json:
+        print(line, file=sys.stderr)
+    else:
+        console.print(line, markup=False, style="bold red")
     return EXIT_CONFIG
 
 
@@ -310,23 +316,64 @@ def preview(
         members = member_outputs.for_stack(stack, mapping, member_outputs_file)
         if graph is not None and (problem := _graph_problem(graph)) is not None:
             raise cli.InputError(problem)
+        if out is not None:
+            cli.output_dir(out)
+        if graph is not None:
+            cli.output_dir(graph.parent, "--graph")
+            if graph.is_dir():
+                raise cli.InputError(f"--graph {graph}: is a folder; name a file such as {graph / 'graph.mmd'}")
         base = _load_base(diff, stack) if diff is not None else None
     except StackFileError as err:
         return _fail(console, as_json, stack, [("", p, p) for p in err.problems])
     except (cli.InputError, BasePlanError) as err:
         return _argument_error(console, as_json, stack, str(err))
 
-    run = run_stack(stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
-    notice = member_outputs.notice(members) if members else None
-    if run.config_error is not None:
-        issues = [(i.path, i.message, i.render()) for i in run.config_error.issues]
-        if notice is not None:
-            issues.append(("", notice, notice))
-        return _fail(console, as_json, stack, issues)
-    replacement_issues, replacement_advisories = allow_replacement_check(mapping, run, base)
-    if replacement_issues:
-        return _fail(console, as_json, stack, replacement_issues)
+    with progress(f"{stack}: running the program under Pulumi mocks") as step:
+        run = run_stack(stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
+        notice = member_outputs.notice(members) if members else None
+        if run.config_error is not None:
+            issues = [(i.path, i.message, i.render()) for i in run.config_error.issues]
+            if notice is not None:
+                issues.append(("", notice, notice))
+            return _fail(console, as_json, stack, issues)
+        replacement_issues, replacement_advisories = allow_replacement_check(mapping, run, base)
+        if replacement_issues:
+            return _fail(console, as_json, stack, replacement_issues)
+        step(f"{stack}: the policy pack, capacity and the deploy rehearsal over {len(run.registrations)} resources")
+        return _report(
+            stack,
+            mapping,
+            run,
+            base,
+            replacement_advisories,
+            notice=notice,
+            console=console,
+            as_json=as_json,
+            out=out,
+            graph=graph,
+            diff=diff,
+            critical_path=critical_path,
+            members=members,
+        )
 
+
+def _report(
+    stack: str,
+    mapping: dict[str, Any],
+    run: StackRun,
+    base: dict[str, Any] | None,
+    replacement_advisories: list[ConfigAdvisory],
+    *,
+    notice: str | None,
+    console: Console,
+    as_json: bool,
+    out: Path | None,
+    graph: Path | None,
+    diff: Path | None,
+    critical_path: bool,
+    members: Any,
+) -> int:
+    """Everything after a run that registered: policies, plan, rehearsal, capacity, outputs, then the verdict."""
     environment, region = _environment(mapping), _region(mapping)
     results = evaluate(POLICIES, run.registrations, environment)
     plan = build_plan(run, results, environment=environment, region=region, mapping=mapping)
@@ -380,7 +427,20 @@ def preview(
             else [capacity.renderable, advisories.renderable, rehearsal],
             written=written,
         )
-    return EXIT_VIOLATIONS if mandatory or not rehearsal.converges else EXIT_OK
+    code = EXIT_VIOLATIONS if mandatory or not rehearsal.converges else EXIT_OK
+    line = cli.verdict(
+        stack,
+        exit_code=code,
+        resources=len(run.registrations),
+        errors=len(mandatory) + len(rehearsal.findings),
+        advisories=len(plan["policyResults"]) - len(mandatory) + len(advisories.data),
+        converges=rehearsal.converges,
+    )
+    if as_json:
+        print(line, file=sys.stderr)  # stdout stays one JSON document
+    else:
+        console.print(line, markup=False, style="bold green" if code == EXIT_OK else "bold red")
+    return code
 
 
 def _policy_line(r: dict[str, Any]) -> str:
@@ -403,7 +463,7 @@ def _print_human(
         console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")
         for line in diff_lines(plan):
             style = {"+ ": "green", "~ ": "yellow", "+-": "red", "+?": "red", "- ": "red"}.get(line[:2], "")
-            console.print(Text(line, style=style, overflow="fold"))
+            console.print(Text(line, style=style), soft_wrap=True)  # one finding, one line: grep finds it
     else:
         console.print(_tree(run))
         table = Table(title=f"{len(run.registrations)} resources", show_lines=False)
@@ -421,12 +481,18 @@ def _print_human(
         console.print(
             f"[bold]policy results[/] ({len(mandatory)} mandatory, {len(results) - len(mandatory)} advisory):"
         )
+        said: dict[tuple[str, str], str] = {}
         for r in results:
             style = "red" if r["enforcementLevel"] == "mandatory" else "yellow"
-            console.print(Text(_policy_line(r), style=style, overflow="fold"))
+            first = said.setdefault((r["policyName"], r["message"]), r["resourceName"])
+            # a long explanation is said once; the same finding on another resource refers to it (--json: in full)
+            line = (
+                _policy_line(r) if first == r["resourceName"] else _policy_line({**r, "message": f"as {first} above"})
+            )
+            console.print(Text(line, style=style), soft_wrap=True)  # one finding, one line: grep finds it
     else:
         console.print(f"[green]policy pack: {len(POLICIES)} policies, no violations[/]")
-    if critical_path:
+    if critical_path and base_path is not None:  # the full preview's rehearsal section prints the critical path
         console.print(_critical_path_table(run))
     for section in sections:
         console.print(section)
@@ -442,7 +508,8 @@ def _critical_path_table(run: StackRun) -> Table:
     table.add_column("type")
     table.add_column("min", justify="right")
     for i, reg in enumerate(chain, 1):
-        table.add_row(str(i), reg.name, reg.type, f"{create_minutes(reg):g}")
+        known = not reg.custom or load_readiness().entry_for(reg.type, reg.inputs).create_minutes is not None
+        table.add_row(str(i), reg.name, reg.type, f"{create_minutes(reg):g}" if known else "unknown")
     return table
 
 
@@ -485,4 +552,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.replacement_rules import DYNAMIC, RULES_FILE
+from tools import cli
 
 RULES_FORMAT = 1
 
@@ -673,4 +674,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 CHECKLIST = Path("docs/first-deploy.md")
 CHECKLIST_HEADING = "## Unverified facts: the checklist"
@@ -137,7 +139,13 @@ def check(root: Path = ROOT) -> tuple[list[Marker], list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    del argv
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m tools.unconfirmed",
+        description="List every UNCONFIRMED [id] marker with where it is, and check each has a row in "
+        f"{CHECKLIST}'s checklist (exit 1 when not).",
+    ).parse_args(argv)
     markers, ids, found = check()
     by_id: dict[str, list[Marker]] = {}
     for m in markers:
@@ -151,4 +159,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

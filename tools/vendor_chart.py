@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from components.config.cluster import HYPERPOD_CLI_COMMIT, HYPERPOD_CLI_REPO_URL, PROJECT_ROOT, vendored_commit
+from tools import cli
 
 DEST = PROJECT_ROOT / "vendor" / "sagemaker-hyperpod-cli"
 CHART = Path("helm_chart") / "HyperPodHelmChart"
@@ -84,4 +85,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli.run(main)

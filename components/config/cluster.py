@@ -22,6 +22,7 @@ from policies.cluster_versions import (
     version_problem,
 )
 
+from .api_bounds import API_BOUNDS
 from .base import ConfigIssue, Model
 from .checks import cross_check
 from .health_checks import supported_checks
@@ -106,14 +107,21 @@ class InstanceGroup(Model):
     instance_type: str = Field(
         pattern=r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", description="HyperPod instance type, e.g. ml.p5.48xlarge"
     )
-    instance_count: int = Field(ge=0, description="Number of instances (0 keeps the group defined but empty).")
+    instance_count: int = Field(
+        **API_BOUNDS["cluster.instanceGroups[].instanceCount"].field(),
+        description="Number of instances (0 keeps the group defined but empty; CreateCluster allows at most 6758).",
+    )
     availability_zone_id: str | None = Field(
         default=None, description="AZ ID whose private subnet the group uses; default: the first network AZ ID."
     )
     threads_per_core: Literal[1, 2] = Field(
         default=1, description="1 disables hyperthreading (recommended for GPU nodes)."
     )
-    ebs_volume_size_gb: int = Field(default=500, ge=1, le=16384, description="Extra EBS volume per instance, GiB.")
+    ebs_volume_size_gb: int = Field(
+        default=500,
+        **API_BOUNDS["cluster.instanceGroups[].ebsVolumeSizeGb"].field(),
+        description="Extra EBS volume per instance, GiB.",
+    )
     on_start_deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] | None = Field(
         default=None,
         description="Deep health checks on start; default: every check the group supports "

@@ -50,8 +50,8 @@ class CloudWatchTrigger(CrdModel):
 
     activation_target_value: int | float | None = Field(default=None, alias="activationTargetValue", description="Activation Value for CloudWatch metric to scale from 0 to 1. Only applicable if minReplicaCount = 0")
     dimensions: list[Tag] | None = Field(default=None, alias="dimensions", description="Dimensions for Cloudwatch metrics")
-    metric_collection_period: int | None = Field(default=None, alias="metricCollectionPeriod", description="Defines the Period for CloudWatch query")
-    metric_collection_start_time: int | None = Field(default=None, alias="metricCollectionStartTime", description="Defines the StartTime for CloudWatch query")
+    metric_collection_period: int | None = Field(default=None, alias="metricCollectionPeriod", ge=-2147483648, le=2147483647, description="Defines the Period for CloudWatch query")
+    metric_collection_start_time: int | None = Field(default=None, alias="metricCollectionStartTime", ge=-2147483648, le=2147483647, description="Defines the StartTime for CloudWatch query")
     metric_name: str | None = Field(default=None, alias="metricName", description="Metric name to query for Cloudwatch trigger")
     metric_stat: str | None = Field(default=None, alias="metricStat", description="Statistics metric to be used by Trigger. Used to define Stat for CloudWatch query. Default is Average")
     metric_type: Literal["Value", "Average"] | None = Field(default=None, alias="metricType", description="The type of metric to be used by HPA. Enum: AverageValue - Uses average value of metric per pod, Value -...")
@@ -81,15 +81,15 @@ class AutoScalingSpec(CrdModel):
 
     cloud_watch_trigger: CloudWatchTrigger | None = Field(default=None, alias="cloudWatchTrigger", description="CloudWatch metric trigger to use for autoscaling")
     cloud_watch_trigger_list: list[CloudWatchTrigger] | None = Field(default=None, alias="cloudWatchTriggerList", max_length=100, description="Multiple CloudWatch metric triggers to use for autoscaling. Takes priority over CloudWatchTrigger if both...")
-    cooldown_period: int | None = Field(default=None, alias="cooldownPeriod", ge=0, description="The period to wait after the last trigger reported active before scaling the resource back to 0. Default...")
-    initial_cooldown_period: int | None = Field(default=None, alias="initialCooldownPeriod", ge=0, description="The delay before the cooldownPeriod starts after the initial creation of the ScaledObject. Default 300 seconds")
-    max_replica_count: int | None = Field(default=None, alias="maxReplicaCount", ge=0, description="The maximum number of model pods to scale to. Default 5")
-    min_replica_count: int | None = Field(default=None, alias="minReplicaCount", ge=0, description="The minimum number of model pods to scale down to. Default 1")
-    polling_interval: int | None = Field(default=None, alias="pollingInterval", ge=0, description="This is the interval to check each trigger on. Default 30 seconds")
+    cooldown_period: int | None = Field(default=None, alias="cooldownPeriod", ge=0, le=2147483647, description="The period to wait after the last trigger reported active before scaling the resource back to 0. Default...")
+    initial_cooldown_period: int | None = Field(default=None, alias="initialCooldownPeriod", ge=0, le=2147483647, description="The delay before the cooldownPeriod starts after the initial creation of the ScaledObject. Default 300 seconds")
+    max_replica_count: int | None = Field(default=None, alias="maxReplicaCount", ge=0, le=2147483647, description="The maximum number of model pods to scale to. Default 5")
+    min_replica_count: int | None = Field(default=None, alias="minReplicaCount", ge=0, le=2147483647, description="The minimum number of model pods to scale down to. Default 1")
+    polling_interval: int | None = Field(default=None, alias="pollingInterval", ge=0, le=2147483647, description="This is the interval to check each trigger on. Default 30 seconds")
     prometheus_trigger: PrometheusTrigger | None = Field(default=None, alias="prometheusTrigger", description="Prometheus metric trigger to use for autoscaling")
     prometheus_trigger_list: list[PrometheusTrigger] | None = Field(default=None, alias="prometheusTriggerList", max_length=100, description="Multiple Prometheus metric triggers to use for autoscaling. Takes priority over PrometheusTrigger if both...")
-    scale_down_stabilization_time: int | None = Field(default=None, alias="scaleDownStabilizationTime", ge=0, description="The time window to stabilize for HPA before scaling down. Default 300 seconds")
-    scale_up_stabilization_time: int | None = Field(default=None, alias="scaleUpStabilizationTime", ge=0, description="The time window to stabilize for HPA before scaling up. Default 0 seconds")
+    scale_down_stabilization_time: int | None = Field(default=None, alias="scaleDownStabilizationTime", ge=0, le=2147483647, description="The time window to stabilize for HPA before scaling down. Default 300 seconds")
+    scale_up_stabilization_time: int | None = Field(default=None, alias="scaleUpStabilizationTime", ge=0, le=2147483647, description="The time window to stabilize for HPA before scaling up. Default 0 seconds")
 
 
 class DataCaptureLoadBalancer(CrdModel):
@@ -285,7 +285,7 @@ class PdRoleSpec(CrdModel):
 
     args: list[str] | None = Field(default=None, alias="args", description="Additional vLLM args for this role (e.g., --tensor-parallel-size, --gpu-memory-utilization, --max-num-seqs)")
     node_selector: dict[str, str] | None = Field(default=None, alias="nodeSelector", description="Node selector for scheduling pods of this role onto specific nodes")
-    replicas: int | None = Field(default=None, alias="replicas", ge=1, description="Number of replicas for this role")
+    replicas: int | None = Field(default=None, alias="replicas", ge=1, le=2147483647, description="Number of replicas for this role")
     resources: dict[str, Any] | None = Field(default=None, alias="resources", description="Resource requests and limits for pods of this role")
 
 
@@ -303,7 +303,7 @@ class PdSpec(CrdModel):
     auto_scaling_spec: PdSpecAutoScalingSpec | None = Field(default=None, alias="autoScalingSpec", description="Autoscaling configuration for prefill and decode roles independently")
     decoding_spec: PdRoleSpec = Field(alias="decodingSpec", description="Configuration for decode pods")
     prefill_spec: PdRoleSpec = Field(alias="prefillSpec", description="Configuration for prefill pods")
-    routing_threshold: int | None = Field(default=None, alias="routingThreshold", ge=0, description="Token count threshold for conditional routing")
+    routing_threshold: int | None = Field(default=None, alias="routingThreshold", ge=0, le=2147483647, description="Token count threshold for conditional routing")
     topology_spec: TopologySpec | None = Field(default=None, alias="topologySpec", description="Topology constraints for prefill and decode pod scheduling")
 
 
@@ -346,8 +346,8 @@ class Probes(CrdModel):
 class RequestLimits(CrdModel):
     """``worker.requestLimits`` — Configuration for request limiting on the nginx sidecar proxy"""
 
-    max_concurrent_requests: int | None = Field(default=None, alias="maxConcurrentRequests", ge=1, description="Maximum number of concurrent requests the nginx sidecar proxy will accept per pod")
-    max_queue_size: int | None = Field(default=None, alias="maxQueueSize", ge=0, description="Maximum number of requests to queue when the concurrent request limit is reached")
+    max_concurrent_requests: int | None = Field(default=None, alias="maxConcurrentRequests", ge=1, le=2147483647, description="Maximum number of concurrent requests the nginx sidecar proxy will accept per pod")
+    max_queue_size: int | None = Field(default=None, alias="maxQueueSize", ge=0, le=2147483647, description="Maximum number of requests to queue when the concurrent request limit is reached")
     overflow_status_code: int | None = Field(default=None, alias="overflowStatusCode", ge=400, le=599, description="HTTP status code returned when request limits are exceeded")
 
 
@@ -377,7 +377,7 @@ class InferenceEndpointConfigSpec(CrdModel):
     """``spec`` of InferenceEndpointConfig v1 — InferenceEndpointConfigSpec defines the desired state of InferenceEndpointConfig"""
 
     # deprecated and without effect; a negative count is never valid
-    initial_replica_count: int | None = Field(default=None, alias="InitialReplicaCount", ge=0, description="Deprecated: This field has no effect and will be removed in a future release")
+    initial_replica_count: int | None = Field(default=None, alias="InitialReplicaCount", ge=0, le=2147483647, description="Deprecated: This field has no effect and will be removed in a future release")
     auto_scaling_spec: AutoScalingSpec | None = Field(default=None, alias="autoScalingSpec")
     data_capture: DataCapture | None = Field(default=None, alias="dataCapture", description="Configuration for data capture across multiple tiers (SageMaker, LoadBalancer, Model Pod)")
     dns_config: DnsConfig | None = Field(default=None, alias="dnsConfig", description="DNS automation configuration for Route53. Requires tlsConfig.customCertificateConfig to be set")
@@ -389,7 +389,7 @@ class InferenceEndpointConfigSpec(CrdModel):
     kubernetes: Kubernetes | None = Field(default=None, alias="kubernetes", description="User-provided customizations for the inference pod")
     kv_cache_spec: KvCacheSpec | None = Field(default=None, alias="kvCacheSpec", description="Configuration for KV Cache specification")
     load_balancer: LoadBalancer | None = Field(default=None, alias="loadBalancer", description="Configuration for Application Load Balancer")
-    max_deploy_time_in_seconds: int | None = Field(default=None, alias="maxDeployTimeInSeconds", description="Maximum allowed time in seconds for the deployment to complete before timing out. Defaults to 1 hour (3600...")
+    max_deploy_time_in_seconds: int | None = Field(default=None, alias="maxDeployTimeInSeconds", ge=-2147483648, le=2147483647, description="Maximum allowed time in seconds for the deployment to complete before timing out. Defaults to 1 hour (3600...")
     metrics: Metrics | None = Field(default=None, alias="metrics", description="Configuration for metrics collection and exposure")
     model_cache_config: ModelCacheConfig | None = Field(default=None, alias="modelCacheConfig", description="Configuration for model caching (image and data)")
     model_name: str = Field(alias="modelName", max_length=63, pattern="^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}", description="Name of model that will be created on Sagemaker")
@@ -398,7 +398,7 @@ class InferenceEndpointConfigSpec(CrdModel):
     node_affinity: dict[str, Any] | None = Field(default=None, alias="nodeAffinity", description="Custom node affinity configuration for advanced scheduling")
     pd_spec: PdSpec | None = Field(default=None, alias="pdSpec", description="Configuration for disaggregated prefill and decode (DPD)")
     # the CRD declares no minimum; Kubernetes rejects negative replicas (apps/v1 validation "must be greater than or equal to 0", k8s.io/kubernetes pkg/apis/apps/validation)
-    replicas: int | None = Field(default=None, alias="replicas", ge=0, description="The desired number of inference server replicas. Default 1")
+    replicas: int | None = Field(default=None, alias="replicas", ge=0, le=2147483647, description="The desired number of inference server replicas. Default 1")
     tags: list[Tag] | None = Field(default=None, alias="tags", description="Mentions the tags to be added to the Sagemaker Endpoint")
     tls_config: TlsConfig | None = Field(default=None, alias="tlsConfig", description="Configurations for TLS")
     worker: Worker = Field(alias="worker", description="Details of the worker")
@@ -447,12 +447,12 @@ class JumpStartModelSpec(CrdModel):
     intelligent_routing_spec: IntelligentRoutingSpec | None = Field(default=None, alias="intelligentRoutingSpec", description="Configuration for intelligent routing")
     kv_cache_spec: KvCacheSpec | None = Field(default=None, alias="kvCacheSpec", description="Configuration for KV Cache specification")
     load_balancer: LoadBalancer | None = Field(default=None, alias="loadBalancer", description="Configuration for Application Load Balancer")
-    max_deploy_time_in_seconds: int | None = Field(default=None, alias="maxDeployTimeInSeconds", description="Maximum allowed time in seconds for the deployment to complete before timing out. Defaults to 1 hour (3600...")
+    max_deploy_time_in_seconds: int | None = Field(default=None, alias="maxDeployTimeInSeconds", ge=-2147483648, le=2147483647, description="Maximum allowed time in seconds for the deployment to complete before timing out. Defaults to 1 hour (3600...")
     metrics: Metrics | None = Field(default=None, alias="metrics", description="Configuration for metrics collection and exposure")
     model: JumpStartModelRef = Field(alias="model")
     model_cache_config: ModelCacheConfig | None = Field(default=None, alias="modelCacheConfig", description="Configuration for model caching (image and data)")
     # the CRD declares no minimum; Kubernetes rejects negative replicas (apps/v1 validation "must be greater than or equal to 0", k8s.io/kubernetes pkg/apis/apps/validation)
-    replicas: int | None = Field(default=None, alias="replicas", ge=0, description="The desired number of inference server replicas. Default 1")
+    replicas: int | None = Field(default=None, alias="replicas", ge=0, le=2147483647, description="The desired number of inference server replicas. Default 1")
     sage_maker_endpoint: SageMakerEndpoint | None = Field(default=None, alias="sageMakerEndpoint")
     server: JumpStartServer = Field(alias="server")
     tls_config: TlsConfig | None = Field(default=None, alias="tlsConfig")

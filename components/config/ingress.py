@@ -28,6 +28,7 @@ from pydantic import Field, HttpUrl, SecretStr, ValidationInfo, field_validator
 from policies.baselines import ALB_REQUIRES_AUTHENTICATION, AUTH_ACTIONS, unauthenticated_forward
 from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICIES, elb17_violation
 
+from .api_bounds import API_BOUNDS
 from .base import ConfigAdvisory, ConfigIssue, Model
 from .checks import advisory_check, cross_check
 from .endpoints import Endpoint, EndpointConfig
@@ -315,7 +316,10 @@ HEADER_NAME = r"^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$"
 class RateLimitConfig(Model):
     """One rate-based rule: ``limit`` requests per ``evaluationWindowSec`` per aggregation instance."""
 
-    limit: int = Field(ge=10, le=2_000_000_000, description="Requests per evaluation window (WAF minimum 10).")
+    limit: int = Field(
+        **API_BOUNDS["ingress.waf.rateLimit.limit"].field(),
+        description="Requests per evaluation window (WAF minimum 10).",
+    )
     evaluation_window_sec: int = Field(
         default=300,
         description="Seconds WAF looks back when counting: 60, 120, 300 (default) or 600.",

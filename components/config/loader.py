@@ -164,8 +164,18 @@ def _issues_from_validation(err: ValidationError) -> list[ConfigIssue]:
             shown = e.get("input")
             if isinstance(shown, (str, int, float)) and not isinstance(shown, bool) and "secret" not in path.lower():
                 msg = f"{msg} (got {shown!r})"
+            if kind == "string_type" and isinstance(shown, (int, float)) and not isinstance(shown, bool):
+                msg += f"; {_quote_hint(path, shown)}"
             out.append(ConfigIssue(path, msg))
     return out
+
+
+def _quote_hint(path: str, number: float) -> str:
+    """YAML reads an unquoted ``1.30`` as the number 1.3 (YAML 1.1/1.2 core schema: a float), which loses the
+    trailing zero; a version must be written as a string."""
+    key = path.rsplit(".", 1)[-1]
+    example = f"{number:.2f}" if isinstance(number, float) and len(repr(number).split(".")[-1]) == 1 else str(number)
+    return f'YAML read an unquoted number: quote the value, e.g. {key}: "{example}" (unquoted 1.30 is the number 1.3)'
 
 
 def _is_union_tag(part: str) -> bool:

@@ -106,6 +106,11 @@ def plan_subnets(network: NetworkConfig) -> SubnetPlan:
     azs = network.availability_zone_ids
     private_len = network.private_subnet_prefix_length or min(vpc.prefixlen + 3, 28)
     if private_len <= vpc.prefixlen:
+        if network.private_subnet_prefix_length is None:  # the user set only the VPC: name what is too small
+            raise ValueError(
+                f"network.cidr {vpc} is too small for per-AZ subnets: private subnets are the VPC's prefix + 3, "
+                "at most /28 (the smallest VPC subnet), which a /28 or smaller VPC cannot hold: use a larger VPC (/16 recommended)"
+            )
         raise ValueError(f"privateSubnetPrefixLength /{private_len} must be longer than the VPC's /{vpc.prefixlen}")
     blocks = list(vpc.subnets(new_prefix=private_len))
     if len(blocks) < len(azs) + 1:

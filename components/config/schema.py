@@ -11,6 +11,8 @@ Editors with the YAML language server autocomplete and check stack files against
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,7 +112,13 @@ def main(argv: list[str] | None = None) -> int:
         for path in stale:
             print(f"{path} is out of date; run `python -m components.config.schema --write`")
         return 1 if stale else 0
-    print(files[SCHEMA_PATH], end="")
+    try:
+        print(files[SCHEMA_PATH], end="", flush=True)
+    except BrokenPipeError:
+        # `| head`: the reader has what it wanted. The config layer cannot use tools.cli.run (imports run downward);
+        # this is the same handling: stdout to /dev/null so the exit's flush does not raise again (Python docs, SIGPIPE)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

@@ -11,6 +11,7 @@ from policies import aws_names
 
 from . import (
     capacity,
+    closed_sets,
     endpoints,
     gateway,
     health_checks,
@@ -97,6 +98,7 @@ def _provides_every_view(cfg: StackConfig) -> tuple[object, ...]:
     ``StackView`` protocols), so the sections need not import this module (no import circle)."""
     views: tuple[
         capacity.StackView,
+        closed_sets.StackView,
         cluster_section.StackView,
         endpoints.StackView,
         gateway.StackView,
@@ -107,7 +109,7 @@ def _provides_every_view(cfg: StackConfig) -> tuple[object, ...]:
         observability.StackView,
         operator.StackView,
         vpc_endpoints.StackView,
-    ] = (cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg)
+    ] = (cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg)
     return views
 
 

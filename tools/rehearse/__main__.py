@@ -23,7 +23,7 @@ from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
 from tools import cli, member_outputs
 from tools.advisories import advisories_of, advisory_report
-from tools.console import make_console
+from tools.console import make_console, progress
 from tools.harness import run_stack
 from tools.rehearse import EXIT_CONFIG, rehearse
 
@@ -35,6 +35,11 @@ def _config_error(stack: str, issues: list[str], as_json: bool) -> int:
         make_console().print(f"[bold red]config error[/] in stack {stack}:")
         for issue in issues:
             make_console().print(f"  {issue}", markup=False)
+    line = cli.verdict(stack, exit_code=EXIT_CONFIG, errors=len(issues), what="nothing registered")
+    if as_json:
+        print(line, file=sys.stderr)  # stdout stays one JSON document
+    else:
+        make_console().print(line, markup=False, style="bold red")
     return EXIT_CONFIG
 
 
@@ -58,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         members = member_outputs.for_stack(args.stack, mapping, args.member_outputs)
     except (StackFileError, cli.InputError) as err:
         return _config_error(args.stack, cli.input_problems(err), args.json)
-    run = run_stack(args.stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
+    with progress(f"{args.stack}: running the program under Pulumi mocks"):
+        run = run_stack(args.stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
     notice = member_outputs.notice(members) if members else None
     if run.config_error is not None:
         return _config_error(
@@ -77,8 +83,21 @@ def main(argv: list[str] | None = None) -> int:
             console.print(notice, style="bold yellow", soft_wrap=True, markup=False)
         console.print(result)
         console.print(advisories.renderable)
+    line = cli.verdict(
+        args.stack,
+        exit_code=result.exit_code,
+        resources=len(run.registrations),
+        errors=len(result.findings),
+        advisories=len(advisories.data),
+        converges=result.converges,
+        what="destroy rehearsed" if args.destroy else None,
+    )
+    if args.json:
+        print(line, file=sys.stderr)
+    else:
+        console.print(line, markup=False)
     return result.exit_code
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

@@ -14,7 +14,6 @@ import copy
 import gc
 import io
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 import yaml
 
 from components.config.stackfile import load_stack_file, stack_path
+from tools import cli
 from tools.harness import run_stack
 from tools.preview import preview
 from tools.rehearse import rehearse
@@ -98,4 +98,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.run(main)

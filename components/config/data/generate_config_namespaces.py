@@ -97,7 +97,13 @@ def render(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=1, sort_keys=True) + "\n"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m components.config.data.generate_config_namespaces", description=f"Regenerate {OUT.name}."
+    )
+    parser.parse_args(argv)  # no options: --help (and an unknown option) must not rewrite the file
     OUT.write_text(render(generate()), encoding="utf-8")
     print(f"wrote {OUT}")
     return 0

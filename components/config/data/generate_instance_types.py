@@ -110,7 +110,14 @@ def render(doc: dict[str, Any]) -> str:
     return f'{{\n "source": {json.dumps(doc["source"], indent=2)},\n "instanceTypes": {{\n{types}\n }}\n}}\n'
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m components.config.data.generate_instance_types",
+        description=f"Regenerate {OUT.name} from moto's EC2 records and cfn-lint's HyperPod instance types.",
+    )
+    parser.parse_args(argv)  # no options: --help (and an unknown option) must not rewrite the file
     OUT.write_text(render(generate()), encoding="utf-8")
     print(f"wrote {OUT}")
     return 0

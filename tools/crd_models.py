@@ -7,8 +7,8 @@ Inputs are the CRD files ``policies/compatibility.yaml`` lists under ``crdReleas
 else from ``vendor/crds`` filled by ``python -m tools.fetch_crds``, which pins and verifies every blob):
 
 - ``components/config/crd.py``: one pydantic model per object of the v1 ``spec`` of InferenceEndpointConfig and
-  JumpStartModel in the newest release (identical sub-objects share one class), plus the fields AWS documents
-  for later operators with no public CRD (``features`` with a ``schema``). Keys by their CRD names only,
+  JumpStartModel in the newest release (identical sub-objects share one class), plus the fields of the later
+  operators with no public CRD (the overlays of ``policies/crd_overlays``, 3.4-3.7). Keys by their CRD names only,
   unknown keys forbidden, the CRD's enums, patterns and bounds; optional unless the CRD requires a field without
   a default; no defaults of their own, so a dump renders exactly what the user wrote. Embedded Kubernetes core
   types (:data:`OPAQUE`: resources, affinity, probes, env, volumes, init containers) stay mappings, validated
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from policies import compatibility as compat
+from policies import crd_overlays
 from policies.yaml_files import load_yaml_file
 from tools.fetch_crds import find_crds, git_blob_id
 
@@ -132,19 +133,24 @@ def spec_schema(path: Path) -> dict[str, Any]:
     return spec
 
 
-def with_documented(spec: dict[str, Any], kind_code: str, operator: str | None = None) -> dict[str, Any]:
-    """``spec`` plus the documented fields of ``compatibility.yaml`` (optionally only those up to ``operator``)."""
-    out = json.loads(json.dumps(spec))
-    for feature in compat.documented_features(KINDS[kind_code], operator):
-        node = out
-        *parents, leaf = feature.path.split(".")
-        for part in parents:
-            node = node["properties"][part]
-        fragment = dict(feature.schema_ or {})
-        if feature.description:
-            fragment["description"] = feature.description
-        node.setdefault("properties", {})[leaf] = fragment
-    return out
+def _opaque(kind_code: str) -> frozenset[str]:
+    """:data:`OPAQUE` plus the overlay fields that are core types of the base CRD (``schemaFrom``)."""
+    extra = {f.path for _, f in crd_overlays.active_fields(KINDS[kind_code]) if f.schema_from is not None}
+    return OPAQUE[kind_code] | extra
+
+
+def with_overlays(spec: dict[str, Any], kind_code: str, crds_dir: Path) -> dict[str, Any]:
+    """``spec`` plus every overlay field of the kind (``policies/crd_overlays``; ``schemaFrom`` resolved against
+    the newest published CRD)."""
+
+    def core(code: str, path: str) -> dict[str, Any]:
+        newest = [r for r in compat.load_compatibility().crd_releases if code in r.files][-1]
+        node = crd_overlays.schema_path(spec_schema(crds_dir / newest.files[code]), path)  # type: ignore[index]
+        if node is None:
+            raise SystemExit(f"tools.crd_models: schemaFrom {code} {path}: no such path in the newest CRD")
+        return node
+
+    return crd_overlays.apply(spec, crd_overlays.active_fields(KINDS[kind_code]), core)
 
 
 # --- the models -------------------------------------------------------------------------------------------------
@@ -234,7 +240,7 @@ class _Models:
 
     @staticmethod
     def _object_of(sub: dict[str, Any], kind_code: str, path: str) -> dict[str, Any] | None:
-        if path in OPAQUE[kind_code]:
+        if path in _opaque(kind_code):
             return None
         node = sub.get("items", sub) if sub.get("type") == "array" else sub
         return node if node.get("type") == "object" and node.get("properties") else None
@@ -246,7 +252,7 @@ class _Models:
         return f"{head} — {text}" if text else head
 
     def _type(self, kind_code: str, sub: dict[str, Any], path: str) -> str:  # noqa: PLR0911 - one per schema type
-        if path in OPAQUE[kind_code]:
+        if path in _opaque(kind_code):
             return "list[dict[str, Any]]" if sub.get("type") == "array" else "dict[str, Any]"
         if sub.get("x-kubernetes-int-or-string"):
             return "int | str"
@@ -339,8 +345,8 @@ def _header(inputs: list[tuple[str, str]]) -> str:
 Every model forbids unknown keys and takes keys only by their CRD names (camelCase); fields are optional unless
 the CRD requires them without a default, and carry no defaults of their own, so ``dump()`` renders exactly what
 the user wrote (the operator applies the CRD defaults). Embedded Kubernetes core types (:data:`OPAQUE_PATHS`)
-are mappings, validated against the CRD by the schema validation. Fields AWS documents for later operators that
-no public CRD has are typed from ``features`` of ``policies/compatibility.yaml`` (:data:`DOCUMENTED_FIELDS`).
+are mappings, validated against the CRD by the schema validation. Fields of later operators that no public CRD
+has are typed from their overlays, ``policies/crd_overlays/operator-<version>.yaml`` (:data:`OVERLAY_FIELDS`).
 Which release has which field: ``policies/crd_fields.json`` (same generator). The InferenceGatewayConfig spec has
 no public CRD: it is typed by hand from the AWS documentation in ``components/config/gateway_spec.py``.
 """
@@ -354,8 +360,9 @@ from pydantic import BaseModel, ConfigDict, Field
 OPAQUE_PATHS: dict[str, frozenset[str]] = {{opaque}}
 """Spec paths (per kind) holding Kubernetes core types, kept as mappings."""
 
-DOCUMENTED_FIELDS: dict[str, str] = {{documented}}
-"""Spec paths typed from AWS documentation (no public CRD), with the operator release that adds them."""
+OVERLAY_FIELDS: dict[str, str] = {{documented}}
+"""Spec paths typed from the overlays (AWS documentation and release notes; no public CRD), with the operator
+release that adds them."""
 
 
 class CrdModel(BaseModel):
@@ -382,9 +389,9 @@ def generate_models(crds_dir: Path) -> str:
         rel = newest.files[code]
         raw = (crds_dir / rel).read_bytes()
         inputs.append((rel, git_blob_id(raw)))
-        models.build(code, with_documented(spec_schema(crds_dir / rel), code), f"{KINDS[code]}Spec")
-    opaque = "{" + ", ".join(f'"{KINDS[k]}": frozenset({sorted(v)!r})' for k, v in OPAQUE.items()) + "}"
-    documented = {f.path: f.introduced_in for f in table.features if f.schema_ is not None}
+        models.build(code, with_overlays(spec_schema(crds_dir / rel), code, crds_dir), f"{KINDS[code]}Spec")
+    opaque = "{" + ", ".join(f'"{KINDS[k]}": frozenset({sorted(_opaque(k))!r})' for k in OPAQUE) + "}"
+    documented = {f.path: o.operator_version for k in KINDS.values() for o, f in crd_overlays.active_fields(k)}
     head = _header(inputs).replace("{newest}", newest.operator_version)
     head = head.replace("{opaque}", opaque.replace("'", '"').replace("frozenset([])", "frozenset()"))
     head = head.replace("{documented}", json.dumps(documented))

@@ -302,9 +302,8 @@ def features_missing(spec: dict[str, Any], addon_version: str, kind: str = IEC) 
 
     A spec path (or enum value) is missing when the CRD of the pinned operator (:func:`crd_release_for`) lacks it
     and a later published CRD has it (:func:`crd_field_table`), when a hand-dated ``features`` row says the
-    operator is older than the release that introduced it, or when an overlay field's release is newer than the
-    operator (``policies/crd_overlays.gate``; where the mapping cannot tell, :func:`policies.crd_overlays.gate`
-    reports it as unknowable instead, and it is not listed here). ``path`` is the spec path where the feature is used
+    operator is older than the release that introduced it. The fields of releases without a published CRD are
+    added by :func:`policies.crd_overlays.features_missing`, which the config checks and the rules call. ``path`` is the spec path where the feature is used
     (``[]`` for list items); ``introduced_in`` the operator version that added it.
     """
     release = addon(addon_version)
@@ -338,19 +337,6 @@ def features_missing(spec: dict[str, Any], addon_version: str, kind: str = IEC) 
         if feature.value is not None and not _same(got, feature.value):
             continue
         out.append((feature.path, feature.introduced_in, feature))
-    from policies import crd_overlays  # the overlays read this table: imported here, not at the top
-
-    refused, _ = crd_overlays.gate(spec, addon_version, kind)
-    for overlay, field_ in refused:
-        feature = Feature.model_validate(
-            {
-                "path": field_.path,
-                "introducedIn": overlay.operator_version,
-                "kinds": list(field_.kinds),
-                "sources": list(field_.sources),
-            }
-        )
-        out.append((field_.path, overlay.operator_version, feature))
     return out
 
 

@@ -76,9 +76,30 @@ class OverlayField(_Strict):
         return any(compat._KIND_CODES[k] == kind for k in self.kinds)
 
 
+class ImageRequirement(_Strict):
+    """What a setting needs of the worker image: a minimum version of LMCache or vLLM."""
+
+    component: Literal["lmcache", "vllm"]
+    min: str
+
+    def label(self) -> str:
+        return f"{'LMCache' if self.component == 'lmcache' else 'vLLM'} >= {self.min}"
+
+
+class RuleCondition(_Strict):
+    path: str
+    equals: Any
+
+
 class OverlayRule(_Strict):
+    """A rule the release's documents state: the policy rule ``id`` (``policies/rules.py``) enforces it; with
+    ``when`` and ``requires`` it is an image requirement of a spec setting, read from here by that rule."""
+
     id: str
     sources: tuple[str, ...]
+    when: RuleCondition | None = None
+    requires: ImageRequirement | None = None
+    covered_by_image_set: bool = Field(default=False, alias="coveredByImageSet")
 
 
 class Overlay(_Strict):
@@ -200,6 +221,17 @@ def describe(fields: list[tuple[Overlay, OverlayField]]) -> str:
     return "; ".join(parts)
 
 
+def image_requirements() -> list[tuple[Overlay, OverlayRule]]:
+    """Every overlay rule that asks something of the worker image when a spec setting holds (those the add-ons'
+    image sets already cover, ``coveredByImageSet``, are enforced by ``image-compatible-with-operator``)."""
+    return [
+        (o, r)
+        for o in load_overlays()
+        for r in o.rules
+        if r.when is not None and r.requires is not None and not r.covered_by_image_set
+    ]
+
+
 def sidecar_paths(kind: str) -> list[str]:
     """Spec paths of the containers the operator adds to each inference pod (their requests count)."""
     return [f.path for _, f in active_fields(kind) if f.capacity == "sidecar"]
@@ -255,9 +287,9 @@ def unknown_text(o: Overlay, f: OverlayField, addon_version: str) -> str:
     release = compat.addon(addon_version)
     return (
         f"`{f.path}` is added by operator {o.operator_version} ({compat.source_urls(f.sources)}); which operator "
-        f"add-on {addon_version} carries is inferred, not sourced (operator {release.operator_version}: "
-        f"{release.operator_version_note or 'policies/compatibility.yaml'}), so whether its CRD has the field cannot "
-        f"be known offline; an API server prunes a field its CRD lacks"
+        f"add-on {addon_version} carries is inferred, not sourced (operator {release.operator_version}, "
+        "operatorVersionNote in policies/compatibility.yaml), so whether its CRD has the field cannot be known "
+        "offline; an API server prunes a field its CRD lacks"
     )
 
 
@@ -267,3 +299,16 @@ def path_unsourced_text(o: Overlay, f: OverlayField) -> str:
         f"source states (checklist `{f.checklist_id}` of docs/first-deploy.md, {o.file}); if the installed CRD has "
         "it elsewhere the API server prunes it and the setting has no effect"
     )
+
+
+def features_missing(spec: dict[str, Any], addon_version: str, kind: str = compat.IEC) -> list[tuple[str, str, Any]]:
+    """:func:`policies.compatibility.features_missing` plus the overlay fields the pinned add-on's operator lacks
+    (``(path, introduced_in, feature)``; the unknowable ones are the ``feature-in-installed-crd`` advisory)."""
+    out: list[tuple[str, str, Any]] = list(compat.features_missing(spec, addon_version, kind))
+    refused, _ = gate(spec, addon_version, kind)
+    for overlay, f in refused:
+        feature = compat.Feature.model_validate(
+            {"path": f.path, "introducedIn": overlay.operator_version, "kinds": list(f.kinds), "sources": list(f.sources)}
+        )
+        out.append((f.path, overlay.operator_version, feature))
+    return out

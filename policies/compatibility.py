@@ -343,10 +343,14 @@ def features_missing(spec: dict[str, Any], addon_version: str, kind: str = IEC) 
 def missing_text(feature: Feature, introduced: str, addon_version: str) -> str:
     """Why a feature is refused for a pin, naming the release that adds it and the add-on that carries it."""
     minimum = minimum_addon_for(introduced)
-    need = minimum.addon_version if minimum else f"an add-on with operator {introduced}"
+    need = (
+        f"add-on {minimum.addon_version} or later"
+        if minimum
+        else "no add-on build of the compatibility table is known to carry it"
+    )
     release = addon(addon_version)
     return (
-        f"`{feature.label}` needs operator {introduced}+ (add-on {need} or later; {source_urls(feature.sources)}); "
+        f"`{feature.label}` needs operator {introduced}+ ({need}; {source_urls(feature.sources)}); "
         f"operator.addonVersion pins {addon_version} (operator {release.operator_version})"
     )
 

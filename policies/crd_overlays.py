@@ -308,7 +308,12 @@ def features_missing(spec: dict[str, Any], addon_version: str, kind: str = compa
     refused, _ = gate(spec, addon_version, kind)
     for overlay, f in refused:
         feature = compat.Feature.model_validate(
-            {"path": f.path, "introducedIn": overlay.operator_version, "kinds": list(f.kinds), "sources": list(f.sources)}
+            {
+                "path": f.path,
+                "introducedIn": overlay.operator_version,
+                "kinds": list(f.kinds),
+                "sources": list(f.sources),
+            }
         )
         out.append((f.path, overlay.operator_version, feature))
     return out

@@ -21,10 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import aws_names
+from . import aws_names, crd_overlays
 from . import capacity_rules as cap
 from . import compatibility as compat
-from . import crd_overlays
 
 ENGINE_LABEL = "hyperpod-inference/engine"
 """Label carrying ``endpoints[].engine`` on every rendered custom resource (vllm | sglang | other)."""
@@ -323,11 +322,10 @@ def feature_supported_by_addon_version(cr: Mapping[str, Any], ctx: RuleContext) 
     out = []
     for path, introduced, feature in crd_overlays.features_missing(spec_of(cr), ctx.addon_version, str(cr.get("kind"))):
         minimum = compat.minimum_addon_for(introduced)
-        need = minimum.addon_version if minimum else f"operator {introduced}"
+        need = f"add-on {minimum.addon_version} or later" if minimum else "no known add-on build carries it"
         out.append(
             Violation(
-                f"`{feature.label}` needs operator {introduced}+ (add-on {need} or later); pinned "
-                f"add-on is {ctx.addon_version}",
+                f"`{feature.label}` needs operator {introduced}+ ({need}); pinned add-on is {ctx.addon_version}",
                 path,
             )
         )

@@ -212,7 +212,7 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
         _set("spec.lmcache", {"mode": "MultiProcess"}),
         _all(_set("spec.lmcache", {"mode": "MultiProcess"}), _set("spec.worker.image", "lmcache/vllm-openai:v0.5.0")),
         "worker.image",
-        "`lmcache.mode: \"MultiProcess\"` needs LMCache >= 0.5.0 in the worker image (operator 3.7; "
+        '`lmcache.mode: "MultiProcess"` needs LMCache >= 0.5.0 in the worker image (operator 3.7; '
         "https://github.com/aws/sagemaker-hyperpod-cli/pull/464); worker.image lmcache/vllm-openai:v0.4.3 is older",
     ),
     (

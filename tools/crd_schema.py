@@ -125,7 +125,9 @@ def crd_path(crds_dir: Path, kind: str, addon_version: str | None = None) -> Pat
 
 
 @functools.lru_cache(maxsize=128)
-def _validator(crds_dir: Path, kind: str, crd_file: str, fields: tuple[tuple[str, str], ...]) -> jsonschema.Draft7Validator:
+def _validator(
+    crds_dir: Path, kind: str, crd_file: str, fields: tuple[tuple[str, str], ...]
+) -> jsonschema.Draft7Validator:
     """A Draft 7 validator of ``crd_file``'s spec plus the overlay fields ``(operator, path)`` (built once: the files
     do not change while a process runs, and building one copies and walks the whole CRD schema)."""
     chosen = [(o, f) for o, f in crd_overlays.active_fields(kind) if (o.operator_version, f.path) in fields]

@@ -14,8 +14,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import Discriminator, Field, Tag
 
 from policies import compatibility as compat
-from policies import crd_overlays
-from policies import rules
+from policies import crd_overlays, rules
 
 from .base import ConfigAdvisory, ConfigIssue, Model, join_path
 from .checks import advisory_check, cross_check

@@ -317,3 +317,31 @@ def features_missing(spec: dict[str, Any], addon_version: str, kind: str = compa
         )
         out.append((f.path, overlay.operator_version, feature))
     return out
+
+
+GATEWAY_CONFIG_FILE = "inferencegatewayconfig-v1alpha1.yaml"
+
+
+class DocsSchema(_Strict):
+    """A kind with no published CRD, as its documentation page defines it (the InferenceGatewayConfig)."""
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    minimum_addon: str = Field(alias="minimumAddon")
+    sources: tuple[str, ...] = Field(min_length=1)
+    spec: dict[str, Any]
+    file: str = ""
+
+    def describe(self) -> str:
+        return f"{self.file} (docs schema; {compat.source_urls(self.sources)})"
+
+
+@functools.cache
+def gateway_config_schema() -> DocsSchema:
+    """The InferenceGatewayConfig v1alpha1 spec schema of the AWS Inference Gateway page (D4)."""
+    path = OVERLAY_DIR / GATEWAY_CONFIG_FILE
+    doc = DocsSchema.model_validate({**load_yaml_file(path), "file": f"policies/crd_overlays/{path.name}"})
+    unknown = sorted(set(doc.sources) - set(compat.load_compatibility().sources))
+    if unknown or not compat.is_known_addon(doc.minimum_addon):
+        raise ValueError(f"{path.name}: unknown source keys {unknown} or add-on {doc.minimum_addon}")
+    return doc

@@ -565,3 +565,95 @@ def test_overlay_fields_are_typed_into_the_models() -> None:
         "InProcess",
         "MultiProcess",
     ]
+
+
+# --- InferenceGatewayConfig: the docs schema and the hand-typed model agree ---------------------------------------
+
+
+def _gateway_spec() -> dict[str, Any]:
+    return {
+        "bbr": {"enabled": True},
+        "auth": {
+            "jwt": {
+                "provider": {
+                    "name": "idp",
+                    "issuer": "https://idp.example.com",
+                    "remoteJWKS": {"uri": "https://idp.example.com/jwks"},
+                    "audiences": ["a"],
+                }
+            }
+        },
+        "schedulers": [{"name": "s0", "modelSelector": {"matchLabels": {"app": "m"}}, "modelName": "m0"}],
+    }
+
+
+def _many(path: str, n: int) -> Callable[[dict[str, Any]], None]:
+    def apply(spec: dict[str, Any]) -> None:
+        if path == "audiences":
+            spec["auth"]["jwt"]["provider"]["audiences"] = [f"a{i}" for i in range(n)]
+        elif path == "requiredClaims":
+            spec["auth"]["jwt"]["provider"]["requiredClaims"] = [{"name": f"c{i}", "values": ["v"]} for i in range(n)]
+        elif path == "schedulers":
+            spec["schedulers"] = [
+                {"name": f"s{i}", "modelSelector": {"matchLabels": {"app": f"m{i}"}}, "modelName": f"m{i}"}
+                for i in range(n)
+            ]
+        elif path == "loraAdapters":
+            spec["schedulers"][0]["loraAdapters"] = [f"l{i}" for i in range(n)]
+        elif path == "logLevel":
+            spec["schedulers"][0]["logLevel"] = n
+        elif path == "maxRequestBodyBytes":
+            spec["bbr"]["maxRequestBodyBytes"] = n
+        elif path == "targetPort":
+            spec["schedulers"][0]["targetPort"] = n
+        elif path == "scheduler":
+            spec["schedulers"][0]["scheduler"] = ["llm-d", "epp", "vllm"][n]
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("path", "at_limit", "over"),
+    [
+        ("audiences", 8, 9),
+        ("requiredClaims", 16, 17),
+        ("schedulers", 100, 101),
+        ("loraAdapters", 50, 51),
+        ("logLevel", 5, 6),
+        ("maxRequestBodyBytes", 268435456, 268435457),
+        ("targetPort", 65535, 65536),
+        ("scheduler", 1, 2),  # epp is allowed, vllm is not a scheduler
+    ],
+)
+def test_gateway_docs_schema_and_model_agree_at_each_limit(path: str, at_limit: int, over: int) -> None:
+    import jsonschema
+
+    from components.config.gateway_spec import InferenceGatewayConfigSpec
+    from tools.k8s_schema import _gateway_validator
+
+    docs = crd_overlays.gateway_config_schema()
+    assert docs.sources == ("D4",) and docs.minimum_addon == GATEWAY_ADDON
+    validator: jsonschema.Draft7Validator = _gateway_validator()
+    for n, ok in ((at_limit, True), (over, False)):
+        spec = _gateway_spec()
+        _many(path, n)(spec)
+        docs_ok = not list(validator.iter_errors(spec))
+        try:
+            InferenceGatewayConfigSpec.model_validate(spec)
+            model_ok = True
+        except ValueError:
+            model_ok = False
+        assert (docs_ok, model_ok) == (ok, ok), (path, n)
+
+
+def test_the_rendered_gateway_config_is_valid_against_the_docs_schema(stack_runs, crds_dir) -> None:
+    manifests = [
+        m for m in kubernetes_manifests(stack_runs["prod"].registrations) if m["kind"] == "InferenceGatewayConfig"
+    ]
+    assert len(manifests) == 1
+    results, _ = validate_manifests(manifests, crds_dir=crds_dir)
+    assert [(r.outcome, r.errors) for r in results] == [("valid-against-docs-schema", [])]
+    broken = copy.deepcopy(manifests[0])
+    broken["spec"]["schedulers"][0]["enginetype"] = "vllm"  # misspelt: closed objects refuse it
+    (result,) = validate_manifests([broken], crds_dir=crds_dir)[0]
+    assert result.outcome == "invalid" and "'enginetype' was unexpected" in result.errors[0]

@@ -14,8 +14,11 @@ Four outcomes per object (never "valid" by default), each naming the schema it r
   - core kinds (Namespace, ServiceAccount, Role, RoleBinding, Secret, ConfigMap, ...): the Kubernetes OpenAPI
     schemas the ``kubernetes-validate`` package ships, strict (unknown fields are errors), for the stack's
     Kubernetes version or, when the pinned release does not ship it, the newest it has (reported as an advisory);
-* ``cannot-validate-offline`` for kinds without a public schema (InferenceGatewayConfig), and when
-  ``../shared/crds`` is absent: named, never counted as valid.
+* ``valid-against-docs-schema`` / ``invalid`` for the InferenceGatewayConfig (no CRD is published): its spec
+  against the schema the AWS Inference Gateway page documents (``policies/crd_overlays/
+  inferencegatewayconfig-v1alpha1.yaml``), closed;
+* ``cannot-validate-offline`` for kinds without any schema, and when ``../shared/crds`` is absent: named, never
+  counted as valid.
 """
 
 from __future__ import annotations
@@ -86,6 +89,16 @@ def _tgb_validator(crds_dir: Path) -> Any:
     return jsonschema.Draft7Validator(strict(spec))
 
 
+@functools.cache
+def _gateway_validator() -> Any:
+    import jsonschema
+
+    from policies import crd_overlays
+    from tools.crd_schema import strict
+
+    return jsonschema.Draft7Validator(strict(crd_overlays.gateway_config_schema().spec))
+
+
 def _errors(validator: Any, value: Any, prefix: str) -> list[str]:
     errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
     return [f"{prefix}{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
@@ -117,6 +130,12 @@ def validate_object(  # noqa: PLR0911 - one return per schema family and outcome
         assert crds_dir is not None
         verdict = classify_cr(obj, crds_dir, addon_version)
         return result(verdict.outcome, verdict.schema, verdict.errors, verdict.advisories)
+    if api == f"{OPERATOR_GROUP}/v1alpha1" and kind == "InferenceGatewayConfig":
+        from policies import crd_overlays
+
+        docs = crd_overlays.gateway_config_schema()
+        errs = _errors(_gateway_validator(), obj.get("spec") or {}, "spec.")
+        return result("invalid" if errs else "valid-against-docs-schema", docs.describe(), errs)
     if api == "elbv2.k8s.aws/v1beta1" and kind == "TargetGroupBinding":
         if not have_crds:
             return result("cannot-validate-offline", f"{TGB_CRD} (../shared/crds not found at {crds_dir})")

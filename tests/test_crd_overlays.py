@@ -626,7 +626,6 @@ def _many(path: str, n: int) -> Callable[[dict[str, Any]], None]:
     ],
 )
 def test_gateway_docs_schema_and_model_agree_at_each_limit(path: str, at_limit: int, over: int) -> None:
-    import jsonschema
 
     from components.config.gateway_spec import InferenceGatewayConfigSpec
     from tools.k8s_schema import _gateway_validator

@@ -656,3 +656,99 @@ def test_the_rendered_gateway_config_is_valid_against_the_docs_schema(stack_runs
     broken["spec"]["schedulers"][0]["enginetype"] = "vllm"  # misspelt: closed objects refuse it
     (result,) = validate_manifests([broken], crds_dir=crds_dir)[0]
     assert result.outcome == "invalid" and "'enginetype' was unexpected" in result.errors[0]
+
+
+# --- a real CRD of 3.4+: taken when a snapshot has one, and checked against the overlay ---------------------------
+
+
+def test_the_overlays_agree_with_every_published_crd_of_their_release(crds_dir: Path) -> None:
+    from tools.crd_models import real_crd_disagreements
+
+    found = real_crd_disagreements(crds_dir)
+    if not found:
+        newest = compat.load_compatibility().crd_releases[-1].operator_version
+        pytest.skip(
+            f"no published CRD of operator 3.4+ in crdReleases (the newest is {newest}; no retrievable snapshot of "
+            "aws/sagemaker-hyperpod-cli has one, ../shared/docs/operator-3.4-3.7.md): nothing to compare yet"
+        )
+    assert found == dict.fromkeys(found, [])
+
+
+def test_the_comparison_finds_each_kind_of_disagreement(crds_dir: Path) -> None:
+    """A made-up 'real' 3.7 CRD: the v3.3 CRD with the overlay's fields (they agree), then with one changed."""
+    from tools.crd_models import overlay_disagreements
+    from tools.crd_schema import core_schema_of
+
+    core = core_schema_of(crds_dir)
+    overlay = crd_overlays.load_overlays()[-1]
+    assert overlay.operator_version == "3.7"
+    fields = [(overlay, f) for f in overlay.fields]
+
+    def real() -> dict[str, dict[str, Any]]:
+        out = {}
+        for code, name in (("IEC", "inferenceendpointconfigs"), ("JSM", "jumpstartmodels")):
+            base = crd_spec_schema(crds_dir / f"v3.3/inference.sagemaker.aws.amazon.com_{name}.yaml")
+            out[code] = crd_overlays.apply(base, [(o, f) for o, f in fields if code in f.kinds], core)
+        return out
+
+    assert overlay_disagreements(overlay, real(), core) == []
+    changed = real()
+    changed["IEC"]["properties"]["lmcache"]["properties"]["mode"]["enum"] = ["InProcess", "MultiProcess", "Remote"]
+    assert overlay_disagreements(overlay, changed, core) == [
+        "IEC spec.lmcache.mode: the overlay says enum ['InProcess', 'MultiProcess'], the CRD "
+        "['InProcess', 'MultiProcess', 'Remote']"
+    ]
+    moved = real()
+    moved["JSM"]["properties"].pop("tolerations")
+    assert overlay_disagreements(overlay, moved, core) == [
+        "JSM spec.tolerations: in the overlay, not in the CRD (checklist operator-37-spec-paths: the path was a guess)"
+    ]
+    retyped = real()
+    retyped["IEC"]["properties"]["tolerations"]["items"]["properties"]["tolerationSeconds"]["type"] = "string"
+    assert overlay_disagreements(overlay, retyped, core) == [
+        "IEC spec.tolerations[].tolerationSeconds: the overlay says type 'integer', the CRD 'string'"
+    ]
+
+
+def test_fetch_crds_finds_a_newer_release_in_a_snapshot(tmp_path: Path) -> None:
+    import subprocess
+
+    from tools import fetch_crds
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", *args],
+            cwd=tmp_path,
+            env={**env, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+
+    chart = tmp_path / fetch_crds._OPERATOR / "Chart.yaml"
+    crd = tmp_path / fetch_crds._CRD / fetch_crds._IEC
+    chart.parent.mkdir(parents=True)
+    crd.parent.mkdir(parents=True)
+    git("init", "--quiet", "--initial-branch", "main")
+    commits = []
+    for version, app, body in (("2.3.0", "3.3", b"v33\n"), ("2.4.0", "3.4", b"v34\n"), ("2.4.1", "3.4", b"v341\n")):
+        chart.write_text(f'apiVersion: v2\nname: inference-operator\nversion: {version}\nappVersion: "{app}"\n')
+        crd.write_bytes(body)
+        git("add", "-A")
+        git("commit", "--quiet", "-m", version)
+        commits.append(git("rev-parse", "HEAD"))
+    (found,) = fetch_crds.find_newer(tmp_path / ".git", "3.3")
+    assert (found.operator, found.chart, found.commit) == ("3.4", "2.4.0", commits[1])
+    assert found.blobs == {"IEC": fetch_crds.git_blob_id(b"v34\n")}
+    (pin,) = found.pins()
+    assert (pin.dest, pin.path, pin.blob) == (
+        f"v3.4/{fetch_crds._IEC}",
+        f"{fetch_crds._CRD}/{fetch_crds._IEC}",
+        fetch_crds.git_blob_id(b"v34\n"),
+    )
+    assert found.crd_release_row().startswith(
+        f'  - {{operator: "3.4", chart: 2.4.0, commit: {commits[1]}, files: {{IEC: v3.4/{fetch_crds._IEC}}}'
+    )
+    assert fetch_crds.find_newer(tmp_path / ".git", "3.4") == []

@@ -401,6 +401,65 @@ def generate_models(crds_dir: Path) -> str:
     return head + body
 
 
+# --- overlays against a real CRD ----------------------------------------------------------------------------
+
+_COMPARED = ("type", "enum", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern")
+
+
+def _compare(ours: dict[str, Any], theirs: dict[str, Any], where: str) -> Iterator[str]:
+    for key in _COMPARED:
+        if key in ours and ours.get(key) != theirs.get(key):
+            yield f"{where}: the overlay says {key} {ours[key]!r}, the CRD {theirs.get(key)!r}"
+    for name, sub in (ours.get("properties") or {}).items():
+        other = (theirs.get("properties") or {}).get(name)
+        if other is None:
+            yield f"{where}.{name}: in the overlay, not in the CRD"
+        else:
+            yield from _compare(sub, other, f"{where}.{name}")
+    if isinstance(ours.get("items"), dict):
+        yield from _compare(ours["items"], theirs.get("items") or {}, f"{where}[]")
+
+
+def overlay_disagreements(overlay: crd_overlays.Overlay, real: dict[str, dict[str, Any]], core: Any) -> list[str]:
+    """Where an overlay and a real CRD of its release (``real``: kind code -> v1 spec schema) differ: a field the
+    CRD lacks at the overlay's path (for a field whose path no source states: the path to correct), or a type, enum
+    or bound that differs on a field both have. Empty: they agree on every field they share."""
+    out = []
+    for f in overlay.fields:
+        for code in f.kinds:
+            if code not in real:
+                continue
+            theirs = crd_overlays.schema_path(real[code], f.path)
+            label = f"{code} spec.{f.path}"
+            if theirs is None:
+                note = f" (checklist {f.checklist_id}: the path was a guess)" if f.checklist_id else ""
+                out.append(f"{label}: in the overlay, not in the CRD{note}")
+                continue
+            out.extend(_compare(crd_overlays.fragment(f, core), theirs, label))
+    return out
+
+
+def real_crd_disagreements(crds_dir: Path) -> dict[str, list[str]]:
+    """For every overlay a published CRD supersedes (a ``crdReleases`` row at or after its release): the
+    disagreements with the oldest such CRD. ``{}`` while no CRD of 3.4+ is published."""
+    table = compat.load_compatibility()
+
+    def core(code: str, path: str) -> dict[str, Any]:
+        newest = [r for r in table.crd_releases if code in r.files][-1]
+        node = crd_overlays.schema_path(spec_schema(crds_dir / newest.files[code]), path)  # type: ignore[index]
+        assert node is not None, (code, path)
+        return node
+
+    out: dict[str, list[str]] = {}
+    for overlay in crd_overlays.load_overlays():
+        later = [r for r in table.crd_releases if r.operator >= overlay.operator]
+        if not later:
+            continue
+        real = {code: spec_schema(crds_dir / rel) for code, rel in later[0].files.items()}
+        out[overlay.operator_version] = overlay_disagreements(overlay, real, core)
+    return out
+
+
 # --- the field table --------------------------------------------------------------------------------------------
 
 

@@ -671,7 +671,7 @@ def test_the_overlays_agree_with_every_published_crd_of_their_release(crds_dir: 
             f"no published CRD of operator 3.4+ in crdReleases (the newest is {newest}; no retrievable snapshot of "
             "aws/sagemaker-hyperpod-cli has one, ../shared/docs/operator-3.4-3.7.md): nothing to compare yet"
         )
-    assert found == dict.fromkeys(found, [])
+    assert found == {release: [] for release in found}
 
 
 def test_the_comparison_finds_each_kind_of_disagreement(crds_dir: Path) -> None:

@@ -38,6 +38,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from . import crd_overlays
 from .readiness import Toleration
 
 Level = Literal["mandatory", "advisory"]
@@ -759,6 +760,23 @@ class PodTemplate:
     node_affinity: Mapping[str, Any] | None = None
     node_selector: Mapping[str, str] = field(default_factory=dict)
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    # (spec path, ResourceRequirements) of the containers the operator adds to the pod (operator 3.4's metrics
+    # sidecar, metrics collector and S3 uploader, policies/crd_overlays): their requests add to the pod's (that
+    # all three run in the inference pod: UNCONFIRMED [operator-34-sidecar-resources-path])
+    sidecars: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+
+    def pod_requests(self) -> dict[str, int] | None:
+        """What the scheduler counts for one pod: the main container's requests plus every sidecar's (a pod's
+        request is the sum of its containers'); None when the main container's are unknown (JumpStartModel)."""
+        if self.resources is None:
+            return None
+        total = effective_requests(self.resources)[0]
+        for _, resources in self.sidecars:
+            for name, value in effective_requests(resources)[0].items():
+                if name != PODS:
+                    total[name] = total.get(name, 0) + value
+        total.setdefault(PODS, 1)
+        return total
 
 
 @dataclass(frozen=True)
@@ -788,11 +806,22 @@ def _replicas(base: int, scaling: Any, base_path: str, scaling_path: str) -> tup
     return base, base, base_path
 
 
+def _sidecars(spec: Mapping[str, Any], kind: str) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    """The sidecar containers' resources the spec sets (overlay fields with ``capacity: sidecar``)."""
+    out = []
+    for path in crd_overlays.sidecar_paths(kind):
+        value = _get(spec, *path.split("."))
+        if isinstance(value, Mapping):
+            out.append((path, value))
+    return tuple(out)
+
+
 def workload_from_cr(cr: Mapping[str, Any], key: str, label: str) -> Workload:
     """The pods an operator custom resource asks for (InferenceEndpointConfig or JumpStartModel)."""
     spec = cr.get("spec") if isinstance(cr.get("spec"), Mapping) else {}
     assert isinstance(spec, Mapping)
     tolerations = tuple(t for t in spec.get("tolerations") or [] if isinstance(t, Mapping))  # operator 3.7 (§14)
+    sidecars = _sidecars(spec, str(cr.get("kind") or "InferenceEndpointConfig"))
     if cr.get("kind") == "JumpStartModel":
         itype = _get(spec, "server", "instanceType")
         lo, hi, path = _replicas(
@@ -803,7 +832,17 @@ def workload_from_cr(cr: Mapping[str, Any], key: str, label: str) -> Workload:
             label,
             (
                 PodTemplate(
-                    "server", "server", None, lo, hi, path, (str(itype),) if itype else None, None, {}, tolerations
+                    "server",
+                    "server",
+                    None,
+                    lo,
+                    hi,
+                    path,
+                    (str(itype),) if itype else None,
+                    None,
+                    {},
+                    tolerations,
+                    sidecars,
                 ),
             ),
         )
@@ -839,6 +878,7 @@ def workload_from_cr(cr: Mapping[str, Any], key: str, label: str) -> Workload:
                     affinity,
                     dict(selector or {}),
                     tolerations,
+                    sidecars,
                 )
             )
         return Workload(key, label, tuple(pods))
@@ -861,6 +901,7 @@ def workload_from_cr(cr: Mapping[str, Any], key: str, label: str) -> Workload:
                 affinity,
                 {},
                 tolerations,
+                sidecars,
             ),
         ),
     )
@@ -959,6 +1000,17 @@ def resource_findings(workloads: Iterable[Workload]) -> list[Finding]:
                         f"{w.label}: {pod.role} {message}",
                     )
                 )
+            for where, resources in pod.sidecars:
+                for path, message in effective_requests(resources)[1]:
+                    out.append(
+                        Finding(
+                            "endpoint-resources-valid",
+                            "mandatory",
+                            w.key,
+                            f"{where}.{path}",
+                            f"{w.label}: {where} {message}",
+                        )
+                    )
     return out
 
 
@@ -1392,9 +1444,7 @@ def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Se
     placements = []
     for w in workloads:
         for pod in w.pods:
-            requests = None if pod.resources is None else effective_requests(pod.resources)[0]
-            if requests is not None:
-                requests.setdefault(PODS, 1)
+            requests = pod.pod_requests()
             selected, unknowns = _candidate_groups(pod, groups)
             tolerations = [*pod.tolerations, *extended_resource_tolerations(requests or {})]
             tolerated = [g for g in selected if not blocking_taints(tolerations, g)]

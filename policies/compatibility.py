@@ -7,7 +7,7 @@ call these helpers, so a new add-on release is one YAML edit.
 Which spec fields an operator release has comes from its published CRD: ``crdReleases`` names the CRD files,
 ``python -m tools.crd_models`` derives ``policies/crd_fields.json`` from them (the first release that has each
 spec path and enum value), and :func:`features_missing` reads it together with the hand-dated ``features``
-(fields no public CRD dates).
+(fields no public CRD dates) and the overlays of the releases without a published CRD (``policies/crd_overlays.py``).
 """
 
 from __future__ import annotations
@@ -113,8 +113,7 @@ class AddonRelease(_Strict):
 class Feature(_Strict):
     """A spec field (or a field set to one value) and the operator release that introduced it.
 
-    ``schema`` is given for a field AWS documents for an operator whose CRD is not public: the documented
-    shape, accepted on top of the newest CRD (and typed into the generated models).
+    The fields of releases without a public CRD are overlays (``policies/crd_overlays``), not features.
     """
 
     path: str
@@ -123,7 +122,6 @@ class Feature(_Strict):
     kinds: tuple[KindCode, ...]
     sources: tuple[str, ...]
     description: str | None = None
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
 
     @property
     def label(self) -> str:
@@ -273,18 +271,6 @@ def _code(kind: str) -> KindCode:
     raise KeyError(f"not an operator kind: {kind}")
 
 
-def documented_features(kind: str, operator_version: str | None = None) -> list[Feature]:
-    """Fields AWS documents with no public CRD (``schema`` set), for ``kind``, optionally only those an operator
-    release has."""
-    return [
-        f
-        for f in load_compatibility().features
-        if f.schema_ is not None
-        and f.applies_to(kind)
-        and (operator_version is None or operator_tuple(f.introduced_in) <= operator_tuple(operator_version))
-    ]
-
-
 @functools.cache
 def crd_field_table() -> dict[str, dict[str, str]]:
     """``{kind code: {spec path or path=value: operator release that first has it}}`` from the published CRDs
@@ -315,8 +301,9 @@ def features_missing(spec: dict[str, Any], addon_version: str, kind: str = IEC) 
     """Spec features the pinned add-on's operator does not have: ``(path, introduced_in, feature)``.
 
     A spec path (or enum value) is missing when the CRD of the pinned operator (:func:`crd_release_for`) lacks it
-    and a later published CRD has it (:func:`crd_field_table`), or when a hand-dated ``features`` row says the
-    operator is older than the release that introduced it. ``path`` is the spec path where the feature is used
+    and a later published CRD has it (:func:`crd_field_table`), when a hand-dated ``features`` row says the
+    operator is older than the release that introduced it. The fields of releases without a published CRD are
+    added by :func:`policies.crd_overlays.features_missing`, which the config checks and the rules call. ``path`` is the spec path where the feature is used
     (``[]`` for list items); ``introduced_in`` the operator version that added it.
     """
     release = addon(addon_version)
@@ -356,10 +343,14 @@ def features_missing(spec: dict[str, Any], addon_version: str, kind: str = IEC) 
 def missing_text(feature: Feature, introduced: str, addon_version: str) -> str:
     """Why a feature is refused for a pin, naming the release that adds it and the add-on that carries it."""
     minimum = minimum_addon_for(introduced)
-    need = minimum.addon_version if minimum else f"an add-on with operator {introduced}"
+    need = (
+        f"add-on {minimum.addon_version} or later"
+        if minimum
+        else "no add-on build of the compatibility table is known to carry it"
+    )
     release = addon(addon_version)
     return (
-        f"`{feature.label}` needs operator {introduced}+ (add-on {need} or later; {source_urls(feature.sources)}); "
+        f"`{feature.label}` needs operator {introduced}+ ({need}; {source_urls(feature.sources)}); "
         f"operator.addonVersion pins {addon_version} (operator {release.operator_version})"
     )
 

@@ -45,6 +45,7 @@ ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
 STACK_RULES = frozenset(
     {
         "endpoint-instance-type-in-cluster",
+        "feature-in-installed-crd",
         "feature-supported-by-addon-version",
         "image-compatible-with-operator",
         "known-addon-defect",
@@ -73,7 +74,10 @@ SEVERITY: Mapping[str, Severity] = {
     "router-metrics-port-matches-worker": Severity.LOW,
     "sglang-metrics-served": Severity.MEDIUM,
     "feature-supported-by-addon-version": Severity.HIGH,
+    "feature-in-installed-crd": Severity.MEDIUM,
     "image-compatible-with-operator": Severity.HIGH,
+    "image-meets-release-requirement": Severity.HIGH,
+    "image-meets-release-requirement-offline": Severity.LOW,
     "l2-redis-wired": Severity.HIGH,
     "known-addon-defect": Severity.MEDIUM,
     "tieredstorage-on-non-p-instance": Severity.LOW,

@@ -16,11 +16,12 @@ URLs in ``policies/compatibility.yaml``); "seed" is the design document's sectio
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from . import aws_names
+from . import aws_names, crd_overlays
 from . import capacity_rules as cap
 from . import compatibility as compat
 
@@ -333,17 +334,91 @@ def feature_supported_by_addon_version(cr: Mapping[str, Any], ctx: RuleContext) 
     if not compat.is_known_addon(ctx.addon_version):
         return [Violation(f"add-on {ctx.addon_version} is not in the compatibility table")]
     out = []
-    for path, introduced, feature in compat.features_missing(spec_of(cr), ctx.addon_version, str(cr.get("kind"))):
+    for path, introduced, feature in crd_overlays.features_missing(spec_of(cr), ctx.addon_version, str(cr.get("kind"))):
         minimum = compat.minimum_addon_for(introduced)
-        need = minimum.addon_version if minimum else f"operator {introduced}"
+        need = f"add-on {minimum.addon_version} or later" if minimum else "no known add-on build carries it"
         out.append(
             Violation(
-                f"`{feature.label}` needs operator {introduced}+ (add-on {need} or later); pinned "
-                f"add-on is {ctx.addon_version}",
+                f"`{feature.label}` needs operator {introduced}+ ({need}); pinned add-on is {ctx.addon_version}",
                 path,
             )
         )
     return out
+
+
+def feature_in_installed_crd(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """Fields of operators 3.4-3.7 (no public CRD) that no offline source can vouch for: the pinned add-on's
+    operator mapping is inferred (3.5-3.7), or the overlay renders the field at a path no source states. Either
+    way the installed CRD decides (an API server prunes a field its CRD lacks): an advisory naming the verify
+    check, never a silent pass (``policies/crd_overlays.py``)."""
+    if not compat.is_known_addon(ctx.addon_version):
+        return []
+    kind = str(cr.get("kind"))
+    spec = spec_of(cr)
+    refused, unknown = crd_overlays.gate(spec, ctx.addon_version, kind)
+    out = [
+        Violation(crd_overlays.unknown_text(o, f, ctx.addon_version), f.path, checked_by=crd_overlays.VERIFY_TEXT)
+        for o, f in unknown
+    ]
+    skip = {id(f) for _, f in refused}
+    for o, f in crd_overlays.used(spec, crd_overlays.active_fields(kind)):
+        if f.checklist_id and id(f) not in skip:
+            out.append(Violation(crd_overlays.path_unsourced_text(o, f), f.path, checked_by=crd_overlays.VERIFY_TEXT))
+    return out
+
+
+def _image_requirements(cr: Mapping[str, Any]) -> list[tuple[str, str, crd_overlays.ImageRequirement, bool | None]]:
+    """(setting path, why, requirement, met) for each overlay image requirement the spec's settings trigger;
+    ``met`` None when the image's tag does not name the component's version."""
+    spec = spec_of(cr)
+    image = get(spec, "worker.image")
+    if engine_of(cr) != "vllm" or not isinstance(image, str):
+        return []
+    out = []
+    for o, rule in crd_overlays.image_requirements():
+        assert rule.when is not None and rule.requires is not None
+        found, value = compat.present(spec, rule.when.path)
+        if not found or not compat._same(value, rule.when.equals):
+            continue
+        component, version = compat.image_component(image)
+        met: bool | None = None
+        if component == rule.requires.component and version is not None:
+            met = compat.VersionBound(min=rule.requires.min).allows(version)
+        why = (
+            f"`{rule.when.path}: {json.dumps(rule.when.equals)}` needs {rule.requires.label()} in the worker image "
+            f"(operator {o.operator_version}; {compat.source_urls(rule.sources)})"
+        )
+        out.append((rule.when.path, why, rule.requires, met))
+    return out
+
+
+def image_meets_release_requirement(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """A setting of a later operator that needs a newer component (the overlays' rules): LMCache MultiProcess mode
+    needs LMCache >= 0.5.0 (PR #464); refused when the image's tag names an older version. (The gateway's vLLM >=
+    0.9.2, D4, is covered by the image sets: ``image-compatible-with-operator``.)"""
+    image = get(spec_of(cr), "worker.image")
+    return [
+        Violation(f"{why}; worker.image {image} is older: pin one that is {req.label()}", "worker.image")
+        for _, why, req, met in _image_requirements(cr)
+        if met is False
+    ]
+
+
+def image_meets_release_requirement_offline(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """The same, where the image's tag does not name the component's version (an LMCache image for a vLLM bound,
+    a vLLM image for an LMCache bound, ``:latest``): checked on the running pod."""
+    image = get(spec_of(cr), "worker.image")
+    return [
+        Violation(
+            f"{why}; the tag of worker.image {image} does not name its {req.label().split(' ')[0]} version, so this "
+            "cannot be known offline",
+            "worker.image",
+            checked_by=f"the cluster: the {req.label().split(' ')[0]} version in the running worker "
+            "(`kubectl exec <worker pod> -- pip show lmcache vllm`)",
+        )
+        for _, why, req, met in _image_requirements(cr)
+        if met is None
+    ]
 
 
 def image_compatible_with_operator(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
@@ -653,6 +728,27 @@ _CATALOGUE = (
         feature_supported_by_addon_version,
         "Spec fields must exist in the pinned add-on's operator release (AWS docs: release notes; "
         "policies/compatibility.yaml).",
+    ),
+    Rule(
+        "feature-in-installed-crd",
+        feature_in_installed_crd,
+        "Fields of operators 3.4-3.7 that no offline source vouches for (an add-on whose operator is inferred; a "
+        "path no source states) are checked against the installed CRD by `python -m tools.verify` "
+        "(operator-crd-fields); policies/crd_overlays.",
+        _ADVISORY,
+    ),
+    Rule(
+        "image-meets-release-requirement",
+        image_meets_release_requirement,
+        "A setting that needs a newer component in the worker image: lmcache.mode MultiProcess (operator 3.7) needs "
+        "LMCache >= 0.5.0 (aws/sagemaker-hyperpod-cli PR #464; policies/crd_overlays, compatibility.yaml sources).",
+    ),
+    Rule(
+        "image-meets-release-requirement-offline",
+        image_meets_release_requirement_offline,
+        "The same where the image's tag does not name that component's version (a vLLM image for an LMCache bound, "
+        ":latest): checked on the running pod (policies/crd_overlays, compatibility.yaml sources).",
+        _ADVISORY,
     ),
     Rule(
         "image-compatible-with-operator",

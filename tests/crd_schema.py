@@ -2,11 +2,13 @@
 
 from tools.crd_schema import (  # noqa: F401
     CRD_FILES,
+    classify_cr,
+    classify_spec,
     crd_path,
     crd_spec_schema,
     spec_validator,
     strict,
     validate_cr,
     validate_spec,
-    with_documented_fields,
+    with_overlays,
 )

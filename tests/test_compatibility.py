@@ -9,6 +9,7 @@ import pytest
 
 from components.config import ConfigError, parse_stack_config
 from policies import compatibility as compat
+from policies import crd_overlays
 from tests.conftest import CRDS, CRDS_MISSING, stack_mapping
 
 
@@ -248,12 +249,12 @@ GATEWAY_OPT_IN = {"inferenceGateway": {"enabled": True, "name": "inference-gatew
 
 def test_mapping_gates_the_gateway_opt_in_field() -> None:
     # operator 3.6 (the inferred mapping) accepts spec.inferenceGateway; 3.4 (v1.5.0) does not
-    assert compat.features_missing(GATEWAY_OPT_IN, "v2.0.0-eksbuild.2") == []
-    ((path, introduced, feature),) = compat.features_missing(GATEWAY_OPT_IN, "v1.5.0-eksbuild.1")
+    assert crd_overlays.features_missing(GATEWAY_OPT_IN, "v2.0.0-eksbuild.2") == []
+    ((path, introduced, feature),) = crd_overlays.features_missing(GATEWAY_OPT_IN, "v1.5.0-eksbuild.1")
     assert (path, introduced, feature.path) == ("inferenceGateway", "3.6", "inferenceGateway")
     # the error message's "add-on X or later" comes from this row
     assert compat.minimum_addon_for("3.6").addon_version == "v2.0.0-eksbuild.2"  # type: ignore[union-attr]
-    assert compat.features_missing(GATEWAY_OPT_IN, "v2.0.0-eksbuild.2", "JumpStartModel") == []
+    assert crd_overlays.features_missing(GATEWAY_OPT_IN, "v2.0.0-eksbuild.2", "JumpStartModel") == []
 
 
 def test_mapping_gates_operator_3_3_fields_images_and_defects() -> None:

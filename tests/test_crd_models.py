@@ -42,7 +42,16 @@ def test_models_have_the_v33_fields_and_the_documented_opt_in() -> None:
     jsm = {f.alias for f in crd.JumpStartModelSpec.model_fields.values()}
     assert {"modelCacheConfig", "inferenceGateway", "pdSpec", "InitialReplicaCount"} <= iec
     assert {"modelCacheConfig", "inferenceGateway", "server", "model"} <= jsm
-    assert crd.DOCUMENTED_FIELDS == {"inferenceGateway": "3.6"}
+    assert crd.OVERLAY_FIELDS == {
+        "metricsSidecarResources": "3.4",
+        "metricsCollectorResources": "3.4",
+        "s3UploaderResources": "3.4",
+        "modelCacheConfig.weightsCache.nodeAffinity": "3.5",
+        "inferenceGateway": "3.6",
+        "kubernetes.podTemplateAnnotations": "3.6",
+        "tolerations": "3.7",
+        "lmcache": "3.7",
+    }
     assert crd.ModelCacheConfig.model_fields["image_cache"].annotation is not None
     lb = crd.LoadBalancer.model_fields["idle_timeout_seconds"]
     assert lb.alias == "idleTimeoutSeconds"
@@ -105,11 +114,18 @@ def test_every_sample_round_trips(crds_dir: Path) -> None:
 def test_gateway_doc_sample_needs_the_releases_that_add_its_fields(crds_dir: Path, aws_docs_samples: Path) -> None:
     sample = yaml.safe_load((aws_docs_samples / "gw.yaml").read_text(encoding="utf-8"))
     errors_32 = validate_spec(sample["spec"], crds_dir, addon_version="v1.3.0-eksbuild.1")
-    assert [e.split(":")[0] for e in errors_32] == ["spec.", "spec.loadBalancer"]  # unknown keys at their parents
+    # unknown keys at their parents, then the overlay field the release lacks, naming the release that adds it
+    assert [e.split(":")[0] for e in errors_32] == ["spec.", "spec.loadBalancer", "spec.inferenceGateway"]
     assert all(k in errors_32[0] for k in ("inferenceGateway", "modelCacheConfig"))
     assert "idleTimeoutSeconds" in errors_32[1]
+    assert errors_32[2] == (
+        "spec.inferenceGateway: not in the schema of operator 3.2 (add-on v1.3.0-eksbuild.1); added by operator 3.6 "
+        "(https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-inference-gateway.html, "
+        "https://github.com/aws/sagemaker-hyperpod-cli/pull/461)"
+    )
     errors_33 = validate_spec(sample["spec"], crds_dir, addon_version="v1.4.0-eksbuild.1")
-    assert len(errors_33) == 1 and "inferenceGateway" in errors_33[0] and "modelCacheConfig" not in errors_33[0]
+    assert len(errors_33) == 2 and "inferenceGateway" in errors_33[0] and "modelCacheConfig" not in errors_33[0]
+    assert errors_33[1].startswith("spec.inferenceGateway: not in the schema of operator 3.3 ")
     assert validate_spec(sample["spec"], crds_dir, addon_version=GATEWAY_ADDON) == []
 
 

@@ -46,6 +46,9 @@ TABLE_NAMES = [
     "router-metrics-port-matches-worker",
     "sglang-metrics-served",
     "feature-supported-by-addon-version",
+    "feature-in-installed-crd",
+    "image-meets-release-requirement",
+    "image-meets-release-requirement-offline",
     "image-compatible-with-operator",
     "l2-redis-wired",
     "known-addon-defect",
@@ -226,6 +229,8 @@ def test_prod_levels_in_code_match_the_table() -> None:
         "known-addon-defect",
         "tieredstorage-on-non-p-instance",
         "weights-cache-nvme-offline",
+        "feature-in-installed-crd",
+        "image-meets-release-requirement-offline",
         "eks-kubernetes-standard-support",
         "eks-kubernetes-version-listed",
     }
@@ -269,6 +274,14 @@ ENDPOINT_CASES: dict[str, tuple[str, str, Callable[[], dict[str, Any]], Callable
         "prod",
         "mandatory",
         lambda: _edit(prod_kvaware, lambda s: s.update(invocationEndpoint="v1/chat/completions")),
+        prod_kvaware,
+        "vllm",
+    ),
+    # a 3.6 field on prod's add-on (operator 3.6 inferred from prose): advised, naming the verify check
+    "feature-in-installed-crd": (
+        "prod",
+        "advisory",
+        lambda: _edit(prod_kvaware, lambda s: s.setdefault("kubernetes", {}).update(podTemplateAnnotations={"a": "b"})),
         prod_kvaware,
         "vllm",
     ),
@@ -447,7 +460,36 @@ def test_endpoint_rule_breaks_alone_and_nearest_valid_passes(stack_runs: dict[st
 
 
 def test_every_endpoint_rule_has_a_case() -> None:
-    assert set(ENDPOINT_CASES) == set(rules.RULES)
+    assert set(ENDPOINT_CASES) | set(RELEASE_REQUIREMENT_CASES) == set(rules.RULES)
+
+
+# lmcache.mode is an operator-3.7 field: on prod's add-on it always brings the feature-in-installed-crd advisory
+# too, so these cases take that one out and check it is there.
+RELEASE_REQUIREMENT_CASES = {
+    "image-meets-release-requirement": ("mandatory", "lmcache/vllm-openai:v0.4.3", "lmcache/vllm-openai:v0.5.1"),
+    "image-meets-release-requirement-offline": ("advisory", "vllm/vllm-openai:v0.19.1", "lmcache/vllm-openai:v0.5.1"),
+}
+
+
+def _multiprocess(image: str) -> dict[str, Any]:
+    """prod's kvaware spec in LMCache MultiProcess mode (operator 3.7) with ``image``."""
+
+    def edit(s: dict[str, Any]) -> None:
+        s["lmcache"] = {"mode": "MultiProcess"}
+        s["worker"]["image"] = image
+
+    return _edit(prod_kvaware, edit)
+
+
+@pytest.mark.parametrize("rule", sorted(RELEASE_REQUIREMENT_CASES))
+def test_release_requirement_rules_on_the_pack(stack_runs: dict[str, StackRun], rule: str) -> None:
+    level, bad_image, good_image = RELEASE_REQUIREMENT_CASES[rule]
+    spec = _multiprocess
+    bad = _added(stack_runs, "prod", _inject(_cr("raw-endpoint", spec(bad_image), engine="vllm")))
+    assert {r.policy for r in bad} == {rule, "feature-in-installed-crd"}, [r.render() for r in bad]
+    _only([r for r in bad if r.policy == rule], rule, level)
+    good = _added(stack_runs, "prod", _inject(_cr("raw-endpoint", spec(good_image), engine="vllm")))
+    assert {r.policy for r in good} == {"feature-in-installed-crd"}, [r.render() for r in good]
 
 
 def test_kvaware_on_a_jumpstart_model_is_caught(stack_runs: dict[str, StackRun]) -> None:
@@ -1261,6 +1303,8 @@ def _everything_broken(regs: list[Registration]) -> None:
     for rule, (stack, _, bad, _, engine) in ENDPOINT_CASES.items():
         if stack == "prod":
             regs.append(_cr(f"raw-{rule}", bad(), engine=engine))
+    for rule, (_, bad_image, _) in RELEASE_REQUIREMENT_CASES.items():
+        regs.append(_cr(f"raw-{rule}", _multiprocess(bad_image), engine="vllm"))
     regs.append(_gateway_config(None))
     regs.append(_replication_group(False, False, protect=False))
     _listener_actions("front-door-https", True)(regs)

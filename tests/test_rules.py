@@ -13,6 +13,7 @@ from policies.rules import RULES, RuleContext
 
 DEV = RuleContext("dev", "v1.4.0-eksbuild.1", frozenset({"ml.p5.48xlarge", "ml.g5.8xlarge", "ml.p6-b200.48xlarge"}))
 PROD = RuleContext("prod", "v1.4.0-eksbuild.1", DEV.instance_types)
+GATEWAY_DEV = RuleContext("dev", "v2.0.0-eksbuild.2", DEV.instance_types)  # operator 3.6, inferred
 
 
 def base_cr(**labels: str) -> dict[str, Any]:
@@ -193,6 +194,34 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
         _set("spec.loadBalancer", {"healthCheckPath": "/health"}),
         "loadBalancer.idleTimeoutSeconds",
         "3.3",
+    ),
+    (
+        # a 3.6 field on the add-on whose operator is inferred (no minimumAddon states it): an advisory naming the
+        # verify check; inferenceGateway (D4 names the add-on builds) holds
+        "feature-in-installed-crd",
+        GATEWAY_DEV,
+        _set("spec.kubernetes", {"podTemplateAnnotations": {"team": "search"}}),
+        _set("spec.inferenceGateway", {"enabled": True}),
+        "kubernetes.podTemplateAnnotations",
+        "`kubernetes.podTemplateAnnotations` is added by operator 3.6 (https://github.com/aws/sagemaker-hyperpod-cli/"
+        "pull/461); which operator add-on v2.0.0-eksbuild.2 carries is inferred",
+    ),
+    (
+        "image-meets-release-requirement",
+        GATEWAY_DEV,
+        _set("spec.lmcache", {"mode": "MultiProcess"}),
+        _all(_set("spec.lmcache", {"mode": "MultiProcess"}), _set("spec.worker.image", "lmcache/vllm-openai:v0.5.0")),
+        "worker.image",
+        '`lmcache.mode: "MultiProcess"` needs LMCache >= 0.5.0 in the worker image (operator 3.7; '
+        "https://github.com/aws/sagemaker-hyperpod-cli/pull/464); worker.image lmcache/vllm-openai:v0.4.3 is older",
+    ),
+    (
+        "image-meets-release-requirement-offline",
+        GATEWAY_DEV,
+        _all(_set("spec.lmcache", {"mode": "MultiProcess"}), _set("spec.worker.image", "vllm/vllm-openai:v0.10.1")),
+        _all(_set("spec.lmcache", {"mode": "InProcess"}), _set("spec.worker.image", "vllm/vllm-openai:v0.10.1")),
+        "worker.image",
+        "the tag of worker.image vllm/vllm-openai:v0.10.1 does not name its LMCache version",
     ),
     (
         "image-compatible-with-operator",
@@ -425,6 +454,8 @@ def test_enforcement_levels() -> None:
         "tieredstorage-on-non-p-instance",
         "image-compatible-with-operator",
         "weights-cache-nvme-offline",
+        "feature-in-installed-crd",
+        "image-meets-release-requirement-offline",
     }
     mandatory_in_prod_only = {"sglang-metrics-served"}  # dashboards and alarms read the metrics in prod
     for name, rule in RULES.items():

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from policies import crd_overlays
 from tools import unconfirmed as u
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -169,3 +170,18 @@ def test_the_private_references_are_caught() -> None:
         assert PRIVATE.search(line), line
     for line in ["us-east-1", "../shared/crds beside the clone", "the ID of the VPC", "a D-class", "IAM"]:
         assert not PRIVATE.search(line), line
+
+
+def test_every_unsourced_overlay_path_is_a_checklist_row_marked_in_its_file() -> None:
+    """policies/crd_overlays: a field whose path no source states names its checklist id (``checklistId``)."""
+    root = u.ROOT
+    rows = set(u.checklist_ids((root / "docs" / "first-deploy.md").read_text(encoding="utf-8")))
+    seen = list(crd_overlays.checklist_ids())
+    assert {i for _, i in seen} == {
+        "operator-34-sidecar-resources-path",
+        "operator-35-weights-cache-affinity-path",
+        "operator-37-spec-paths",
+    }
+    for file, ident in seen:
+        assert ident in rows, ident
+        assert f"UNCONFIRMED [{ident}]" in (root / file).read_text(encoding="utf-8"), (file, ident)

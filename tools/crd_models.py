@@ -7,8 +7,8 @@ Inputs are the CRD files ``policies/compatibility.yaml`` lists under ``crdReleas
 else from ``vendor/crds`` filled by ``python -m tools.fetch_crds``, which pins and verifies every blob):
 
 - ``components/config/crd.py``: one pydantic model per object of the v1 ``spec`` of InferenceEndpointConfig and
-  JumpStartModel in the newest release (identical sub-objects share one class), plus the fields AWS documents
-  for later operators with no public CRD (``features`` with a ``schema``). Keys by their CRD names only,
+  JumpStartModel in the newest release (identical sub-objects share one class), plus the fields of the later
+  operators with no public CRD (the overlays of ``policies/crd_overlays``, 3.4-3.7). Keys by their CRD names only,
   unknown keys forbidden, the CRD's enums, patterns and bounds; optional unless the CRD requires a field without
   a default; no defaults of their own, so a dump renders exactly what the user wrote. Embedded Kubernetes core
   types (:data:`OPAQUE`: resources, affinity, probes, env, volumes, init containers) stay mappings, validated
@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from policies import compatibility as compat
+from policies import crd_overlays
 from policies.yaml_files import load_yaml_file
 from tools import cli
 from tools.fetch_crds import find_crds, git_blob_id
@@ -136,19 +137,24 @@ def spec_schema(path: Path) -> dict[str, Any]:
     return spec
 
 
-def with_documented(spec: dict[str, Any], kind_code: str, operator: str | None = None) -> dict[str, Any]:
-    """``spec`` plus the documented fields of ``compatibility.yaml`` (optionally only those up to ``operator``)."""
-    out = json.loads(json.dumps(spec))
-    for feature in compat.documented_features(KINDS[kind_code], operator):
-        node = out
-        *parents, leaf = feature.path.split(".")
-        for part in parents:
-            node = node["properties"][part]
-        fragment = dict(feature.schema_ or {})
-        if feature.description:
-            fragment["description"] = feature.description
-        node.setdefault("properties", {})[leaf] = fragment
-    return out
+def _opaque(kind_code: str) -> frozenset[str]:
+    """:data:`OPAQUE` plus the overlay fields that are core types of the base CRD (``schemaFrom``)."""
+    extra = {f.path for _, f in crd_overlays.active_fields(KINDS[kind_code]) if f.schema_from is not None}
+    return OPAQUE[kind_code] | extra
+
+
+def with_overlays(spec: dict[str, Any], kind_code: str, crds_dir: Path) -> dict[str, Any]:
+    """``spec`` plus every overlay field of the kind (``policies/crd_overlays``; ``schemaFrom`` resolved against
+    the newest published CRD)."""
+
+    def core(code: str, path: str) -> dict[str, Any]:
+        newest = [r for r in compat.load_compatibility().crd_releases if code in r.files][-1]
+        node = crd_overlays.schema_path(spec_schema(crds_dir / newest.files[code]), path)  # type: ignore[index]
+        if node is None:
+            raise SystemExit(f"tools.crd_models: schemaFrom {code} {path}: no such path in the newest CRD")
+        return node
+
+    return crd_overlays.apply(spec, crd_overlays.active_fields(KINDS[kind_code]), core)
 
 
 # --- the models -------------------------------------------------------------------------------------------------
@@ -238,7 +244,7 @@ class _Models:
 
     @staticmethod
     def _object_of(sub: dict[str, Any], kind_code: str, path: str) -> dict[str, Any] | None:
-        if path in OPAQUE[kind_code]:
+        if path in _opaque(kind_code):
             return None
         node = sub.get("items", sub) if sub.get("type") == "array" else sub
         return node if node.get("type") == "object" and node.get("properties") else None
@@ -250,7 +256,7 @@ class _Models:
         return f"{head} — {text}" if text else head
 
     def _type(self, kind_code: str, sub: dict[str, Any], path: str) -> str:  # noqa: PLR0911 - one per schema type
-        if path in OPAQUE[kind_code]:
+        if path in _opaque(kind_code):
             return "list[dict[str, Any]]" if sub.get("type") == "array" else "dict[str, Any]"
         if sub.get("x-kubernetes-int-or-string"):
             return "int | str"
@@ -348,8 +354,8 @@ def _header(inputs: list[tuple[str, str]]) -> str:
 Every model forbids unknown keys and takes keys only by their CRD names (camelCase); fields are optional unless
 the CRD requires them without a default, and carry no defaults of their own, so ``dump()`` renders exactly what
 the user wrote (the operator applies the CRD defaults). Embedded Kubernetes core types (:data:`OPAQUE_PATHS`)
-are mappings, validated against the CRD by the schema validation. Fields AWS documents for later operators that
-no public CRD has are typed from ``features`` of ``policies/compatibility.yaml`` (:data:`DOCUMENTED_FIELDS`).
+are mappings, validated against the CRD by the schema validation. Fields of later operators that no public CRD
+has are typed from their overlays, ``policies/crd_overlays/operator-<version>.yaml`` (:data:`OVERLAY_FIELDS`).
 Which release has which field: ``policies/crd_fields.json`` (same generator). The InferenceGatewayConfig spec has
 no public CRD: it is typed by hand from the AWS documentation in ``components/config/gateway_spec.py``.
 """
@@ -363,8 +369,9 @@ from pydantic import BaseModel, ConfigDict, Field
 OPAQUE_PATHS: dict[str, frozenset[str]] = {{opaque}}
 """Spec paths (per kind) holding Kubernetes core types, kept as mappings."""
 
-DOCUMENTED_FIELDS: dict[str, str] = {{documented}}
-"""Spec paths typed from AWS documentation (no public CRD), with the operator release that adds them."""
+OVERLAY_FIELDS: dict[str, str] = {{documented}}
+"""Spec paths typed from the overlays (AWS documentation and release notes; no public CRD), with the operator
+release that adds them."""
 
 
 class CrdModel(BaseModel):
@@ -391,9 +398,9 @@ def generate_models(crds_dir: Path) -> str:
         rel = newest.files[code]
         raw = (crds_dir / rel).read_bytes()
         inputs.append((rel, git_blob_id(raw)))
-        models.build(code, with_documented(spec_schema(crds_dir / rel), code), f"{KINDS[code]}Spec")
-    opaque = "{" + ", ".join(f'"{KINDS[k]}": frozenset({sorted(v)!r})' for k, v in OPAQUE.items()) + "}"
-    documented = {f.path: f.introduced_in for f in table.features if f.schema_ is not None}
+        models.build(code, with_overlays(spec_schema(crds_dir / rel), code, crds_dir), f"{KINDS[code]}Spec")
+    opaque = "{" + ", ".join(f'"{KINDS[k]}": frozenset({sorted(_opaque(k))!r})' for k in OPAQUE) + "}"
+    documented = {f.path: o.operator_version for k in KINDS.values() for o, f in crd_overlays.active_fields(k)}
     head = _header(inputs).replace("{newest}", newest.operator_version)
     head = head.replace("{opaque}", opaque.replace("'", '"').replace("frozenset([])", "frozenset()"))
     head = head.replace("{documented}", json.dumps(documented))
@@ -401,6 +408,65 @@ def generate_models(crds_dir: Path) -> str:
     if "Annotated[" not in body:
         head = head.replace("from typing import Annotated, Any, Literal", "from typing import Any, Literal")
     return head + body
+
+
+# --- overlays against a real CRD ----------------------------------------------------------------------------
+
+_COMPARED = ("type", "enum", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern")
+
+
+def _compare(ours: dict[str, Any], theirs: dict[str, Any], where: str) -> Iterator[str]:
+    for key in _COMPARED:
+        if key in ours and ours.get(key) != theirs.get(key):
+            yield f"{where}: the overlay says {key} {ours[key]!r}, the CRD {theirs.get(key)!r}"
+    for name, sub in (ours.get("properties") or {}).items():
+        other = (theirs.get("properties") or {}).get(name)
+        if other is None:
+            yield f"{where}.{name}: in the overlay, not in the CRD"
+        else:
+            yield from _compare(sub, other, f"{where}.{name}")
+    if isinstance(ours.get("items"), dict):
+        yield from _compare(ours["items"], theirs.get("items") or {}, f"{where}[]")
+
+
+def overlay_disagreements(overlay: crd_overlays.Overlay, real: dict[str, dict[str, Any]], core: Any) -> list[str]:
+    """Where an overlay and a real CRD of its release (``real``: kind code -> v1 spec schema) differ: a field the
+    CRD lacks at the overlay's path (for a field whose path no source states: the path to correct), or a type, enum
+    or bound that differs on a field both have. Empty: they agree on every field they share."""
+    out = []
+    for f in overlay.fields:
+        for code in f.kinds:
+            if code not in real:
+                continue
+            theirs = crd_overlays.schema_path(real[code], f.path)
+            label = f"{code} spec.{f.path}"
+            if theirs is None:
+                note = f" (checklist {f.checklist_id}: the path was a guess)" if f.checklist_id else ""
+                out.append(f"{label}: in the overlay, not in the CRD{note}")
+                continue
+            out.extend(_compare(crd_overlays.fragment(f, core), theirs, label))
+    return out
+
+
+def real_crd_disagreements(crds_dir: Path) -> dict[str, list[str]]:
+    """For every overlay a published CRD supersedes (a ``crdReleases`` row at or after its release): the
+    disagreements with the oldest such CRD. ``{}`` while no CRD of 3.4+ is published."""
+    table = compat.load_compatibility()
+
+    def core(code: str, path: str) -> dict[str, Any]:
+        newest = [r for r in table.crd_releases if code in r.files][-1]
+        node = crd_overlays.schema_path(spec_schema(crds_dir / newest.files[code]), path)  # type: ignore[index]
+        assert node is not None, (code, path)
+        return node
+
+    out: dict[str, list[str]] = {}
+    for overlay in crd_overlays.load_overlays():
+        later = [r for r in table.crd_releases if r.operator >= overlay.operator]
+        if not later:
+            continue
+        real = {code: spec_schema(crds_dir / rel) for code, rel in later[0].files.items()}
+        out[overlay.operator_version] = overlay_disagreements(overlay, real, core)
+    return out
 
 
 # --- the field table --------------------------------------------------------------------------------------------

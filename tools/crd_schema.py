@@ -16,22 +16,36 @@ API server plus a strict client:
 - ``x-kubernetes-int-or-string`` becomes ``integer | string``.
 
 For an add-on pin, the CRD of that operator release is used (:func:`policies.compatibility.crd_release_for` over
-``crdReleases`` in ``policies/compatibility.yaml``), plus the fields AWS documents for later operators that no
-public CRD has (``features`` with a ``schema``) when the release includes them. Without a pin: the newest CRD and
-every documented field.
+``crdReleases`` in ``policies/compatibility.yaml``), plus the overlays of the releases without a public CRD
+(``policies/crd_overlays``) that the pinned add-on carries. Without a pin: the newest CRD and every overlay.
+
+:func:`classify_spec` says what a verdict rests on (``policies/crd_overlays.py``):
+
+- ``valid``: the spec validates and uses only fields of the published CRD;
+- ``valid-against-docs-schema``: it validates, and sets overlay fields (their files and sources are named);
+- ``cannot-validate-offline``: it validates, but sets an overlay field whose path no source states, or one the
+  pinned add-on may or may not carry (its operator mapping is inferred): the verify check reads the installed CRD;
+- ``invalid``: a schema error, or a field the pinned release does not have (named with the release adding it).
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 from policies import compatibility as compat
+from policies import crd_overlays
 from policies.yaml_files import load_yaml_file
+
+VALID = "valid"
+VALID_AGAINST_DOCS = "valid-against-docs-schema"
+CANNOT_VALIDATE = "cannot-validate-offline"
+INVALID = "invalid"
 
 CRD_FILES = {
     "InferenceEndpointConfig": "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
@@ -81,17 +95,25 @@ def strict(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def with_documented_fields(spec_schema: dict[str, Any], kind: str, operator_version: str | None) -> dict[str, Any]:
-    """``spec_schema`` plus the fields AWS documents without a public CRD, for operators up to ``operator_version``
-    (every one when None): ``features`` with a ``schema`` in ``policies/compatibility.yaml``."""
-    out = copy.deepcopy(spec_schema)
-    for feature in compat.documented_features(kind, operator_version):
-        node = out
-        *parents, leaf = feature.path.split(".")
-        for part in parents:
-            node = node["properties"][part]
-        node.setdefault("properties", {})[leaf] = copy.deepcopy(feature.schema_)
-    return out
+def core_schema_of(crds_dir: Path) -> Any:
+    """The resolver of an overlay's ``schemaFrom``: the schema at a spec path of the newest published CRD of a kind
+    (the core types it embeds, e.g. ``worker.resources``)."""
+
+    def resolve(kind_code: str, path: str) -> dict[str, Any]:
+        newest = [r for r in compat.load_compatibility().crd_releases if kind_code in r.files][-1]
+        node = crd_overlays.schema_path(crd_spec_schema(crds_dir / newest.files[kind_code]), path)  # type: ignore[index]
+        if node is None:
+            raise KeyError(f"schemaFrom: no {path} in {newest.files[kind_code]}")  # type: ignore[index]
+        return node
+
+    return resolve
+
+
+def with_overlays(
+    spec_schema: dict[str, Any], crds_dir: Path, kind: str, operator_version: str | None
+) -> dict[str, Any]:
+    """``spec_schema`` plus the overlay fields of ``kind`` up to ``operator_version`` (every release when None)."""
+    return crd_overlays.apply(spec_schema, crd_overlays.active_fields(kind, operator_version), core_schema_of(crds_dir))
 
 
 def crd_path(crds_dir: Path, kind: str, addon_version: str | None = None) -> Path:
@@ -102,33 +124,93 @@ def crd_path(crds_dir: Path, kind: str, addon_version: str | None = None) -> Pat
     return crds_dir / release.files["IEC" if kind == compat.IEC else "JSM"]
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=128)
+def _validator(
+    crds_dir: Path, kind: str, crd_file: str, fields: tuple[tuple[str, str], ...]
+) -> jsonschema.Draft7Validator:
+    """A Draft 7 validator of ``crd_file``'s spec plus the overlay fields ``(operator, path)`` (built once: the files
+    do not change while a process runs, and building one copies and walks the whole CRD schema)."""
+    chosen = [(o, f) for o, f in crd_overlays.active_fields(kind) if (o.operator_version, f.path) in fields]
+    schema = crd_overlays.apply(crd_spec_schema(crds_dir / crd_file), chosen, core_schema_of(crds_dir))
+    return jsonschema.Draft7Validator(strict(schema))
+
+
 def spec_validator(
     crds_dir: Path, kind: str = "InferenceEndpointConfig", addon_version: str | None = None
 ) -> jsonschema.Draft7Validator:
-    """A Draft 7 validator of a kind's spec, for the CRD of ``addon_version`` (default: the newest public CRD).
+    """A Draft 7 validator of a kind's spec for ``addon_version``: its operator's published CRD plus the overlay
+    fields the add-on carries or may carry (default: the newest public CRD and every overlay)."""
+    path = crd_path(crds_dir, kind, addon_version)
+    fields = crd_overlays.active_fields(kind)
+    if addon_version is not None:
+        fields = [(o, f) for o, f in fields if crd_overlays.carried(f, o, addon_version) is not False]
+    key = tuple((o.operator_version, f.path) for o, f in fields)
+    return _validator(crds_dir, kind, str(path.relative_to(crds_dir)), key)
 
-    Built once per (folder, kind, add-on): the CRD files and policies/compatibility.yaml do not change while a
-    process runs, and building one copies and walks the whole CRD schema (every endpoint of every run asks)."""
-    schema = crd_spec_schema(crd_path(crds_dir, kind, addon_version))
-    operator = compat.addon(addon_version).operator_version if addon_version is not None else None
-    return jsonschema.Draft7Validator(strict(with_documented_fields(schema, kind, operator)))
+
+@dataclass(frozen=True)
+class SchemaVerdict:
+    """What a spec's validation rests on: the outcome, the schema (files and sources) and the errors."""
+
+    outcome: str
+    schema: str
+    errors: list[str] = field(default_factory=list)
+    advisories: list[str] = field(default_factory=list)
+
+
+def classify_spec(
+    spec: dict[str, Any], crds_dir: Path, kind: str = "InferenceEndpointConfig", addon_version: str | None = None
+) -> SchemaVerdict:
+    """The outcome of ``spec`` against the pinned release's schema, saying what it rests on (module docstring)."""
+    validator = spec_validator(crds_dir, kind, addon_version)
+    found = sorted(validator.iter_errors(spec), key=lambda e: list(map(str, e.absolute_path)))
+    errors = [f"spec.{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in found]
+    base = str(crd_path(crds_dir, kind, addon_version).relative_to(crds_dir))
+    used = crd_overlays.used(spec, crd_overlays.active_fields(kind))
+    advisories: list[str] = []
+    if addon_version is not None:
+        release = compat.addon(addon_version)
+        for o, f in used:
+            has = crd_overlays.carried(f, o, addon_version)
+            if has is False:
+                errors.append(
+                    f"spec.{f.path}: not in the schema of operator {release.operator_version} (add-on "
+                    f"{addon_version}); added by operator {o.operator_version} ({compat.source_urls(f.sources)})"
+                )
+            elif has is None:
+                advisories.append(crd_overlays.unknown_text(o, f, addon_version))
+    for o, f in used:
+        if f.checklist_id:
+            advisories.append(crd_overlays.path_unsourced_text(o, f))
+    if not used:
+        return SchemaVerdict(INVALID if errors else VALID, base, errors)
+    schema = f"{base} + overlay: {crd_overlays.describe(used)}"
+    if errors:
+        return SchemaVerdict(INVALID, schema, errors, advisories)
+    if advisories:
+        advisories.append(f"checked by {crd_overlays.VERIFY_TEXT}")
+        return SchemaVerdict(CANNOT_VALIDATE, schema, [], advisories)
+    return SchemaVerdict(VALID_AGAINST_DOCS, schema, [], advisories)
 
 
 def validate_spec(
     spec: dict[str, Any], crds_dir: Path, kind: str = "InferenceEndpointConfig", addon_version: str | None = None
 ) -> list[str]:
-    """Every schema error of ``spec`` as ``spec.<path>: <message>`` (empty when valid)."""
-    validator = spec_validator(crds_dir, kind, addon_version)
-    errors = sorted(validator.iter_errors(spec), key=lambda e: list(map(str, e.absolute_path)))
-    return [f"spec.{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
+    """Every schema error of ``spec`` as ``spec.<path>: <message>`` (empty when valid), including the fields the
+    pinned release does not have."""
+    return classify_spec(spec, crds_dir, kind, addon_version).errors
+
+
+def classify_cr(cr: dict[str, Any], crds_dir: Path, addon_version: str | None = None) -> SchemaVerdict:
+    """:func:`classify_spec` of a whole custom resource ``{apiVersion, kind, metadata, spec}`` (spec only)."""
+    if cr.get("apiVersion") != "inference.sagemaker.aws.amazon.com/v1" or cr.get("kind") not in CRD_FILES:
+        return SchemaVerdict(INVALID, "", [f"not an operator v1 resource: {cr.get('apiVersion')}/{cr.get('kind')}"])
+    return classify_spec(cr.get("spec") or {}, crds_dir, str(cr["kind"]), addon_version)
 
 
 def validate_cr(cr: dict[str, Any], crds_dir: Path, addon_version: str | None = None) -> list[str]:
     """Schema errors of a whole custom resource ``{apiVersion, kind, metadata, spec}`` (spec only is checked)."""
-    if cr.get("apiVersion") != "inference.sagemaker.aws.amazon.com/v1" or cr.get("kind") not in CRD_FILES:
-        return [f"not an operator v1 resource: {cr.get('apiVersion')}/{cr.get('kind')}"]
-    return validate_spec(cr.get("spec") or {}, crds_dir, str(cr["kind"]), addon_version)
+    return classify_cr(cr, crds_dir, addon_version).errors
 
 
 if __name__ == "__main__":

@@ -19,6 +19,14 @@ Each repository is fetched once, shallow and without blobs (``--filter=blob:none
 anything is written. ``vendor/crds`` is replaced only when every file verified, and ``vendor/crds/.pins`` records
 the pin set, so a folder from an older pin set is fetched again and a current one is kept without network access.
 ``--url OWNER/NAME=URL`` points a repository at a mirror (the tests use local bare repositories).
+
+``--find-newer GIT_DIR`` reads a local snapshot of aws/sagemaker-hyperpod-cli (a clone, or the git directory the
+``fetch`` tool brings) for operator releases newer than the newest ``crdReleases`` row of
+``policies/compatibility.yaml`` (the chart's ``Chart.yaml`` ``appVersion`` at each commit that changed it) and
+prints, for each, the :data:`PINS` entries and the ``crdReleases`` row that take its real CRDs. Once they are
+added, ``python -m tools.crd_models`` generates from that CRD, the release's overlay (``policies/crd_overlays``) is
+superseded, and ``tests/test_crd_overlays.py`` checks that the two agree on every field they share. No snapshot
+found so far has one (the newest stops before PR #448: ../shared/docs/operator-3.4-3.7.md).
 """
 
 from __future__ import annotations
@@ -236,6 +244,67 @@ def fetch(
     return list(pins)
 
 
+@dataclass(frozen=True)
+class NewerRelease:
+    """An operator release of a snapshot newer than every ``crdReleases`` row, with its CRD blobs."""
+
+    commit: str
+    chart: str
+    operator: str
+    blobs: dict[str, str]  # kind code (IEC, JSM) -> blob id of its CRD at the commit
+
+    def pins(self) -> list[PinnedFile]:
+        names = {"IEC": _IEC, "JSM": _JSM}
+        return [
+            PinnedFile(f"v{self.operator}/{names[k]}", HPCLI, self.commit, f"{_CRD}/{names[k]}", b)
+            for k, b in sorted(self.blobs.items())
+        ]
+
+    def crd_release_row(self) -> str:
+        files = ", ".join(f"{k}: v{self.operator}/{n}" for k, n in (("IEC", _IEC), ("JSM", _JSM)) if k in self.blobs)
+        return (
+            f'  - {{operator: "{self.operator}", chart: {self.chart}, commit: {self.commit}, files: {{{files}}}, '
+            "source: <add its tree URL to sources>}"
+        )
+
+
+def _chart_field(text: str, key: str) -> str | None:
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() == key and not line.startswith((" ", "\t")):
+            return value.strip().strip("\"'")
+    return None
+
+
+def find_newer(git_dir: Path, newest: str) -> list[NewerRelease]:
+    """The operator releases in a local snapshot whose chart ``appVersion`` is newer than ``newest`` (oldest first,
+    one per version: the first commit that sets it)."""
+    from policies.compatibility import operator_tuple
+
+    chart = f"{_OPERATOR}/Chart.yaml"
+    log = _git("--git-dir", str(git_dir), "log", "--reverse", "--format=%H", "--all", "--", chart).decode()
+    found: dict[str, NewerRelease] = {}
+    for commit in log.split():
+        text = _git("--git-dir", str(git_dir), "show", f"{commit}:{chart}").decode("utf-8", "replace")
+        app, version = _chart_field(text, "appVersion"), _chart_field(text, "version")
+        if not app or not version or app in found:
+            continue
+        try:
+            if operator_tuple(app) <= operator_tuple(newest):
+                continue
+        except ValueError:
+            continue
+        blobs = {}
+        for code, name in (("IEC", _IEC), ("JSM", _JSM)):
+            try:
+                blobs[code] = git_blob_id(_git("--git-dir", str(git_dir), "show", f"{commit}:{_CRD}/{name}"))
+            except FetchError:
+                continue
+        if blobs:
+            found[app] = NewerRelease(commit, version, app, blobs)
+    return sorted(found.values(), key=lambda r: operator_tuple(r.operator))
+
+
 def _parse_urls(values: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for value in values:
@@ -252,7 +321,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--url", action="append", default=[], metavar="OWNER/NAME=URL", help="fetch a repository from a mirror"
     )
+    parser.add_argument(
+        "--find-newer",
+        type=Path,
+        default=None,
+        metavar="GIT_DIR",
+        help="list the operator releases of a local aws/sagemaker-hyperpod-cli snapshot newer than crdReleases",
+    )
     ns = parser.parse_args(argv)
+    if ns.find_newer is not None:
+        return _report_newer(ns.find_newer)
     try:
         fetched = fetch(ns.dest, pins=PINS, urls=_parse_urls(ns.url))
     except FetchError as err:
@@ -264,6 +342,26 @@ def main(argv: list[str] | None = None) -> int:
     for p in fetched:
         print(f"{p.dest}  {p.repo}@{p.commit[:8]}:{p.path}  blob {p.blob[:8]} ok")
     print(f"{len(fetched)} files verified into {ns.dest}")
+    return 0
+
+
+def _report_newer(git_dir: Path) -> int:
+    from policies.compatibility import load_compatibility
+
+    newest = load_compatibility().crd_releases[-1].operator_version
+    try:
+        releases = find_newer(git_dir, newest)
+    except FetchError as err:
+        print(f"fetch_crds: {err}", file=sys.stderr)
+        return 1
+    if not releases:
+        print(f"{git_dir}: no operator release newer than {newest} (the newest crdReleases row); the overlays stay")
+        return 0
+    for r in releases:
+        print(f"operator {r.operator} (chart {r.chart}) at {r.commit}:")
+        for p in r.pins():
+            print(f"    PinnedFile({p.dest!r}, HPCLI, {p.commit!r}, {p.path!r}, {p.blob!r}),")
+        print("  crdReleases row:\n" + r.crd_release_row())
     return 0
 
 

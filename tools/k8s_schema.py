@@ -1,17 +1,24 @@
 """Validate every Kubernetes object the program creates against its upstream schema, offline.
 
-Three outcomes per object (never "valid" by default):
+Four outcomes per object (never "valid" by default), each naming the schema it rests on:
 
 * ``valid`` / ``invalid`` (with the schema's errors) when a public schema exists:
   - the inference operator's kinds (InferenceEndpointConfig, JumpStartModel): their CRD in ``../shared/crds``
-    for the pinned add-on (:mod:`tests.crd_schema`'s rules: closed objects, defaulted fields not required);
+    for the pinned add-on (:mod:`tests.crd_schema`'s rules: closed objects, defaulted fields not required); an
+    object setting a field of operator 3.4-3.7 (no public CRD) is ``valid-against-docs-schema`` against the
+    release's overlay (``policies/crd_overlays``, sources named), ``cannot-validate-offline`` where the overlay
+    cannot tell (a path no source states, an add-on whose operator is inferred), and ``invalid`` when the pinned
+    release lacks the field: never ``valid`` against a schema lacking one of its fields;
   - TargetGroupBinding: the CRD the AWS Load Balancer Controller v2.13.0 publishes
     (``../shared/crds/third-party/elbv2.k8s.aws_targetgroupbindings.yaml``), the whole object's ``spec``, closed;
   - core kinds (Namespace, ServiceAccount, Role, RoleBinding, Secret, ConfigMap, ...): the Kubernetes OpenAPI
     schemas the ``kubernetes-validate`` package ships, strict (unknown fields are errors), for the stack's
     Kubernetes version or, when the pinned release does not ship it, the newest it has (reported as an advisory);
-* ``cannot-validate-offline`` for kinds without a public schema (InferenceGatewayConfig), and when
-  ``../shared/crds`` is absent: named, never counted as valid.
+* ``valid-against-docs-schema`` / ``invalid`` for the InferenceGatewayConfig (no CRD is published): its spec
+  against the schema the AWS Inference Gateway page documents (``policies/crd_overlays/
+  inferencegatewayconfig-v1alpha1.yaml``), closed;
+* ``cannot-validate-offline`` for kinds without any schema, and when ``../shared/crds`` is absent: named, never
+  counted as valid.
 """
 
 from __future__ import annotations
@@ -36,9 +43,10 @@ class Validation:
     kind: str
     name: str
     namespace: str | None
-    outcome: str  # "valid" | "invalid" | "cannot-validate-offline"
+    outcome: str  # "valid" | "valid-against-docs-schema" | "invalid" | "cannot-validate-offline"
     schema: str
     errors: list[str] = field(default_factory=list)
+    advisories: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +56,7 @@ class Validation:
             "outcome": self.outcome,
             "schema": self.schema,
             "errors": self.errors,
+            "advisories": self.advisories,
         }
 
 
@@ -80,6 +89,16 @@ def _tgb_validator(crds_dir: Path) -> Any:
     return jsonschema.Draft7Validator(strict(spec))
 
 
+@functools.cache
+def _gateway_validator() -> Any:
+    import jsonschema
+
+    from policies import crd_overlays
+    from tools.crd_schema import strict
+
+    return jsonschema.Draft7Validator(strict(crd_overlays.gateway_config_schema().spec))
+
+
 def _errors(validator: Any, value: Any, prefix: str) -> list[str]:
     errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
     return [f"{prefix}{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in errors]
@@ -97,22 +116,26 @@ def validate_object(  # noqa: PLR0911 - one return per schema family and outcome
     meta = obj.get("metadata") or {}
     name, namespace = str(meta.get("name", "")), meta.get("namespace")
 
-    def result(outcome: str, schema: str, errors: list[str] | None = None) -> Validation:
-        return Validation(kind, name, namespace, outcome, schema, errors or [])
+    def result(
+        outcome: str, schema: str, errors: list[str] | None = None, advisories: list[str] | None = None
+    ) -> Validation:
+        return Validation(kind, name, namespace, outcome, schema, errors or [], advisories or [])
 
     have_crds = crds_dir is not None and crds_dir.is_dir()
     if api.startswith(f"{OPERATOR_GROUP}/") and kind in OPERATOR_KINDS:
         if not have_crds:
             return result("cannot-validate-offline", f"the operator's CRD (../shared/crds not found at {crds_dir})")
-        from tools.crd_schema import crd_path, validate_cr
+        from tools.crd_schema import classify_cr
 
         assert crds_dir is not None
-        path = crd_path(crds_dir, kind, addon_version)
-        return result(
-            "invalid" if (errs := validate_cr(obj, crds_dir, addon_version)) else "valid",
-            str(path.relative_to(crds_dir)),
-            errs,
-        )
+        verdict = classify_cr(obj, crds_dir, addon_version)
+        return result(verdict.outcome, verdict.schema, verdict.errors, verdict.advisories)
+    if api == f"{OPERATOR_GROUP}/v1alpha1" and kind == "InferenceGatewayConfig":
+        from policies import crd_overlays
+
+        docs = crd_overlays.gateway_config_schema()
+        errs = _errors(_gateway_validator(), obj.get("spec") or {}, "spec.")
+        return result("invalid" if errs else "valid-against-docs-schema", docs.describe(), errs)
     if api == "elbv2.k8s.aws/v1beta1" and kind == "TargetGroupBinding":
         if not have_crds:
             return result("cannot-validate-offline", f"{TGB_CRD} (../shared/crds not found at {crds_dir})")

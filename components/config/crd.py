@@ -7,8 +7,8 @@
 Every model forbids unknown keys and takes keys only by their CRD names (camelCase); fields are optional unless
 the CRD requires them without a default, and carry no defaults of their own, so ``dump()`` renders exactly what
 the user wrote (the operator applies the CRD defaults). Embedded Kubernetes core types (:data:`OPAQUE_PATHS`)
-are mappings, validated against the CRD by the schema validation. Fields AWS documents for later operators that
-no public CRD has are typed from ``features`` of ``policies/compatibility.yaml`` (:data:`DOCUMENTED_FIELDS`).
+are mappings, validated against the CRD by the schema validation. Fields of later operators that no public CRD
+has are typed from their overlays, ``policies/crd_overlays/operator-<version>.yaml`` (:data:`OVERLAY_FIELDS`).
 Which release has which field: ``policies/crd_fields.json`` (same generator). The InferenceGatewayConfig spec has
 no public CRD: it is typed by hand from the AWS documentation in ``components/config/gateway_spec.py``.
 """
@@ -19,11 +19,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-OPAQUE_PATHS: dict[str, frozenset[str]] = {"InferenceEndpointConfig": frozenset(["kubernetes.initContainers", "kubernetes.volumes", "nodeAffinity", "pdSpec.decodingSpec.resources", "pdSpec.prefillSpec.resources", "worker.environmentVariables", "worker.probes.livenessProbe", "worker.probes.readinessProbe", "worker.probes.startupProbe", "worker.resources"]), "JumpStartModel": frozenset()}
+OPAQUE_PATHS: dict[str, frozenset[str]] = {"InferenceEndpointConfig": frozenset(["kubernetes.initContainers", "kubernetes.volumes", "metricsCollectorResources", "metricsSidecarResources", "modelCacheConfig.weightsCache.nodeAffinity", "nodeAffinity", "pdSpec.decodingSpec.resources", "pdSpec.prefillSpec.resources", "s3UploaderResources", "worker.environmentVariables", "worker.probes.livenessProbe", "worker.probes.readinessProbe", "worker.probes.startupProbe", "worker.resources"]), "JumpStartModel": frozenset(["metricsCollectorResources", "metricsSidecarResources", "modelCacheConfig.weightsCache.nodeAffinity", "s3UploaderResources"])}
 """Spec paths (per kind) holding Kubernetes core types, kept as mappings."""
 
-DOCUMENTED_FIELDS: dict[str, str] = {"inferenceGateway": "3.6"}
-"""Spec paths typed from AWS documentation (no public CRD), with the operator release that adds them."""
+OVERLAY_FIELDS: dict[str, str] = {"metricsSidecarResources": "3.4", "metricsCollectorResources": "3.4", "s3UploaderResources": "3.4", "modelCacheConfig.weightsCache.nodeAffinity": "3.5", "inferenceGateway": "3.6", "kubernetes.podTemplateAnnotations": "3.6", "tolerations": "3.7", "lmcache": "3.7"}
+"""Spec paths typed from the overlays (AWS documentation and release notes; no public CRD), with the operator
+release that adds them."""
 
 
 class CrdModel(BaseModel):
@@ -176,6 +177,7 @@ class Kubernetes(CrdModel):
     scheduler_name: str | None = Field(default=None, alias="schedulerName", max_length=253, pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", description="Name of the scheduler to use for pod scheduling")
     service_account_name: str | None = Field(default=None, alias="serviceAccountName", max_length=253, pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$", description="Name of the Kubernetes ServiceAccount to use for the inference pod")
     volumes: list[dict[str, Any]] | None = Field(default=None, alias="volumes", description="Additional volumes to add to the pod spec")
+    pod_template_annotations: dict[str, str] | None = Field(default=None, alias="podTemplateAnnotations", description="Annotations added to the inference pod template (PR #461)")
 
 
 class L2CacheSpec(CrdModel):
@@ -222,6 +224,7 @@ class WeightsCache(CrdModel):
 
     enabled: bool | None = Field(default=None, alias="enabled", description="Whether model data caching is enabled")
     host_path: str | None = Field(default=None, alias="hostPath", min_length=1, max_length=255, description="Host path where cached model weights are stored")
+    node_affinity: dict[str, Any] | None = Field(default=None, alias="nodeAffinity", description="Node affinity of the weights-cache DaemonSet (PR #455; path unstated)")
 
 
 class ModelCacheConfig(CrdModel):
@@ -367,10 +370,26 @@ class Worker(CrdModel):
 
 
 class InferenceGateway(CrdModel):
-    """``inferenceGateway`` — Opt-in to the managed Inference Gateway (AWS docs: Inference Gateway, model opt-in); no public CRD"""
+    """``inferenceGateway`` — Opt-in to the managed Inference Gateway (AWS docs: Inference Gateway, model opt-in)"""
 
     enabled: bool | None = Field(default=None, alias="enabled", description="Route this model through the cluster's Inference Gateway")
-    name: str | None = Field(default=None, alias="name", description="The InferenceGatewayConfig to join; empty: the operator generates one")
+    name: str | None = Field(default=None, alias="name", max_length=63, pattern="^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="The InferenceGatewayConfig to join; empty: the operator generates one")
+
+
+class Toleration(CrdModel):
+    """``tolerations[]``"""
+
+    key: str | None = Field(default=None, alias="key")
+    operator: Literal["Exists", "Equal"] | None = Field(default=None, alias="operator")
+    value: str | None = Field(default=None, alias="value")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(default=None, alias="effect")
+    toleration_seconds: int | None = Field(default=None, alias="tolerationSeconds")
+
+
+class Lmcache(CrdModel):
+    """``lmcache`` — LMCache settings of the worker (PR #464)"""
+
+    mode: Literal["InProcess", "MultiProcess"] | None = Field(default=None, alias="mode", description="InProcess, or MultiProcess (a separate LMCache server process; needs LMCache >= 0.5.0)")
 
 
 class InferenceEndpointConfigSpec(CrdModel):
@@ -402,7 +421,12 @@ class InferenceEndpointConfigSpec(CrdModel):
     tags: list[Tag] | None = Field(default=None, alias="tags", description="Mentions the tags to be added to the Sagemaker Endpoint")
     tls_config: TlsConfig | None = Field(default=None, alias="tlsConfig", description="Configurations for TLS")
     worker: Worker = Field(alias="worker", description="Details of the worker")
-    inference_gateway: InferenceGateway | None = Field(default=None, alias="inferenceGateway", description="Opt-in to the managed Inference Gateway (AWS docs: Inference Gateway, model opt-in); no public CRD")
+    metrics_sidecar_resources: dict[str, Any] | None = Field(default=None, alias="metricsSidecarResources", description="Resources of the metrics sidecar container (operator 3.4 release notes; path unstated)")
+    metrics_collector_resources: dict[str, Any] | None = Field(default=None, alias="metricsCollectorResources", description="Resources of the metrics collector container (operator 3.4 release notes; path unstated)")
+    s3_uploader_resources: dict[str, Any] | None = Field(default=None, alias="s3UploaderResources", description="Resources of the S3 uploader container (operator 3.4 release notes; path unstated)")
+    inference_gateway: InferenceGateway | None = Field(default=None, alias="inferenceGateway", description="Opt-in to the managed Inference Gateway (AWS docs: Inference Gateway, model opt-in)")
+    tolerations: list[Toleration] | None = Field(default=None, alias="tolerations", description="Tolerations of the inference pods (PR #464; core/v1 Toleration)")
+    lmcache: Lmcache | None = Field(default=None, alias="lmcache", description="LMCache settings of the worker (PR #464)")
 
 
 class JumpStartModelRef(CrdModel):
@@ -456,4 +480,8 @@ class JumpStartModelSpec(CrdModel):
     sage_maker_endpoint: SageMakerEndpoint | None = Field(default=None, alias="sageMakerEndpoint")
     server: JumpStartServer = Field(alias="server")
     tls_config: TlsConfig | None = Field(default=None, alias="tlsConfig")
-    inference_gateway: InferenceGateway | None = Field(default=None, alias="inferenceGateway", description="Opt-in to the managed Inference Gateway (AWS docs: Inference Gateway, model opt-in); no public CRD")
+    metrics_sidecar_resources: dict[str, Any] | None = Field(default=None, alias="metricsSidecarResources", description="Resources of the metrics sidecar container (operator 3.4 release notes; path unstated)")
+    metrics_collector_resources: dict[str, Any] | None = Field(default=None, alias="metricsCollectorResources", description="Resources of the metrics collector container (operator 3.4 release notes; path unstated)")
+    s3_uploader_resources: dict[str, Any] | None = Field(default=None, alias="s3UploaderResources", description="Resources of the S3 uploader container (operator 3.4 release notes; path unstated)")
+    inference_gateway: InferenceGateway | None = Field(default=None, alias="inferenceGateway", description="Opt-in to the managed Inference Gateway (AWS docs: Inference Gateway, model opt-in)")
+    tolerations: list[Toleration] | None = Field(default=None, alias="tolerations", description="Tolerations of the inference pods (PR #464; core/v1 Toleration)")

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import Discriminator, Field, Tag
 
 from policies import compatibility as compat
-from policies import rules
+from policies import crd_overlays, rules
 
 from .base import ConfigAdvisory, ConfigIssue, Model, join_path
 from .checks import advisory_check, cross_check
@@ -282,7 +282,7 @@ def _features_supported(cfg: StackView) -> Iterator[ConfigIssue]:
     if not compat.is_known_addon(version):
         return
     for i, ep in enumerate(cfg.endpoints):
-        for path, introduced, feature in compat.features_missing(ep.spec_dict(), version, ep.kind):
+        for path, introduced, feature in crd_overlays.features_missing(ep.spec_dict(), version, ep.kind):
             yield ConfigIssue(_spec_key(i, path), compat.missing_text(feature, introduced, version))
 
 

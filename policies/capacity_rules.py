@@ -502,7 +502,7 @@ class NodeAllocatable:
         if resource == CPU:
             parts[0] += f" (threadsPerCore {self.group.threads_per_core})"
         for label, amounts in (
-            ("kube-reserved", self.kube_reserved),
+            ("reserved by the kubelet" if self.observed else "kube-reserved", self.kube_reserved),
             ("eviction threshold", self.eviction),
             (f"requests of {len(self.daemonset_names)} DaemonSets", self.daemonsets),
         ):

@@ -10,7 +10,7 @@ unverified, and says so ("observed 2026-12-04 by verify"):
 * each instance group's node ``status.allocatable`` (UNCONFIRMED [nodeadm-defaults]): the capacity checks use it
   instead of the computed kube-reserved (:func:`allocatable_for`, ``policies/capacity_rules.ObservedAllocatable``).
 
-``settled_by_stack`` tells ``python -m tools.unconfirmed`` which checklist ids a run settled for which stack. The
+``settled_by_stack`` tells the checklist's marker listing which checklist ids a run settled for which stack. The
 directory is ``verified/`` at the repository root, or ``$HPI_VERIFIED_DIR`` (the tests point it elsewhere).
 """
 

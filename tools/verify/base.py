@@ -94,6 +94,7 @@ class HttpAnswer:
     ttfb_ms: int | None
     error: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""  # the body, read only when the caller asked for it (the AMP query)
 
 
 Http = Callable[[str, str, dict[str, str], bytes | None], HttpAnswer]

@@ -161,6 +161,19 @@ def crd_fields(ctx: Context) -> list[Result]:
 _BAD_STATE = re.compile(r"fail", re.IGNORECASE)
 
 
+def _tiered_settles(ctx: Context, ep: Any) -> tuple[str, ...]:
+    """An endpoint with the managed tiered KV cache answers two open questions by its status: on a cluster without
+    ``TieredStorageConfig`` (tieredstorage-cluster-config), on a group that is not P-family (tieredstorage-p-only)."""
+    if ep.l2_backend != "tieredstorage":
+        return ()
+    out: tuple[str, ...] = ()
+    if ctx.cfg.kv_cache.l2_backend != "tieredstorage":  # the cluster is created without TieredStorageConfig
+        out += ("tieredstorage-cluster-config",)
+    if ep.instance_types and not all(t.startswith("ml.p") for t in ep.instance_types):
+        out += ("tieredstorage-p-only",)
+    return out
+
+
 @check(
     "endpoint-status",
     "each endpoint's status",
@@ -174,7 +187,7 @@ def endpoint_status(ctx: Context) -> list[Result]:
         obj = ctx.kube.get(
             ctx.kube.custom.get_namespaced_custom_object, GROUP, VERSION, ep.namespace, PLURALS[cr["kind"]], ep.name
         )
-        tiered = ("tieredstorage-cluster-config", "tieredstorage-p-only") if ep.l2_backend == "tieredstorage" else ()
+        tiered = _tiered_settles(ctx, ep)
         if obj is None:
             out.append(
                 Result(

@@ -36,11 +36,6 @@ BY_HAND: dict[str, str] = {
     "afterwards no API keeps the label's history",
     "hyperpod-nvme-mount": "needs a shell on the node (`kubectl debug node/...`): verify only reads the APIs",
     "lmcache-url-expansion": "needs `kubectl exec` into a worker to read the expanded variable: not a read-only call",
-    "promql-labels": "a query of the AMP workspace is a SigV4-signed HTTP call outside boto3; run it in the "
-    "workspace's query console",
-    "global-gateway-execution-role": "a global stack: tools.verify checks regional stacks (preflight_global and the "
-    "global stack's own up settle it)",
-    "global-gateway-iam-actions": "a global stack's up (no AccessDenied) settles it; verify checks regional stacks",
     "global-gateway-iam-propagation": "the first up of the global stack, by whoever watches it",
     "global-gateway-progress-display": "how the CLI shows progress lines: a person watching the global stack's up",
     "global-gateway-token-forwarding": "an invoke through the Global Inference Gateway (SigV4, another stack): "
@@ -382,6 +377,68 @@ def addon_logs(ctx: Context) -> list[Result]:
             ("fsx-csi-without-irsa",),
         )
     ]
+
+
+PROMQL_LABELS = ("namespace", "pod")  # what components/dashboards.py groups by (UNCONFIRMED [promql-labels])
+PROMQL_METRIC = "model_invocations_total"
+
+
+def signed_get(ctx: Context, url: str, service: str) -> dict[str, str]:
+    """The headers of a SigV4-signed GET (the AMP query API is HTTP, not a boto3 operation: AMP User Guide,
+    "Query your Prometheus metrics", signature version 4 with service name ``aps``)."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    credentials = ctx.aws.session.get_credentials()
+    request = AWSRequest(method="GET", url=url)
+    SigV4Auth(credentials.get_frozen_credentials(), service, ctx.aws.region).add_auth(request)
+    return dict(request.headers.items())
+
+
+@check(
+    "promql-labels",
+    "the label names of the operator's metrics in the AMP workspace",
+    settles=("promql-labels",),
+    reads=(f"aps:QueryMetrics (GET api/v1/query?query={PROMQL_METRIC}, SigV4)",),
+)
+def promql_labels(ctx: Context) -> list[Result]:
+    endpoint = ctx.outputs.get("prometheusEndpoint")
+    if not endpoint:
+        return [
+            Result("promql-labels", "SKIP", "no AMP workspace (stack output prometheusEndpoint)", "pass --outputs FILE")
+        ]
+    url = f"{str(endpoint).rstrip('/')}/api/v1/query?query={PROMQL_METRIC}"
+    answer = ctx.http(url, "GET", signed_get(ctx, url, "aps"), None)
+    if answer.status != 200 or not answer.body:
+        return [
+            Result(
+                "promql-labels",
+                "FAIL",
+                f"the workspace's query API answered {answer.status or answer.error}",
+                "grant aps:QueryMetrics to the credentials running verify, then rerun",
+            )
+        ]
+    series = ((json.loads(answer.body).get("data") or {}).get("result")) or []
+    if not series:
+        return [
+            Result(
+                "promql-labels", "WARN", f"no {PROMQL_METRIC} series yet (no request served?)", "rerun after traffic"
+            )
+        ]
+    names = sorted({k for s in series for k in (s.get("metric") or {})})
+    ctx.facts["promqlLabels"] = names
+    missing = [label for label in PROMQL_LABELS if label not in names]
+    if missing:
+        return [
+            Result(
+                "promql-labels",
+                "FAIL",
+                f"{PROMQL_METRIC} has the labels {', '.join(names)}, not {', '.join(missing)}",
+                "the dashboards group by those labels: change them in components/dashboards.py",
+                ("promql-labels",),
+            )
+        ]
+    return [Result("promql-labels", "PASS", f"{PROMQL_METRIC} labels: {', '.join(names)}", "", ("promql-labels",))]
 
 
 def observations(ctx: Context, results: list[Result]) -> dict[str, Any]:

@@ -337,8 +337,10 @@ def http_request(url: str, method: str, headers: dict[str, str], body: bytes | N
     start = time.monotonic()
     try:
         with opener.open(request, timeout=30) as answer:
-            answer.read(1)
-            return HttpAnswer(answer.status, int((time.monotonic() - start) * 1000), "", dict(answer.headers))
+            first = answer.read(1)
+            ttfb = int((time.monotonic() - start) * 1000)
+            rest = answer.read(1 << 20) if method == "GET" else b""
+            return HttpAnswer(answer.status, ttfb, "", dict(answer.headers), first + rest)
     except urllib.error.HTTPError as err:
         return HttpAnswer(err.code, int((time.monotonic() - start) * 1000), "", dict(err.headers or {}))
     except (urllib.error.URLError, OSError, ValueError) as err:

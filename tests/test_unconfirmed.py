@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.cli_runner import run_module
 from tools import unconfirmed as u
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,7 +133,7 @@ def test_cli_lists_markers_by_id(capsys: pytest.CaptureFixture[str]) -> None:
     assert u.main([]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^promql-labels: components/dashboards\.py:\d+, docs/edge-and-observability\.md:\d+", out, re.M)
-    assert re.search(r"^\d+ markers, \d+ ids, \d+ checklist rows$", out, re.M)
+    assert re.search(r"^\d+ markers, \d+ ids, \d+ checklist rows, \d+ settled by verify$", out, re.M)
 
 
 # --- docs cite the repository and public sources, in the third person ------------------------------------------
@@ -169,3 +171,26 @@ def test_the_private_references_are_caught() -> None:
         assert PRIVATE.search(line), line
     for line in ["us-east-1", "../shared/crds beside the clone", "the ID of the VPC", "a D-class", "IAM"]:
         assert not PRIVATE.search(line), line
+
+
+def test_the_listing_shows_which_ids_verify_settled_for_which_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``verified/<stack>.json`` (written by ``python -m tools.verify``) names the ids a run settled."""
+    folder = tmp_path / "verified"
+    folder.mkdir()
+    doc = {
+        "schema": "hyperpod-inference/verified/v1",
+        "stack": "staging",
+        "observedOn": "2026-12-04",
+        "settled": ["router-service-port"],
+    }
+    (folder / "staging.json").write_text(json.dumps(doc), encoding="utf-8")
+    monkeypatch.setenv("HPI_VERIFIED_DIR", str(folder))
+    done = run_module("tools.unconfirmed")
+    lines = done.stdout.splitlines()
+    assert next(x for x in lines if x.startswith("router-service-port:")).endswith(
+        "; settled for staging (observed 2026-12-04 by verify)"
+    )
+    assert "settled" not in next(x for x in lines if x.startswith("hyperpod-nvme-mount:"))
+    assert lines[-1].endswith(", 1 settled by verify")

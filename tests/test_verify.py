@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1050,12 +1051,17 @@ def test_a_forbidden_read_names_the_access_to_grant(cluster: dict[str, Any], cli
 # --- --list and the checklist ---------------------------------------------------------------------------------------
 
 
-def _after_rows() -> set[str]:
+def _checklist() -> str:
     text = (Path(__file__).resolve().parents[1] / "docs" / "first-deploy.md").read_text(encoding="utf-8")
-    table = text[text.index("## Unverified facts: the checklist") :]
-    import re
+    return text[text.index("## Unverified facts: the checklist") :]
 
-    return set(re.findall(r"^\| `([a-z0-9-]+)` \| [^|]+\| after", table, re.MULTILINE))
+
+def _rows() -> set[str]:
+    return set(re.findall(r"^\| `([a-z0-9-]+)` \|", _checklist(), re.MULTILINE))
+
+
+def _after_rows() -> set[str]:
+    return set(re.findall(r"^\| `([a-z0-9-]+)` \| [^|]+\| after", _checklist(), re.MULTILINE))
 
 
 def test_list_settles_three_quarters_of_the_after_rows_and_says_why_of_the_rest() -> None:
@@ -1065,11 +1071,7 @@ def test_list_settles_three_quarters_of_the_after_rows_and_says_why_of_the_rest(
     ids = [c["id"] for c in listed]
     assert len(ids) == len(set(ids))
     settled = {s for c in listed for s in c["settles"]}
-    from tools.unconfirmed import checklist_ids
-
-    every_row = set(
-        checklist_ids((Path(__file__).resolve().parents[1] / "docs" / "first-deploy.md").read_text(encoding="utf-8"))
-    )
+    every_row = _rows()
     assert settled <= every_row, settled - every_row
     assert len(settled & after) * 4 >= len(after) * 3, sorted(after - settled)
     assert after - settled == set(report.BY_HAND), (

@@ -174,7 +174,7 @@ def _node(
         },
         "spec": {},
         "status": {
-            "allocatable": allocatable,
+            "allocatable": dict(allocatable),
             "conditions": [
                 {
                     "type": "Ready",
@@ -348,7 +348,7 @@ def staging_cluster(crds_dir: Path) -> dict[str, Any]:
     ]
     out.update(
         {
-            "/version": {"major": "1", "minor": "34", "gitVersion": "v1.34.2-eks-3025e55", "platform": "linux/amd64"},
+            "/version/": {"major": "1", "minor": "34", "gitVersion": "v1.34.2-eks-3025e55", "platform": "linux/amd64"},
             "/api/v1/pods": _list("Pod", pods),
             "/api/v1/nodes": _list("Node", nodes),
             "/api/v1/services": _list("Service", services),

@@ -114,8 +114,12 @@ def settled_by_stack() -> dict[str, list[tuple[str, str]]]:
 
 
 def allocatable_for(stack: str | None) -> dict[str, cap.ObservedAllocatable]:
-    """Per instance group, the allocatable verify read from its nodes (empty when never observed)."""
-    obs = load(stack) if stack else None
+    """Per instance group, the allocatable verify read from its nodes (empty when never observed, or when the file
+    is malformed: ``components/config/ingress.py`` reports that as a config error)."""
+    try:
+        obs = load(stack) if stack else None
+    except ObservationsError:
+        return {}
     if obs is None:
         return {}
     return {

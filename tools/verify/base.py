@@ -228,3 +228,9 @@ def labels(obj: dict[str, Any]) -> dict[str, str]:
 def name_of(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.verify.base", "python -m tools.verify --stack <name>")

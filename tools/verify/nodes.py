@@ -275,3 +275,9 @@ def system_pods(ctx: Context) -> list[Result]:
     if not out:
         out.append(Result("system-pods", "PASS", f"{len(workloads)} workloads as the readiness data says", "", settles))
     return out
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.verify.nodes", "python -m tools.verify --stack <name>")

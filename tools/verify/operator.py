@@ -475,3 +475,9 @@ def _gateway_request(ctx: Context, ep: Any, address: str) -> Result:
         ),
         ("gateway-jwt-responses",),
     )
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.verify.operator", "python -m tools.verify --stack <name>")

@@ -467,3 +467,9 @@ def write_observations(ctx: Context, results: list[Result]) -> Path:
 
 
 __all__ = ["BY_HAND", "labels", "observations", "parse_event_log", "write_observations"]
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.verify.report", "python -m tools.verify --stack <name>")

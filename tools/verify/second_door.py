@@ -169,3 +169,9 @@ def _services_selecting_endpoints(ctx: Context) -> dict[tuple[str, str], list[st
                 ):
                     out.setdefault((ns, str(svc["metadata"]["name"])), []).append(name)
     return {k: sorted(set(v)) for k, v in out.items()}
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.verify.second_door", "python -m tools.verify --stack <name>")

@@ -462,3 +462,9 @@ def front_door_requests(ctx: Context) -> list[Result]:
 
 
 __all__ = ["OPERATOR_NAMESPACE", "binding_name", "front_door_url", "http_request", "routed"]
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.verify.traffic", "python -m tools.verify --stack <name>")

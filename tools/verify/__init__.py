@@ -7,7 +7,7 @@ way in that skips the front door's authentication), ``report`` (the event log, t
 add-on logs, and ``verified/<stack>.json``). ``__main__`` is the command line.
 """
 
-from . import nodes, operator, report, second_door, traffic  # noqa: F401 - registers the checks in this order
+from . import nodes, operator, report, second_door, traffic  # noqa: F401 - registers the checks (__main__.GROUPS orders them)
 from .base import CHECKS
 
 __all__ = ["CHECKS"]

@@ -6,7 +6,7 @@ unless ``x-kubernetes-preserve-unknown-fields``; Kubernetes docs, "CustomResourc
 the model never joins the gateway and ``pulumi up`` reports success. ``crd-fields`` walks every field the stack's
 custom resources set through the installed CRD's schema of the version the stack uses.
 
-The InferenceGatewayConfig has no public CRD (operator-facts §7), so ``gateway`` judges only the standard
+The InferenceGatewayConfig has no public CRD (AWS documents it in prose only), so ``gateway`` judges only the standard
 ``status.conditions[type=Ready]`` and records the whole ``status`` it finds (its address among it).
 """
 

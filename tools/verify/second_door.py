@@ -2,7 +2,7 @@
 authentication.
 
 The operator creates its own per-endpoint ALB through an Ingress ``alb-<name>-<namespace>`` in
-hyperpod-inference-system (AWS docs sagemaker-hyperpod-model-deployment-custom-certs; operator-facts §14), next to
+hyperpod-inference-system (AWS docs sagemaker-hyperpod-model-deployment-custom-certs), next to
 the stack's front door; the rehearsal reports it offline, this is the live side. A finding is any load balancer
 in the stack's VPC, other than the front door, whose listener forwards to a target group holding an endpoint pod's
 IP without an ``authenticate-oidc``/``authenticate-cognito``/``jwt-validation`` action before the forward; and any

@@ -1182,3 +1182,53 @@ def test_the_post_up_section_lists_exactly_the_checks_and_the_by_hand_rows() -> 
     assert documented == checks
     hand = re.findall(r"^\| `([a-z0-9-]+)` \| ([^|]+) \|$", section, re.MULTILINE)
     assert hand == list(report.BY_HAND.items())
+
+
+def test_a_target_still_initial_is_not_healthy(cluster: dict[str, Any], clients: StubbedClients) -> None:
+    """A target the ALB is still checking (``initial``) or taking out (``draining``) serves no request yet."""
+    starting = {
+        "TargetHealthDescriptions": [
+            {
+                "Target": {"Id": "10.128.32.11", "Port": 8080},
+                "TargetHealth": {
+                    "State": "initial",
+                    "Reason": "Elb.RegistrationInProgress",
+                    "Description": "Target registration is in progress",
+                },
+            },
+            {
+                "Target": {"Id": "10.128.32.13", "Port": 8080},
+                "TargetHealth": {"State": "draining", "Reason": "Target.DeregistrationInProgress"},
+            },
+        ]
+    }
+    clients.queue("elbv2", "describe_target_health", starting, {"TargetGroupArn": TG_PREFIX})
+    clients.queue("elbv2", "describe_target_health", healthy_targets("10.128.32.12"), {"TargetGroupArn": TG_KVAWARE})
+    results, _, _ = run(traffic.target_group_binding, cluster, clients)
+    assert results[0].status == "FAIL"
+    assert results[0].detail.startswith(f"llama-8b-prefix: no healthy target in {TG_PREFIX}: 10.128.32.11:8080 initial")
+
+
+def test_a_weighted_forward_to_the_pods_is_a_second_door(cluster: dict[str, Any], clients: StubbedClients) -> None:
+    """A forward with ``ForwardConfig.TargetGroups`` (weighted target groups) and no ``TargetGroupArn``."""
+    weighted = {
+        "Type": "forward",
+        "Order": 1,
+        "ForwardConfig": {"TargetGroups": [{"TargetGroupArn": OPERATOR_TG, "Weight": 1}]},
+    }
+    _second_door(clients, [weighted])
+    clients.queue("elbv2", "describe_target_health", healthy_targets("10.128.32.11"), {"TargetGroupArn": OPERATOR_TG})
+    results, _, _ = run(second_door.second_door, cluster, clients)
+    assert results[0].status == "FAIL"
+    assert results[0].detail.endswith("forwards to the pods of llama-8b-prefix without authentication")
+
+
+def test_a_failing_row_settles_its_fact_too(cluster: dict[str, Any], clients: StubbedClients) -> None:
+    """The router Service on another port is a FAIL, and the port is known now: the id is settled."""
+    for endpoint in ("llama-8b-prefix", "llama-8b-kvaware"):
+        cluster[f"/api/v1/namespaces/{OP_NS}/services/{endpoint}-inference-routing-service"]["spec"]["ports"][0][
+            "port"
+        ] = 8080
+    results, ctx, _ = run(traffic.router_service, cluster, clients)
+    assert [r.status for r in results] == ["FAIL", "FAIL"]
+    assert report.observations(ctx, results)["settled"] == ["router-service-port"]

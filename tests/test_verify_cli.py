@@ -286,3 +286,27 @@ def test_a_malformed_observation_file_is_a_config_error_naming_it(verified_dir: 
         f"cannot use what verify observed: {verified_dir / 'staging.json'}: observedOn: Field required" in done.stdout
     )
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_what_verify_saw_of_another_service_is_not_applied(verified_dir: Path) -> None:
+    """The route now binds the router Service, verify saw another one: the observation does not judge the route."""
+    verified_dir.mkdir()
+    doc = {
+        "schema": "hyperpod-inference/verified/v1",
+        "stack": "staging",
+        "observedOn": "2026-12-04",
+        "services": {
+            "llama-8b-prefix": {
+                "namespace": "inference",
+                "name": "llama-8b-prefix",
+                "exists": True,
+                "ports": [{"port": 9000}],
+            }
+        },
+    }
+    (verified_dir / "staging.json").write_text(json.dumps(doc), encoding="utf-8")
+    done = run_module("tools.preview", "--stack", "staging")
+    assert done.returncode == 0, done.stdout[-2000:]
+    guesses = [a for a in run_advisories(staging()) if a.path == "ingress.routes[0].servicePort"]
+    assert [a.rule for a in guesses] == ["ingress-service-known"]
+    assert "observed" not in guesses[0].message

@@ -310,3 +310,15 @@ def test_what_verify_saw_of_another_service_is_not_applied(verified_dir: Path) -
     guesses = [a for a in run_advisories(staging()) if a.path == "ingress.routes[0].servicePort"]
     assert [a.rule for a in guesses] == ["ingress-service-known"]
     assert "observed" not in guesses[0].message
+
+
+def test_token_cmd_prints_the_token_and_a_failing_one_cannot_run() -> None:
+    from tools.verify.__main__ import _token
+    from tools.verify.base import CannotRun
+
+    assert _token(None, "echo eyJ.token") == "eyJ.token"
+    assert _token("given", "false") == "given"
+    with pytest.raises(CannotRun, match="--token-cmd 'false' failed"):
+        _token(None, "false")
+    with pytest.raises(CannotRun, match="printed no token"):
+        _token(None, "true")

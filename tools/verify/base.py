@@ -134,10 +134,10 @@ class Context:
 
     @property
     def eks_cluster_name(self) -> str:
+        """The stack output, else the adopted cluster's name, else the name the stack gives its own."""
         existing = self.cfg.cluster.existing
-        return str(self.outputs.get("eksClusterName") or (existing.eks_cluster_name if existing else "")) or (
-            f"{self.cfg.name_prefix}-eks"
-        )
+        adopted = existing.eks_cluster_name if existing else None
+        return str(self.outputs.get("eksClusterName") or adopted or f"{self.cfg.name_prefix}-eks")
 
     @property
     def hyperpod_cluster_name(self) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from components.config import observed
 from tools.preflight_checks import call
 
-from .base import Context, Result, check, condition, labels
+from .base import Context, Result, check, condition
 from .nodes import group_nodes
 
 # Checklist "after:" rows no read-only command can settle, and why (docs/first-deploy.md lists them).
@@ -161,7 +161,6 @@ def create_times(ctx: Context) -> list[Result]:
     amp = [s for s in creates if s.type == AMP_WORKSPACE and s.seconds is not None]
     if amp:
         settled.append("amp-create-time")
-    ends = {s.name: s for s in creates}
     elasticache = [s for s in creates if s.type.startswith("aws:elasticache/user") and s.seconds is not None]
     if elasticache:
         settled.append("elasticache-user-wait")
@@ -188,7 +187,6 @@ def create_times(ctx: Context) -> list[Result]:
         )
         settled.append("hyperpod-create-completion")
     shown = ", ".join(f"{s.name} {s.seconds} s" for s in [*amp, *elasticache, *waits])
-    del ends
     out.append(
         Result(
             "create-times",
@@ -466,7 +464,7 @@ def write_observations(ctx: Context, results: list[Result]) -> Path:
     return path
 
 
-__all__ = ["BY_HAND", "labels", "observations", "parse_event_log", "write_observations"]
+__all__ = ["BY_HAND", "observations", "parse_event_log", "write_observations"]
 
 
 if __name__ == "__main__":

@@ -495,6 +495,7 @@ class NodeAllocatable:
     daemonset_names: tuple[str, ...]
     unknown_daemonsets: tuple[str, ...]
     allocatable: Mapping[str, int]
+    observed: str = ""  # "observed 2026-12-04 by verify": kube-reserved and eviction read from a node, not computed
 
     def breakdown(self, resource: str) -> str:
         """``96 vCPUs (threadsPerCore 1) - 310m kube-reserved - 0.2 DaemonSets`` for one resource."""
@@ -502,13 +503,15 @@ class NodeAllocatable:
         if resource == CPU:
             parts[0] += f" (threadsPerCore {self.group.threads_per_core})"
         for label, amounts in (
-            ("kube-reserved", self.kube_reserved),
+            ("reserved by the kubelet" if self.observed else "kube-reserved", self.kube_reserved),
             ("eviction threshold", self.eviction),
             (f"requests of {len(self.daemonset_names)} DaemonSets", self.daemonsets),
         ):
             if amounts.get(resource):
                 parts.append(f"{show(resource, amounts[resource])} {label}")
         text = " - ".join(parts)
+        if self.observed:
+            text += f" ({self.observed})"
         if self.unknown_daemonsets and resource in (CPU, MEMORY):
             text += f" (DaemonSets with unknown requests not subtracted: {', '.join(self.unknown_daemonsets)})"
         return text
@@ -526,11 +529,28 @@ def daemonsets_on(group: Group, system_pods: Iterable[SystemPod]) -> list[System
     ]
 
 
-def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> NodeAllocatable | None:
-    """Allocatable of one node of ``group``; ``None`` when the instance type is not in the data."""
+@dataclass(frozen=True)
+class ObservedAllocatable:
+    """A group's node ``status.allocatable`` as ``tools.verify`` read it from the cluster (the smallest of the
+    group's nodes), which replaces the computed kube-reserved and eviction threshold (UNCONFIRMED [nodeadm-defaults]):
+    the kubelet's allocatable already excludes both, and still includes what the DaemonSets take."""
+
+    allocatable: Mapping[str, int]
+    note: str  # "observed 2026-12-04 by verify"
+
+
+def node_allocatable(
+    group: Group, system_pods: Iterable[SystemPod] = (), observed: ObservedAllocatable | None = None
+) -> NodeAllocatable | None:
+    """Allocatable of one node of ``group``; ``None`` when the instance type is not in the data (and nothing was
+    observed)."""
     spec = group.spec
-    if spec is None:
+    if spec is None and observed is None:
         return None
+    if spec is None:
+        assert observed is not None
+        capacity = {r: observed.allocatable.get(r, 0) for r in (CPU, MEMORY, PODS, *EXTENDED)}
+        return _observed_allocatable(group, capacity, system_pods, observed)
     cpus = spec.cpus(group.threads_per_core)
     capacity = {
         CPU: cpus * 1000,
@@ -541,6 +561,8 @@ def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> Nod
         NEURONCORE: spec.neuron_cores,
         EFA: spec.max_efa_interfaces if spec.efa_supported else 0,
     }
+    if observed is not None:
+        return _observed_allocatable(group, capacity, system_pods, observed)
     reserved = {CPU: kube_reserved_cpu_m(cpus), MEMORY: kube_reserved_memory_mib(spec.max_pods) * 2**20}
     eviction = {MEMORY: EVICTION_MEMORY_MIB * 2**20}
     tiered = (
@@ -564,6 +586,36 @@ def node_allocatable(group: Group, system_pods: Iterable[SystemPod] = ()) -> Nod
         daemonset_names=tuple(p.name for p in ds),
         unknown_daemonsets=tuple(p.name for p in ds if p.requests is None),
         allocatable=alloc,
+    )
+
+
+def _daemonset_total(ds: Sequence[SystemPod]) -> dict[str, int]:
+    total: dict[str, int] = {PODS: len(ds)}
+    for pod in ds:
+        for r, v in (pod.requests or {}).items():
+            total[r] = total.get(r, 0) + v
+    return total
+
+
+def _observed_allocatable(
+    group: Group, capacity: Mapping[str, int], system_pods: Iterable[SystemPod], observed: ObservedAllocatable
+) -> NodeAllocatable:
+    """What a node offers pods when its kubelet's allocatable is known: that, less the DaemonSets' requests; the
+    difference to the instance's capacity is shown as kube-reserved (it includes the eviction threshold)."""
+    ds = daemonsets_on(group, system_pods)
+    ds_total = _daemonset_total(ds)
+    seen = {r: observed.allocatable.get(r, 0) for r in capacity}
+    return NodeAllocatable(
+        group=group,
+        capacity=capacity,
+        kube_reserved={r: max(0, capacity[r] - seen[r]) for r in capacity if r in (CPU, MEMORY)},
+        eviction={},
+        tiered_storage={},
+        daemonsets=ds_total,
+        daemonset_names=tuple(p.name for p in ds),
+        unknown_daemonsets=tuple(p.name for p in ds if p.requests is None),
+        allocatable={r: max(0, seen[r] - ds_total.get(r, 0)) for r in capacity},
+        observed=observed.note,
     )
 
 
@@ -1435,10 +1487,17 @@ def _controller_findings(
     return out, placeable
 
 
-def plan(groups: Sequence[Group], workloads: Sequence[Workload], system_pods: Sequence[SystemPod] = ()) -> Plan:
-    """Run every capacity rule once: the findings and the per-group usage the report shows."""
+def plan(
+    groups: Sequence[Group],
+    workloads: Sequence[Workload],
+    system_pods: Sequence[SystemPod] = (),
+    observed: Mapping[str, ObservedAllocatable] | None = None,
+) -> Plan:
+    """Run every capacity rule once: the findings and the per-group usage the report shows. ``observed``: per
+    group name, the allocatable ``tools.verify`` read from the group's nodes (used instead of the computed one)."""
     groups = list(groups)
-    alloc = {g.name: node_allocatable(g, system_pods) for g in groups}
+    seen = observed or {}
+    alloc = {g.name: node_allocatable(g, system_pods, seen.get(g.name)) for g in groups}
     findings = resource_findings(workloads)
     labels = {w.key: w.label for w in workloads}
     placements = []

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from policies import crd_overlays
+from tests.cli_runner import run_module
 from tools import unconfirmed as u
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,7 +134,7 @@ def test_cli_lists_markers_by_id(capsys: pytest.CaptureFixture[str]) -> None:
     assert u.main([]) == 0
     out = capsys.readouterr().out
     assert re.search(r"^promql-labels: components/dashboards\.py:\d+, docs/edge-and-observability\.md:\d+", out, re.M)
-    assert re.search(r"^\d+ markers, \d+ ids, \d+ checklist rows$", out, re.M)
+    assert re.search(r"^\d+ markers, \d+ ids, \d+ checklist rows, \d+ settled by verify$", out, re.M)
 
 
 # --- docs cite the repository and public sources, in the third person ------------------------------------------
@@ -185,3 +187,26 @@ def test_every_unsourced_overlay_path_is_a_checklist_row_marked_in_its_file() ->
     for file, ident in seen:
         assert ident in rows, ident
         assert f"UNCONFIRMED [{ident}]" in (root / file).read_text(encoding="utf-8"), (file, ident)
+
+
+def test_the_listing_shows_which_ids_verify_settled_for_which_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``verified/<stack>.json`` (written by ``python -m tools.verify``) names the ids a run settled."""
+    folder = tmp_path / "verified"
+    folder.mkdir()
+    doc = {
+        "schema": "hyperpod-inference/verified/v1",
+        "stack": "staging",
+        "observedOn": "2026-12-04",
+        "settled": ["router-service-port"],
+    }
+    (folder / "staging.json").write_text(json.dumps(doc), encoding="utf-8")
+    monkeypatch.setenv("HPI_VERIFIED_DIR", str(folder))
+    done = run_module("tools.unconfirmed")
+    lines = done.stdout.splitlines()
+    assert next(x for x in lines if x.startswith("router-service-port:")).endswith(
+        "; settled for staging (observed 2026-12-04 by verify)"
+    )
+    assert "settled" not in next(x for x in lines if x.startswith("hyperpod-nvme-mount:"))
+    assert lines[-1].endswith(", 1 settled by verify")

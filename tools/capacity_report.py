@@ -86,7 +86,8 @@ def report_from(plan: cap.Plan, notes: Sequence[str] = ()) -> CapacityReport:
         head = f"{g.count} x {g.instance_type}, threadsPerCore {g.threads_per_core}"
         if g.taints:
             head += f", taints {', '.join(str(t) for t in g.taints)}"
-        table.add_row(g.name, head + ": per node", *(cap.show(r, a.allocatable.get(r, 0)) for r in cols))
+        per_node = f": per node ({a.observed})" if a.observed else ": per node"
+        table.add_row(g.name, head + per_node, *(cap.show(r, a.allocatable.get(r, 0)) for r in cols))
         table.add_row("", "total", *(cap.show(r, total.get(r, 0)) for r in cols))
         for label, amounts in sorted(used.items()):  # sorted: the packing's order is no order to read
             table.add_row("", f"  {label}", *(cap.show(r, amounts.get(r, 0)) for r in cols))

@@ -138,6 +138,21 @@ def check(root: Path = ROOT) -> tuple[list[Marker], list[str], list[str]]:
     return markers, ids, problems(markers, ids)
 
 
+def settled_ids() -> dict[str, list[tuple[str, str]]]:
+    """Which checklist ids ``python -m tools.verify`` settled for which stack (``verified/*.json``)."""
+    from components.config.observed import ObservationsError, settled_by_stack
+
+    try:
+        return settled_by_stack()
+    except ObservationsError as err:
+        print(f"{err}", file=sys.stderr)
+        return {}
+
+
+def _stacks(seen: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{stack} (observed {day} by verify)" for stack, day in seen)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -150,9 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     by_id: dict[str, list[Marker]] = {}
     for m in markers:
         by_id.setdefault(m.id or "(no id)", []).append(m)
+    settled = settled_ids()
     for key in sorted(by_id):
-        print(f"{key}: " + ", ".join(m.where() for m in by_id[key]))
-    print(f"{len(markers)} markers, {len(by_id)} ids, {len(ids)} checklist rows")
+        where = ", ".join(m.where() for m in by_id[key])
+        seen = settled.get(key)
+        print(f"{key}: {where}" + (f"; settled for {_stacks(seen)}" if seen else ""))
+    print(f"{len(markers)} markers, {len(by_id)} ids, {len(ids)} checklist rows, {len(settled)} settled by verify")
     for line in found:
         print(line, file=sys.stderr)
     return 1 if found else 0

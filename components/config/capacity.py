@@ -22,6 +22,7 @@ from .checks import advisory_check, cross_check
 from .cluster import ClusterConfig
 from .endpoints import CR_GROUP_VERSION, Endpoint
 from .kvcache import KvCacheConfig
+from .observed import allocatable_for
 
 
 class StackView(Protocol):
@@ -70,7 +71,9 @@ def workloads_of(cfg: StackView) -> list[cap.Workload]:
 def capacity_plan(cfg: StackView) -> cap.Plan:
     url = cfg.kv_cache.url_at_config_time(cfg.name_prefix)
     crs = [(f"kubernetes:{CR_GROUP_VERSION}:{ep.kind}", ep.custom_resource(url)) for ep in cfg.endpoints]
-    return cap.plan(groups_of(cfg), workloads_of(cfg), [*cap.load_system_pods()[0], *cap.target_node_pods(crs)])
+    system = [*cap.load_system_pods()[0], *cap.target_node_pods(crs)]
+    # what tools.verify read from the nodes (verified/<stack>.json) replaces the computed allocatable
+    return cap.plan(groups_of(cfg), workloads_of(cfg), system, allocatable_for(getattr(cfg, "stack", None)))
 
 
 def allocatable_per_node(cfg: StackView) -> dict[str, cap.NodeAllocatable | None]:

@@ -28,6 +28,7 @@ from pydantic import Field, HttpUrl, SecretStr, ValidationInfo, field_validator
 from policies.baselines import ALB_REQUIRES_AUTHENTICATION, AUTH_ACTIONS, unauthenticated_forward
 from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICIES, elb17_violation
 
+from . import observed
 from .api_bounds import API_BOUNDS
 from .base import ConfigAdvisory, ConfigIssue, Model
 from .checks import advisory_check, cross_check
@@ -851,6 +852,8 @@ def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
         if endpoint is None:
             continue
         target = service_target(route, endpoint)
+        if _observed_service(cfg, route.endpoint, target) is not None:
+            continue  # verify saw it: _observed_services / _observed_service_ports say what it saw
         checked_by = f"the cluster, after the endpoint's first deploy: `kubectl get svc -n {target.namespace}`"
         if target.router and not target.port_configured:
             yield ConfigAdvisory(
@@ -867,6 +870,77 @@ def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
                 f"{target.namespace}/{target.name}:{target.port}",
                 "ingress-service-known",
                 checked_by,
+            )
+
+
+def _observations(stack: str) -> observed.Observations | None:
+    try:
+        return observed.load(stack)
+    except observed.ObservationsError:
+        return None  # _observed_services reports it
+
+
+def _observed_service(cfg: StackView, endpoint: str, target: ServiceTarget) -> observed.ObservedService | None:
+    """What ``tools.verify`` saw of the Service ``target`` (None: never observed, or another Service then)."""
+    obs = _observations(cfg.stack)
+    seen = obs.services.get(endpoint) if obs else None
+    return seen if seen and (seen.namespace, seen.name) == (target.namespace, target.name) else None
+
+
+def _observed_routes(cfg: StackView) -> Iterable[tuple[int, ServiceTarget, observed.ObservedService, str]]:
+    obs = _observations(cfg.stack)
+    if obs is None or not cfg.ingress.enabled:
+        return
+    by_name = {e.name: e for e in cfg.endpoints}
+    for i, route in enumerate(cfg.ingress.routes):
+        endpoint = by_name.get(route.endpoint)
+        if endpoint is not None:
+            target = service_target(route, endpoint)
+            seen = _observed_service(cfg, route.endpoint, target)
+            if seen is not None:
+                yield i, target, seen, obs.note
+
+
+@cross_check
+def _observed_services(cfg: StackView) -> Iterable[ConfigIssue]:
+    """The Service (and port) a route binds, judged by what ``tools.verify`` saw in the cluster
+    (``verified/<stack>.json``, components/config/observed.py) instead of the guess (UNCONFIRMED
+    [router-service-port]): a Service or port the cluster does not have is refused, naming what it has."""
+    try:
+        observed.load(cfg.stack)
+    except observed.ObservationsError as err:
+        yield ConfigIssue("ingress.routes", f"cannot use what verify observed: {err}")
+        return
+    for i, target, seen, note in _observed_routes(cfg):
+        if not seen.exists:
+            yield ConfigIssue(
+                f"ingress.routes[{i}].serviceName",
+                f"the Service {target.namespace}/{target.name} the binding names does not exist ({note}); set "
+                "serviceName/serviceNamespace to the Service the operator created (`kubectl get svc -A`)",
+            )
+            continue
+        ports = [p.port for p in seen.ports]
+        if target.port not in ports:
+            has = ", ".join(str(p) for p in ports) or "no port"
+            fix = f"set ingress.routes[{i}].servicePort: {ports[0]}" if len(ports) == 1 else "set servicePort to one"
+            yield ConfigIssue(
+                f"ingress.routes[{i}].servicePort",
+                f"the Service {target.namespace}/{target.name} listens on {has}, not {target.port} ({note}): {fix}, "
+                "the Service listens there",
+            )
+
+
+@advisory_check
+def _observed_service_ports(cfg: StackView) -> Iterable[ConfigAdvisory]:
+    """A guessed port the cluster confirmed is no longer a guess: say where it was seen, and how to pin it."""
+    for i, target, seen, note in _observed_routes(cfg):
+        if seen.exists and not target.port_configured and target.port in [p.port for p in seen.ports]:
+            yield ConfigAdvisory(
+                f"ingress.routes[{i}].servicePort",
+                f"the Service {target.namespace}/{target.name} listens on {target.port}, the port the binding uses "
+                f"({note}); pin it with servicePort: {target.port}",
+                "ingress-service-known",
+                f"python -m tools.verify --stack {cfg.stack}",
             )
 
 

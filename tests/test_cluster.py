@@ -618,7 +618,6 @@ def test_execution_role_trusts_sagemaker_with_the_documented_policies(stack_runs
             "Effect": "Allow",
             "Principal": {"Service": "sagemaker.amazonaws.com"},
             "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"aws:SourceAccount": "123456789012"}},
         }
     ]
     attached = [r.inputs["policyArn"] for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]

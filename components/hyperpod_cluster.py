@@ -329,12 +329,18 @@ class HyperPodCluster(pulumi.ComponentResource):
         )
 
         # Done once every instance group has its target count of Running nodes (ListClusterNodes), within the node
-        # wait's timeout from policies/readiness.yaml.
-        timeout_minutes = program_create_timeout("pulumi-python:dynamic:Resource", {"resourceKind": NODE_WAIT_KIND})
+        # wait's timeout from policies/readiness.yaml: its longer entry when a group runs on-start deep health
+        # checks (they run before the nodes are Running), selected by the same `deepHealthChecks` input the
+        # rehearsal reads.
+        deep_checked = sorted(g.name for g in cfg.instance_groups if g.deep_health_checks)
+        timeout_minutes = program_create_timeout(
+            "pulumi-python:dynamic:Resource", {"resourceKind": NODE_WAIT_KIND, "deepHealthChecks": deep_checked}
+        )
         self.nodes_ready = HyperPodNodeWait(
             f"{name}-nodes",
             {
                 "region": region,
+                "deepHealthChecks": deep_checked,
                 "clusterArn": cluster.cluster_arn,
                 "groups": {g.name: g.instance_count for g in cfg.instance_groups},
                 "timeoutSeconds": int(timeout_minutes * 60),

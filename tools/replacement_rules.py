@@ -405,7 +405,16 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
             node_wait.HyperPodNodeWaitProvider,
             "components/hyperpod_node_wait.py HyperPodNodeWaitProvider.diff (probed key by key by the generator; "
             "it owns nothing in AWS, so a replacement only waits again)",
-            ["clusterArn", "region", "groups", "timeoutSeconds", "pollSeconds", "awsProfile", "runningNodes"],
+            [
+                "clusterArn",
+                "region",
+                "groups",
+                "timeoutSeconds",
+                "pollSeconds",
+                "awsProfile",
+                "deepHealthChecks",
+                "runningNodes",
+            ],
             {"groups": ({"g": 1}, {"g": 2})},
         ),
     ]

@@ -26,6 +26,13 @@ from .config.observability import access_log_retention, flow_log_retention
 from .config.vpc_endpoints import interface_endpoint_services
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
 from .deployer_routes import DeployerRoutes, DeployerRoutesArgs
+from .destroy_waits import (
+    CLEANUP_KIND,
+    DRAIN_KIND,
+    GuardDutyEndpointCleanup,
+    LoadBalancerControllerDrain,
+    delete_timeout_seconds,
+)
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -162,6 +169,19 @@ class HyperPodInference(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        # Destroy: what makes the LB controller create AWS resources goes first, then this waits for the controller
+        # to remove them, then the add-on that runs it goes (components/destroy_waits.py).
+        lbc_drain = LoadBalancerControllerDrain(
+            "lb-controller-drain",
+            {
+                "region": self._region(),
+                "clusterName": eks.cluster_name,
+                "timeoutSeconds": delete_timeout_seconds(DRAIN_KIND),
+                "pollSeconds": 15,
+                "awsProfile": pulumi.Config("aws").get("profile"),
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[inference_operator, operator_prereqs]),
+        )
         self._export("inferenceOperatorAddonVersion", cfg.operator.addon_version)
         self._export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_arn)
         self._export("tlsCertificateBucket", operator_iam.tls_bucket_name)
@@ -210,7 +230,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     gateway=cfg.gateway,
                     namespace=gateway_ns,
                     k8s_provider=eks.k8s_provider,
-                    depends_on=[inference_operator, *created],
+                    depends_on=[inference_operator, lbc_drain, *created],
                 ),
                 opts=child,
             )
@@ -223,7 +243,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 tls_bucket=operator_iam.tls_bucket_name,
                 redis=redis,
                 k8s_provider=eks.k8s_provider,
-                depends_on=[inference_operator],
+                depends_on=[inference_operator, lbc_drain],
                 gateway_factory=make_gateway if cfg.gateway.enabled else None,
                 extra_namespaces=[gateway_ns] if cfg.gateway.enabled and gateway_ns else [],
             ),
@@ -258,7 +278,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     is_prod=cfg.is_prod,
                     k8s_provider=eks.k8s_provider,
                     # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
-                    k8s_depends_on=[inference_operator, operator_prereqs],
+                    k8s_depends_on=[inference_operator, operator_prereqs, lbc_drain],
                     # each binding waits for its namespace and its endpoint's custom resource
                     endpoint_resources=endpoints.resources,
                     namespaces=endpoints.namespaces,
@@ -434,9 +454,26 @@ class HyperPodInference(pulumi.ComponentResource):
     def _network_path(self, cfg: StackConfig, network: Network) -> list[pulumi.CustomResource]:
         """The route-table associations of the private subnets and the routes to the runner's network
         (``cluster.deployerAccess.routes``): the EKS cluster waits on them (components/deployer_routes.py)."""
+        guards: list[pulumi.CustomResource] = []
+        if cfg.network.existing is None:
+            # Destroy: deleted after the EKS cluster (which waits on it) and before the subnets and the VPC (its
+            # inputs): removes GuardDuty's endpoint from the VPC (components/destroy_waits.py).
+            guards.append(
+                GuardDutyEndpointCleanup(
+                    "guardduty-endpoint-cleanup",
+                    {
+                        "region": self._region(),
+                        "vpcId": network.vpc_id,
+                        "subnetIds": list(network.private_subnet_ids.values()),
+                        "timeoutSeconds": delete_timeout_seconds(CLEANUP_KIND),
+                        "awsProfile": pulumi.Config("aws").get("profile"),
+                    },
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
         access = cfg.cluster.deployer_access
         if access is None or not access.routes:
-            return list(network.private_routing)
+            return [*network.private_routing, *guards]
         routes = DeployerRoutes(
             "deployer-routes",
             DeployerRoutesArgs(
@@ -449,7 +486,10 @@ class HyperPodInference(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return [*network.private_routing, *routes.routes]
+        return [*network.private_routing, *routes.routes, *guards]
+
+    def _region(self) -> pulumi.Output[str]:
+        return aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
 
     def _export(self, key: str, value: Any) -> None:
         self.exports[key] = value

@@ -288,7 +288,9 @@ def test_waiting_helm_release_before_nodes_is_a_deadlock(stack_runs, atomic, ski
 def test_endpoint_not_after_the_addon_misses_its_crd(stack_runs) -> None:
     regs, mapping = run_of(stack_runs, "prod")
     endpoint = by_name(regs, "endpoints-inference-llama-70b-kvaware")
-    drop_dependency(endpoint, {addon(regs, "amazon-sagemaker-hyperpod-inference").urn})
+    # the add-on and the LB controller drain ordered after it (components/destroy_waits.py)
+    drain = next(r for r in regs if r.inputs.get("resourceKind") == "hyperpod:LoadBalancerControllerDrain")
+    drop_dependency(endpoint, {addon(regs, "amazon-sagemaker-hyperpod-inference").urn, drain.urn})
     result = rehearse(regs, mapping=mapping)
     crd = [f for f in result.findings if f.resource == endpoint.name and "CRD" in f.waits_for]
     assert crd and crd[0].kind in {"crd-missing", "race"}
@@ -312,6 +314,8 @@ def test_target_group_binding_before_the_lb_controller_is_a_race(stack_runs) -> 
     controllers |= {r.urn for r in regs if r.type == ADDON and r.name.startswith("operator-prereqs-")}
     # ... and the endpoint CR and Namespace it may wait on (they come after the add-on).
     controllers |= {r.urn for r in regs if r.type.startswith("kubernetes:") and r.type != HELM}
+    # ... and the LB controller drain (components/destroy_waits.py), which comes after the add-on too.
+    controllers |= {r.urn for r in regs if r.inputs.get("resourceKind") == "hyperpod:LoadBalancerControllerDrain"}
     drop_dependency(tgb, controllers)
     result = rehearse(regs, mapping=mapping)
     webhook = [f for f in result.findings if f.resource == tgb.name and "aws-load-balancer-controller" in f.waits_for]

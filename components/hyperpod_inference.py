@@ -95,6 +95,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 flow_logs=cfg.observability.vpc_flow_logs,
                 flow_log_retention_days=flow_log_retention(cfg),
                 interface_endpoint_services=interface_endpoint_services(cfg),
+                control_plane_subnets=self._dedicated_control_plane(cfg),
                 tags=cfg.common_tags,
             ),
             opts=child,
@@ -411,7 +412,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     cluster=cfg.cluster,
                     cluster_name=f"{cfg.name_prefix}-eks",
                     vpc_id=network.vpc_id,
-                    private_subnet_ids=list(network.private_subnet_ids.values()),
+                    # With deployer routes, the control plane's own subnets (only they route back to the runner).
+                    private_subnet_ids=list((network.control_plane_subnet_ids or network.private_subnet_ids).values()),
                     node_security_group_id=node_sg.security_group_id,
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
@@ -474,19 +476,29 @@ class HyperPodInference(pulumi.ComponentResource):
         access = cfg.cluster.deployer_access
         if access is None or not access.routes:
             return [*network.private_routing, *guards]
+        # Only the control plane's subnets route back to the runner's network, and the transit gateway attaches
+        # there: the node subnets, where the models run, get no path to it (issue 33 item 5).
         routes = DeployerRoutes(
             "deployer-routes",
             DeployerRoutesArgs(
                 routes=list(access.routes),
                 vpc_id=network.vpc_id,
-                private_subnet_ids=network.private_subnet_ids,
-                private_route_table_ids=network.private_route_table_ids,
+                private_subnet_ids=network.control_plane_subnet_ids,
+                private_route_table_ids=network.control_plane_route_table_ids,
                 name_prefix=cfg.name_prefix,
                 tags=cfg.common_tags,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return [*network.private_routing, *routes.routes, *guards]
+        return [*network.private_routing, *network.control_plane_routing, *routes.routes, *guards]
+
+    @staticmethod
+    def _dedicated_control_plane(cfg: StackConfig) -> bool:
+        """Deployer routes go into dedicated control-plane subnets (EKS lets the cluster's subnets differ from the
+        nodes'), never into the node subnets' route tables: everything the transit gateway or peering routes would
+        otherwise reach the models' subnets with a way back."""
+        access = cfg.cluster.deployer_access
+        return bool(access is not None and access.routes and cfg.network.existing is None)
 
     def _region(self) -> pulumi.Output[str]:
         return aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region

@@ -8,13 +8,16 @@ in the same ``pulumi up`` has no transit-gateway attachment or peering connectio
 ``cluster.deployerAccess.routes`` entry this component creates:
 
 * ``transitGatewayId``: one VPC attachment of the private subnets (one per AZ ID) per transit gateway, and a route
-  ``cidr -> transit gateway`` in every private route table, after the attachment (a route to a transit gateway needs
+  ``cidr -> transit gateway`` in every route table it is given, after the attachment (a route to a transit gateway needs
   the VPC's attachment to it; without it the route's create is refused: UNCONFIRMED [tgw-route-needs-attachment]). Whether the transit gateway accepts the
   attachment by itself (a shared gateway may need its owner to accept it) and routes ``cidr`` back to this VPC is
   its owner's configuration: UNCONFIRMED [deployer-route-far-side], ``python -m tools.preflight`` checks that it exists and is available.
 * ``peerVpcId``: one peering connection to that VPC (same account and region, so this stack accepts it:
-  ``auto_accept``) and a route ``cidr -> peering connection`` in every private route table. The peer VPC's route
+  ``auto_accept``) and a route ``cidr -> peering connection`` in every route table it is given. The peer VPC's route
   back to this VPC's CIDR is its owner's.
+
+The program gives it the control plane's own subnets and route tables (``Network.control_plane_*``), never the
+node subnets': only the subnets that hold the EKS control-plane ENIs route back to the runner (issue 33 item 5).
 
 Every route is a standalone ``aws.ec2.Route`` (never an inline route list, which would own the table's whole route
 set). ``routes`` lists them; the EKS cluster waits on them (components/eks_cluster.py, ``network_path``), so they

@@ -1,9 +1,9 @@
 """The SageMaker HyperPod cluster (EKS orchestrator) and what it needs of its own.
 
-* an execution role for the instance groups: trusted by ``sagemaker.amazonaws.com`` for this account only
-  (``aws:SourceAccount``), with the AWS managed ``AmazonSageMakerClusterInstanceRolePolicy`` plus the
-  statements AWS's own templates add for EKS-orchestrated clusters (VPC CNI and HyperPod ENI management
-  scoped to this region, account, subnets and security group; ECR pulls; EKS Pod Identity on this cluster)
+* an execution role for the instance groups: trusted by ``sagemaker.amazonaws.com`` exactly as AWS's own templates
+  trust it (no ``aws:SourceAccount`` condition: see :func:`execution_role_trust_policy`), with the AWS managed
+  ``AmazonSageMakerClusterInstanceRolePolicy`` plus the statements AWS's own templates add for EKS-orchestrated
+  clusters (VPC CNI and HyperPod ENI management scoped to this region, account, subnets and security group; ECR pulls; EKS Pod Identity on this cluster)
   and read access to this cluster's lifecycle bucket — nothing broader (sources above ``ENI_MUTATING_ACTIONS``);
 * a private lifecycle-script bucket (public access blocked, bucket-owner objects, SSE-S3, versioning,
   TLS-only policy) holding the repo's own ``components/lifecycle/*`` scripts, so what runs on a node is
@@ -88,12 +88,18 @@ IMAGE_PULL_ACTIONS = (
 )
 
 
-def execution_role_trust_policy(account_id: str) -> dict[str, Any]:
-    """SageMaker may assume the role only on behalf of this account (confused-deputy guard).
+def execution_role_trust_policy() -> dict[str, Any]:
+    """SageMaker may assume the role; the trust policy AWS's own HyperPod templates write, without conditions.
 
-    ``aws:SourceAccount`` is the global condition key AWS recommends for service principals (IAM User Guide,
-    "The confused deputy problem"); the cluster ARN is not known before the cluster exists, so
-    ``aws:SourceArn`` cannot be used on first create.
+    Why no ``aws:SourceAccount`` (issue 33 item 1): the role is assumed by HyperPod for the cluster's instances, and
+    no source shows that HyperPod sends ``aws:SourceAccount`` when it does. AWS's templates leave the condition out:
+    aws/sagemaker-hyperpod-cluster-setup@225929764f92613e15ff951569564a71f3711470
+    :eks/cloudformation/sagemaker-iam-role-template.yaml (``ExecutionRole.AssumeRolePolicyDocument``: Principal
+    ``sagemaker.amazonaws.com``, Action ``sts:AssumeRole``, no Condition) and awslabs/awsome-distributed-ai (ADT above,
+    ``sagemaker_iam_role``), and SageMaker's cross-service confused-deputy page does not list HyperPod. A condition
+    the service does not satisfy makes CreateCluster fail late (after the EKS cluster is up), so the package follows
+    the templates. The role stays scoped by what it grants (the inline policy below) and by who may pass it
+    (``iam:PassRole`` of the deployer, tools.deployer_policy).
     """
     return {
         "Version": "2012-10-17",
@@ -102,7 +108,6 @@ def execution_role_trust_policy(account_id: str) -> dict[str, Any]:
                 "Effect": "Allow",
                 "Principal": {"Service": "sagemaker.amazonaws.com"},
                 "Action": "sts:AssumeRole",
-                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
             }
         ],
     }
@@ -219,12 +224,18 @@ class HyperPodCluster(pulumi.ComponentResource):
         cluster = self._cluster(name, args, role, bucket, waits_for=[*objects, *role_policies])
 
         # Done once every instance group has its target count of Running nodes (ListClusterNodes), within the node
-        # wait's timeout from policies/readiness.yaml.
-        timeout_minutes = program_create_timeout("pulumi-python:dynamic:Resource", {"resourceKind": NODE_WAIT_KIND})
+        # wait's timeout from policies/readiness.yaml: its longer entry when a group runs on-start deep health
+        # checks (they run before the nodes are Running), selected by the same `deepHealthChecks` input the
+        # rehearsal reads.
+        deep_checked = sorted(g.name for g in cfg.instance_groups if g.deep_health_checks)
+        timeout_minutes = program_create_timeout(
+            "pulumi-python:dynamic:Resource", {"resourceKind": NODE_WAIT_KIND, "deepHealthChecks": deep_checked}
+        )
         self.nodes_ready = HyperPodNodeWait(
             f"{name}-nodes",
             {
                 "region": region,
+                "deepHealthChecks": deep_checked,
                 "clusterArn": cluster.cluster_arn,
                 "groups": {g.name: g.instance_count for g in cfg.instance_groups},
                 "timeoutSeconds": int(timeout_minutes * 60),
@@ -295,7 +306,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             f"{name}-execution-role",
             name=f"{args.name_prefix}-hyperpod-execution",
             description="SageMaker HyperPod instance groups (EKS orchestrator)",
-            assume_role_policy=account_id.apply(lambda acct: json.dumps(execution_role_trust_policy(acct))),
+            assume_role_policy=json.dumps(execution_role_trust_policy()),
             max_session_duration=3600,
             tags=args.tags,
             opts=self._child(),

@@ -26,6 +26,13 @@ from .config.observability import access_log_retention, flow_log_retention
 from .config.vpc_endpoints import interface_endpoint_services
 from .dashboards import ObservabilityDashboards, ObservabilityDashboardsArgs
 from .deployer_routes import DeployerRoutes, DeployerRoutesArgs
+from .destroy_waits import (
+    CLEANUP_KIND,
+    DRAIN_KIND,
+    GuardDutyEndpointCleanup,
+    LoadBalancerControllerDrain,
+    delete_timeout_seconds,
+)
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -66,6 +73,7 @@ class _OperatorLayer:
     iam: OperatorIam
     prerequisites: OperatorPrerequisites
     addon: InferenceOperatorAddon
+    drain: LoadBalancerControllerDrain  # destroy: waits for the LB controller's AWS resources to go
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 flow_logs=cfg.observability.vpc_flow_logs,
                 flow_log_retention_days=flow_log_retention(cfg),
                 interface_endpoint_services=interface_endpoint_services(cfg),
+                control_plane_subnets=self._dedicated_control_plane(cfg),
                 tags=cfg.common_tags,
             ),
             opts=self._child(),
@@ -204,10 +213,23 @@ class HyperPodInference(pulumi.ComponentResource):
             ),
             opts=self._child(),
         )
+        # Destroy: what makes the LB controller create AWS resources goes first, then this waits for the controller
+        # to remove them, then the add-on that runs it goes (components/destroy_waits.py).
+        lbc_drain = LoadBalancerControllerDrain(
+            "lb-controller-drain",
+            {
+                "region": self._region(),
+                "clusterName": eks.cluster_name,
+                "timeoutSeconds": delete_timeout_seconds(DRAIN_KIND),
+                "pollSeconds": 15,
+                "awsProfile": pulumi.Config("aws").get("profile"),
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[inference_operator, operator_prereqs]),
+        )
         self._export("inferenceOperatorAddonVersion", cfg.operator.addon_version)
         self._export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_arn)
         self._export("tlsCertificateBucket", operator_iam.tls_bucket_name)
-        return _OperatorLayer(operator_iam, operator_prereqs, inference_operator)
+        return _OperatorLayer(operator_iam, operator_prereqs, inference_operator, lbc_drain)
 
     def _l2_kv_cache(self, cfg: StackConfig, network: Network, layer: _ClusterLayer) -> RedisConnection | None:
         """The L2 KV cache's Redis: an ElastiCache group created here, an external URL, or none (tiered storage)."""
@@ -259,7 +281,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     gateway=cfg.gateway,
                     namespace=gateway_ns,
                     k8s_provider=eks.k8s_provider,
-                    depends_on=[operator.addon, *created],
+                    depends_on=[operator.addon, operator.drain, *created],
                 ),
                 opts=self._child(),
             )
@@ -272,7 +294,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 tls_bucket=operator.iam.tls_bucket_name,
                 redis=redis,
                 k8s_provider=eks.k8s_provider,
-                depends_on=[operator.addon],
+                depends_on=[operator.addon, operator.drain],
                 gateway_factory=make_gateway if cfg.gateway.enabled else None,
                 extra_namespaces=[gateway_ns] if cfg.gateway.enabled and gateway_ns else [],
             ),
@@ -316,7 +338,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 is_prod=cfg.is_prod,
                 k8s_provider=layer.eks.k8s_provider,
                 # the LB controller (and the TargetGroupBinding CRD) comes with the add-on or the prerequisites
-                k8s_depends_on=[operator.addon, operator.prerequisites],
+                k8s_depends_on=[operator.addon, operator.prerequisites, operator.drain],
                 # each binding waits for its namespace and its endpoint's custom resource
                 endpoint_resources=endpoints.resources,
                 namespaces=endpoints.namespaces,
@@ -448,7 +470,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     cluster=cfg.cluster,
                     cluster_name=f"{cfg.name_prefix}-eks",
                     vpc_id=network.vpc_id,
-                    private_subnet_ids=list(network.private_subnet_ids.values()),
+                    # With deployer routes, the control plane's own subnets (only they route back to the runner).
+                    private_subnet_ids=list((network.control_plane_subnet_ids or network.private_subnet_ids).values()),
                     node_security_group_id=node_sg.security_group_id,
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
@@ -491,22 +514,52 @@ class HyperPodInference(pulumi.ComponentResource):
     def _network_path(self, cfg: StackConfig, network: Network) -> list[pulumi.CustomResource]:
         """The route-table associations of the private subnets and the routes to the runner's network
         (``cluster.deployerAccess.routes``): the EKS cluster waits on them (components/deployer_routes.py)."""
+        guards: list[pulumi.CustomResource] = []
+        if cfg.network.existing is None:
+            # Destroy: deleted after the EKS cluster (which waits on it) and before the subnets and the VPC (its
+            # inputs): removes GuardDuty's endpoint from the VPC (components/destroy_waits.py).
+            guards.append(
+                GuardDutyEndpointCleanup(
+                    "guardduty-endpoint-cleanup",
+                    {
+                        "region": self._region(),
+                        "vpcId": network.vpc_id,
+                        "subnetIds": list(network.private_subnet_ids.values()),
+                        "timeoutSeconds": delete_timeout_seconds(CLEANUP_KIND),
+                        "awsProfile": pulumi.Config("aws").get("profile"),
+                    },
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            )
         access = cfg.cluster.deployer_access
         if access is None or not access.routes:
-            return list(network.private_routing)
+            return [*network.private_routing, *guards]
+        # Only the control plane's subnets route back to the runner's network, and the transit gateway attaches
+        # there: the node subnets, where the models run, get no path to it (issue 33 item 5).
         routes = DeployerRoutes(
             "deployer-routes",
             DeployerRoutesArgs(
                 routes=list(access.routes),
                 vpc_id=network.vpc_id,
-                private_subnet_ids=network.private_subnet_ids,
-                private_route_table_ids=network.private_route_table_ids,
+                private_subnet_ids=network.control_plane_subnet_ids,
+                private_route_table_ids=network.control_plane_route_table_ids,
                 name_prefix=cfg.name_prefix,
                 tags=cfg.common_tags,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return [*network.private_routing, *routes.routes]
+        return [*network.private_routing, *network.control_plane_routing, *routes.routes, *guards]
+
+    @staticmethod
+    def _dedicated_control_plane(cfg: StackConfig) -> bool:
+        """Deployer routes go into dedicated control-plane subnets (EKS lets the cluster's subnets differ from the
+        nodes'), never into the node subnets' route tables: everything the transit gateway or peering routes would
+        otherwise reach the models' subnets with a way back."""
+        access = cfg.cluster.deployer_access
+        return bool(access is not None and access.routes and cfg.network.existing is None)
+
+    def _region(self) -> pulumi.Output[str]:
+        return aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
 
     def _export(self, key: str, value: Any) -> None:
         self.exports[key] = value

@@ -638,11 +638,20 @@ def _validation_option(options: Any, host: str) -> dict[str, str]:
 
 
 def _log_delivery_statement(bucket_arn: str, account_id: str) -> dict[str, Any]:
-    """Let ELB log delivery write under ``alb/AWSLogs/<account>/`` (the bucket adds its TLS-only deny)."""
+    """Let ELB log delivery write under ``alb/AWSLogs/<account>/`` for this account's load balancers only (the
+    bucket adds its TLS-only deny).
+
+    ``aws:SourceAccount`` is the confused-deputy guard the IAM User Guide recommends for service principals
+    ("The confused deputy problem"; issue 33 item 9), as the S3 server-access-log statement has
+    (components/access_logs.py). That ELB's log delivery sends it is UNCONFIRMED [alb-log-delivery-source-account]:
+    the stored copies of the ELB guide's "Enable access logs" page end before its policy example. A key it does not
+    send fails at create (ELB writes a test object when access logs are enabled), not silently.
+    """
     return {
         "Sid": "AlbLogDeliveryWrite",
         "Effect": "Allow",
         "Principal": {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"},
         "Action": "s3:PutObject",
         "Resource": f"{bucket_arn}/{ALB_LOG_PREFIX}/AWSLogs/{account_id}/*",
+        "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
     }

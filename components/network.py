@@ -49,6 +49,10 @@ class NetworkArgs:
     interface_endpoint_services: tuple[str, ...] = field(
         default=(), metadata={"doc": "Interface VPC endpoints to create (config.vpc_endpoints); empty: none."}
     )
+    control_plane_subnets: bool = field(
+        default=False,
+        metadata={"doc": "A /28 subnet per AZ ID for the EKS control plane, on its own route table (deployer routes)."},
+    )
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -96,6 +100,12 @@ class Network(pulumi.ComponentResource):
     # the EKS control plane's replies leave through these tables, so the cluster waits on them.
     private_route_table_ids: dict[str, pulumi.Output[str]]
     private_routing: list[pulumi.CustomResource]
+    # With NetworkArgs.control_plane_subnets (a new VPC only): the EKS control plane's own subnets, route tables and
+    # their associations. The routes to the deployer's network go into these tables only, so the node subnets,
+    # where the models run, get no way back to it (issue 33 item 5).
+    control_plane_subnet_ids: dict[str, pulumi.Output[str]]
+    control_plane_route_table_ids: dict[str, pulumi.Output[str]]
+    control_plane_routing: list[pulumi.CustomResource]
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:network:Network", name, None, opts)
@@ -110,6 +120,8 @@ class Network(pulumi.ComponentResource):
             self.s3_endpoint_id: pulumi.Output[str] | None = None
             self.private_route_table_ids = {}  # the owner's (preflight reads them: DescribeRouteTables)
             self.private_routing = []
+            self.control_plane_subnet_ids, self.control_plane_route_table_ids = {}, {}
+            self.control_plane_routing = []
         else:
             self._create_vpc(name, args)
         self.interface_endpoints = self._interface_endpoints(name, args)
@@ -123,7 +135,7 @@ class Network(pulumi.ComponentResource):
 
     def _create_vpc(self, name: str, args: NetworkArgs) -> None:
         cfg = args.network
-        plan = plan_subnets(cfg)
+        plan = plan_subnets(cfg, control_plane=args.control_plane_subnets)
         child = pulumi.ResourceOptions(parent=self)
         cluster_tag = {f"kubernetes.io/cluster/{args.eks_cluster_name}": "shared"}
 
@@ -212,6 +224,30 @@ class Network(pulumi.ComponentResource):
             tags=tags("s3-endpoint"),
             opts=child,
         )
+
+        # The control plane's own subnets: local routing only, plus the deployer routes (components/deployer_routes.py).
+        # Its ENIs need no internet path; the VPC's local route reaches the nodes, webhooks and endpoints.
+        self.control_plane_subnet_ids, self.control_plane_route_table_ids = {}, {}
+        self.control_plane_routing = []
+        for az, cidr in plan.control_plane.items():
+            subnet = aws.ec2.Subnet(
+                f"{name}-control-plane-{az}",
+                vpc_id=vpc.id,
+                cidr_block=str(cidr),
+                availability_zone_id=az,
+                tags=tags(f"control-plane-{az}", **cluster_tag),
+                opts=child,
+            )
+            rt = aws.ec2.RouteTable(
+                f"{name}-control-plane-{az}-rt", vpc_id=vpc.id, tags=tags(f"control-plane-{az}-rt"), opts=child
+            )
+            self.control_plane_routing.append(
+                aws.ec2.RouteTableAssociation(
+                    f"{name}-control-plane-{az}-rta", subnet_id=subnet.id, route_table_id=rt.id, opts=child
+                )
+            )
+            self.control_plane_subnet_ids[az] = subnet.id
+            self.control_plane_route_table_ids[az] = rt.id
 
         self._baselines(name, args, vpc, tags)
 

@@ -15,7 +15,10 @@ Two facts, each from its source, in one place (the config validation and the pol
   1.33, 1.34, and 1.35" that could not be found again (issue 23 item 4). So 1.35 is
   :data:`HYPERPOD_UNLISTED_VERSIONS`: a stack may use it only with ``cluster.acceptUnlistedKubernetesVersion: true``,
   and the advisory policy ``eks-kubernetes-version-listed`` reports it on every run until a retrievable AWS page lists
-  it (then move it into :data:`HYPERPOD_SUPPORTED_VERSIONS` with that page's URL and sentence).
+  it (then move it into :data:`HYPERPOD_SUPPORTED_VERSIONS` with that page's URL and sentence). Searched again on
+  2026-12-03 (issue 33 item 7: docs and pages corpora, "sagemaker-hyperpod-eks-prerequisites" and "1.35"): every
+  copy found lists at most 1.34, so the reference stacks stay on 1.34 and the advisory below says what extended
+  support costs and when it ends.
 * EKS standard support lasts 14 months from the EKS release, then extended support 12 more months "at an
   additional cost per cluster hour" — docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html
   (awsdocs/amazon-eks-user-guide ``latest/ug/versioning/kubernetes-versions.adoc``, "Amazon EKS Kubernetes release
@@ -127,16 +130,36 @@ def version_problem(version: str, on: dt.date, *, accept_unlisted: bool = False)
     return None
 
 
+# What a cluster in extended support costs: "$0.60 per cluster hour" (AWS's notice to EKS customers, quoted in
+# github.com/WGBH-MLA/chowda/issues/217; the EKS user guide's kubernetes-versions page says only "at an additional
+# cost per cluster hour"). 730 hours a month. At the end of extended support "your cluster is auto-upgraded to the
+# oldest currently supported extended version" (same page).
+EXTENDED_SUPPORT_USD_PER_CLUSTER_HOUR = 0.60
+HOURS_PER_MONTH = 730
+
+
 def extended_support_note(version: str, on: dt.date) -> str | None:
-    """The advisory text for a version in EKS extended support on ``on``, or None."""
+    """The advisory text for a version in EKS extended support on ``on``, or None: what it costs, when it ends,
+    what happens then, and what to move to (issue 33 item 7: no retrievable HyperPod page lists a newer version
+    than 1.34, so the reference stacks stay on it and this text says what staying costs)."""
     if support_status(version, on) != "extended":
         return None
     support = EKS_CALENDAR[version]
     newer = [v for v in HYPERPOD_SUPPORTED_VERSIONS if support_status(v, on) == "standard"]
+    unlisted = [v for v in HYPERPOD_UNLISTED_VERSIONS if support_status(v, on) == "standard"]
+    rate = EXTENDED_SUPPORT_USD_PER_CLUSTER_HOUR
+    tail = (
+        f" ({', '.join(unlisted)} is in standard support but listed by no retrievable HyperPod page: only with "
+        f"{ACCEPT_UNLISTED_KEY}: true)"
+        if unlisted and not newer
+        else ""
+    )
     return (
         f"Kubernetes {version} left EKS standard support on {support.end_of_standard.isoformat()} and is billed as "
-        f"extended support until {support.end_of_extended.isoformat()}; versions HyperPod supports that are in "
-        f"standard support: {', '.join(newer) or 'none'}"
+        f"extended support until {support.end_of_extended.isoformat()}: ${rate:.2f} per cluster hour (about "
+        f"${rate * HOURS_PER_MONTH:,.0f} a month per EKS cluster); on {support.end_of_extended.isoformat()} EKS "
+        "upgrades the cluster to the oldest version still in extended support; Security Hub FSBP EKS.2 fails "
+        f"meanwhile. Versions HyperPod supports that are in standard support: {', '.join(newer) or 'none'}{tail}"
     )
 
 

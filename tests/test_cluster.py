@@ -163,7 +163,9 @@ def test_route_tables_own_no_routes_and_default_routes_are_standalone(stack: str
     every route is a standalone aws.ec2.Route (issue 23 item 1)."""
     run = stack_runs[stack]
     tables = {_ec2_id(t): t.name for t in run.of_type(ROUTE_TABLE)}
-    assert len(tables) == 1 + len(stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"])
+    azs = len(stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"])
+    # prod has deployer routes: one more table per AZ for the control plane's own subnets (issue 33 item 5)
+    assert len(tables) == 1 + azs * (2 if stack == "prod" else 1)
     for table in run.of_type(ROUTE_TABLE):
         assert not table.inputs.get("routes"), f"{table.name} declares inline routes"
     defaults = {r.name: r.inputs for r in run.of_type(ROUTE) if r.inputs["destinationCidrBlock"] == "0.0.0.0/0"}
@@ -185,32 +187,73 @@ def test_route_tables_own_no_routes_and_default_routes_are_standalone(stack: str
 
 
 def test_prod_routes_the_runner_network_through_its_transit_gateway_before_the_cluster(stack_runs) -> None:
+    """Issue 33 item 5: the route to the runner's network goes only into the route tables of the control plane's own
+    /28 subnets (the EKS cluster's subnets, where its ENIs answer), and the transit gateway attaches there: the node
+    subnets, where the models run, have no way back to what the transit gateway routes."""
     run = stack_runs["prod"]
-    private_subnets = sorted(
-        _ec2_id(r) for r in run.of_type("aws:ec2/subnet:Subnet") if r.name.startswith("network-private-")
-    )
+    planes = {r.name: r for r in run.of_type("aws:ec2/subnet:Subnet") if r.name.startswith("network-control-plane-")}
+    assert {n: r.inputs["cidrBlock"] for n, r in planes.items()} == {
+        "network-control-plane-use1-az2": "10.64.255.0/28",
+        "network-control-plane-use1-az4": "10.64.255.16/28",
+        "network-control-plane-use1-az6": "10.64.255.32/28",
+    }
+    plane_ids = sorted(_ec2_id(r) for r in planes.values())
     attachment = _one(run, TGW_ATTACHMENT)
     assert attachment.name == "deployer-routes-tgw-0a1b2c3d4e5f60718"
     assert attachment.inputs["transitGatewayId"] == "tgw-0a1b2c3d4e5f60718"
     assert attachment.inputs["vpcId"] == _ec2_id(_one(run, "aws:ec2/vpc:Vpc"))
-    assert sorted(attachment.inputs["subnetIds"]) == private_subnets
+    assert sorted(attachment.inputs["subnetIds"]) == plane_ids
     tables = {_ec2_id(t): t.name for t in run.of_type(ROUTE_TABLE)}
     routes = [r for r in run.of_type(ROUTE) if r.inputs["destinationCidrBlock"] == "10.0.8.0/24"]
     assert sorted(tables[r.inputs["routeTableId"]] for r in routes) == [
-        "network-private-use1-az2-rt",
-        "network-private-use1-az4-rt",
-        "network-private-use1-az6-rt",
+        "network-control-plane-use1-az2-rt",
+        "network-control-plane-use1-az4-rt",
+        "network-control-plane-use1-az6-rt",
     ]
+    # the control plane's tables hold nothing else: no NAT, no internet path
+    plane_tables = {_ec2_id(t) for t in run.of_type(ROUTE_TABLE) if t.name.startswith("network-control-plane-")}
+    assert [r.name for r in run.of_type(ROUTE) if r.inputs["routeTableId"] in plane_tables] == [r.name for r in routes]
     for route in routes:
         assert route.inputs["transitGatewayId"] == "tgw-0a1b2c3d4e5f60718"
         assert attachment.urn in route.dependencies  # a route to a transit gateway needs the attachment first
     eks = _one(run, EKS)
+    assert sorted(eks.inputs["privateSubnetIds"]) == plane_ids
     associations = [
-        r for r in run.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "private" in r.name
+        r for r in run.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation") if "control-plane" in r.name
     ]
+    assert len(associations) == 3
     for needed in [*routes, *associations]:
         assert needed.urn in eks.dependencies, needed.name
         assert needed.urn in eks.property_dependencies["privateSubnetIds"], needed.name
+    # HyperPod's nodes stay in the private subnets
+    hp = _one(run, "aws-native:sagemaker:Cluster")
+    private = {_ec2_id(r) for r in run.of_type("aws:ec2/subnet:Subnet") if r.name.startswith("network-private-")}
+    assert {s for g in hp.inputs["instanceGroups"] for s in g["overrideVpcConfig"]["subnets"]} <= private
+
+
+def test_stacks_without_deployer_routes_get_no_control_plane_subnets(stack_runs) -> None:
+    for stack in ("dev", "staging"):
+        run = stack_runs[stack]
+        assert not [r for r in run.of_type("aws:ec2/subnet:Subnet") if "control-plane" in r.name], stack
+        private = sorted(
+            _ec2_id(r) for r in run.of_type("aws:ec2/subnet:Subnet") if r.name.startswith("network-private-")
+        )
+        assert sorted(_one(run, EKS).inputs["privateSubnetIds"]) == private, stack
+
+
+def test_deployer_routes_need_room_for_the_control_plane_subnets(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:network"]["availabilityZoneIds"] = ["use1-az1", "use1-az2", "use1-az4", "use1-az6"]
+    mapping["hyperpod-inference:network"]["publicSubnetPrefixLength"] = 21
+    result = run("prod", mapping)
+    assert result.config_error is not None
+    issues = [(i.path, i.message) for i in result.config_error.issues]
+    assert (
+        "cluster.deployerAccess.routes",
+        "cluster.deployerAccess.routes needs one /28 control-plane subnet per AZ ID, carved from a /21 block the "
+        "public subnets leave free in 10.64.224.0/19; there is none: use a shorter publicSubnetPrefixLength or fewer "
+        "AZ IDs",
+    ) in issues
 
 
 def test_peer_vpc_route_creates_the_peering_it_needs(run) -> None:
@@ -618,7 +661,6 @@ def test_execution_role_trusts_sagemaker_with_the_documented_policies(stack_runs
             "Effect": "Allow",
             "Principal": {"Service": "sagemaker.amazonaws.com"},
             "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"aws:SourceAccount": "123456789012"}},
         }
     ]
     attached = [r.inputs["policyArn"] for r in run.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")]

@@ -333,8 +333,10 @@ def test_extended_support_is_allowed_with_an_advisory(run, monkeypatch: pytest.M
     ]
     assert [(r.level, r.resource_type) for r in found] == [("advisory", "eks:index:Cluster")]
     assert found[0].message.endswith(
-        "Kubernetes 1.33 left EKS standard support on 2026-07-29 and is billed as extended support until 2027-07-29; "
-        "versions HyperPod supports that are in standard support: 1.34"
+        "Kubernetes 1.33 left EKS standard support on 2026-07-29 and is billed as extended support until 2027-07-29: "
+        "$0.60 per cluster hour (about $438 a month per EKS cluster); on 2027-07-29 EKS upgrades the cluster to the "
+        "oldest version still in extended support; Security Hub FSBP EKS.2 fails meanwhile. Versions HyperPod "
+        "supports that are in standard support: 1.34"
     )
     # the reference stacks (1.34) get no such result on 2026-12-01, and get it from 2026-12-02
     reference = run("prod")
@@ -342,7 +344,13 @@ def test_extended_support_is_allowed_with_an_advisory(run, monkeypatch: pytest.M
     monkeypatch.setattr(cluster_versions, "today", lambda: dt.date(2026, 12, 2))
     later = [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
     assert [r.level for r in later] == ["advisory"]
-    assert "Kubernetes 1.34 left EKS standard support on 2026-12-02" in later[0].message
+    assert later[0].message.endswith(
+        "Kubernetes 1.34 left EKS standard support on 2026-12-02 and is billed as extended support until 2027-12-02: "
+        "$0.60 per cluster hour (about $438 a month per EKS cluster); on 2027-12-02 EKS upgrades the cluster to the "
+        "oldest version still in extended support; Security Hub FSBP EKS.2 fails meanwhile. Versions HyperPod "
+        "supports that are in standard support: none (1.35 is in standard support but listed by no retrievable "
+        "HyperPod page: only with cluster.acceptUnlistedKubernetesVersion: true)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -313,6 +313,7 @@ def test_access_log_bucket_is_encrypted_private_and_tls_only(prod: StackRun) -> 
     assert write["Principal"] == {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}
     assert write["Action"] == "s3:PutObject"
     assert write["Resource"].endswith("/alb/AWSLogs/123456789012/*")
+    assert write["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 

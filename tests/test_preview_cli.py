@@ -213,7 +213,8 @@ def test_tree_order_is_stable_and_sorted(capsys) -> None:
     assert preview("prod") == 0
     assert capsys.readouterr().out == first
     network = [line.split()[-1] for line in first.splitlines() if "aws:ec2/subnet:Subnet network-" in line]
-    assert network == sorted(network) and len(network) == 6
+    # 3 private, 3 public and (deployer routes, issue 33 item 5) 3 control-plane subnets
+    assert network == sorted(network) and len(network) == 9
 
 
 def test_staging_alb_is_internal(stack_runs) -> None:

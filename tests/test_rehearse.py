@@ -288,7 +288,9 @@ def test_waiting_helm_release_before_nodes_is_a_deadlock(stack_runs, atomic, ski
 def test_endpoint_not_after_the_addon_misses_its_crd(stack_runs) -> None:
     regs, mapping = run_of(stack_runs, "prod")
     endpoint = by_name(regs, "endpoints-inference-llama-70b-kvaware")
-    drop_dependency(endpoint, {addon(regs, "amazon-sagemaker-hyperpod-inference").urn})
+    # the add-on and the LB controller drain ordered after it (components/destroy_waits.py)
+    drain = next(r for r in regs if r.inputs.get("resourceKind") == "hyperpod:LoadBalancerControllerDrain")
+    drop_dependency(endpoint, {addon(regs, "amazon-sagemaker-hyperpod-inference").urn, drain.urn})
     result = rehearse(regs, mapping=mapping)
     crd = [f for f in result.findings if f.resource == endpoint.name and "CRD" in f.waits_for]
     assert crd and crd[0].kind in {"crd-missing", "race"}
@@ -312,6 +314,8 @@ def test_target_group_binding_before_the_lb_controller_is_a_race(stack_runs) -> 
     controllers |= {r.urn for r in regs if r.type == ADDON and r.name.startswith("operator-prereqs-")}
     # ... and the endpoint CR and Namespace it may wait on (they come after the add-on).
     controllers |= {r.urn for r in regs if r.type.startswith("kubernetes:") and r.type != HELM}
+    # ... and the LB controller drain (components/destroy_waits.py), which comes after the add-on too.
+    controllers |= {r.urn for r in regs if r.inputs.get("resourceKind") == "hyperpod:LoadBalancerControllerDrain"}
     drop_dependency(tgb, controllers)
     result = rehearse(regs, mapping=mapping)
     webhook = [f for f in result.findings if f.resource == tgb.name and "aws-load-balancer-controller" in f.waits_for]
@@ -372,6 +376,8 @@ def test_deployer_rule_created_after_the_cluster_does_not_help(stack_runs) -> No
 
 ROUTE = "aws:ec2/route:Route"
 PRIVATE_TABLES = "network-private-use1-az2-rt, network-private-use1-az4-rt, network-private-use1-az6-rt"
+# With deployer routes the EKS cluster sits in its own subnets, on their own tables (issue 33 item 5).
+PLANE_TABLES = "network-control-plane-use1-az2-rt, network-control-plane-use1-az4-rt, network-control-plane-use1-az6-rt"
 
 
 def test_prod_reaches_its_private_api_both_ways(stack_runs) -> None:
@@ -379,7 +385,7 @@ def test_prod_reaches_its_private_api_both_ways(stack_runs) -> None:
     assert "unreachable-api" not in result.kinds()
     assert result.notes[0] == (
         "Kubernetes API: reachable — HTTPS to the cluster security group from eks-api-from-deployer-cidr-0; replies "
-        f"to 10.0.8.0/24 routed back from {PRIVATE_TABLES}"
+        f"to 10.0.8.0/24 routed back from {PLANE_TABLES}"
     )
     assert (
         "Kubernetes API (cannot be known offline): the far side of the deployer's routes (10.0.8.0/24 via "
@@ -405,13 +411,19 @@ UNROUTED = (
     "(a NAT or internet gateway translates or drops them); add cluster.deployerAccess.routes (transitGatewayId or "
     "peerVpcId) for the runner's network (docs/cluster.md, 'Reaching the API')"
 )
+UNROUTED_PLANE = (
+    f"the control plane's replies cannot reach the runner: route tables {PLANE_TABLES} send 10.0.8.0/24 nowhere (no "
+    "route), which cannot carry them to a private network (a NAT or internet gateway translates or drops them); add "
+    "cluster.deployerAccess.routes (transitGatewayId or peerVpcId) for the runner's network (docs/cluster.md, "
+    "'Reaching the API')"
+)
 
 
 def test_runner_cidr_without_a_route_back_is_unreachable_naming_the_route_tables(stack_runs) -> None:
     regs, mapping = run_of(stack_runs, "prod")
     result = rehearse(_without_deployer_routes(regs), mapping=mapping)
     found = [f for f in result.findings if f.kind == "unreachable-api" and f.resource == "eks-cluster-nodeAccess"]
-    assert [f.why for f in found] == [UNROUTED]
+    assert [f.why for f in found] == [UNROUTED_PLANE]
     assert found[0].source.startswith("DR trap 11")
     assert result.exit_code == 1 and "hyperpod-cluster" in result.blocked
 
@@ -513,7 +525,7 @@ def test_an_inline_route_in_a_route_table_counts(stack_runs) -> None:
     """A graph that still declares inline routes (older stacks) is read the same way."""
     regs, mapping = run_of(stack_runs, "prod")
     regs = _without_deployer_routes(regs)
-    for table in [r for r in regs if r.type == "aws:ec2/routeTable:RouteTable" and "private" in r.name]:
+    for table in [r for r in regs if r.type == "aws:ec2/routeTable:RouteTable" and "control-plane" in r.name]:
         table.inputs["routes"] = [{"cidrBlock": "10.0.0.0/16", "transitGatewayId": "tgw-0a1b2c3d4e5f60718"}]
     assert "unreachable-api" not in rehearse(regs, mapping=mapping).kinds()
 

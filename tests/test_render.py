@@ -123,3 +123,28 @@ def test_dashboards_are_written_by_name(tmp_path: Path) -> None:
 def test_unwrap_secrets_removes_only_the_wrapper() -> None:
     wrapped = {"a": {"4dabf18193072939515e22adb298388d": SECRET_SIG, "value": {"b": [1, 2]}}, "c": "d"}
     assert unwrap_secrets(wrapped) == {"a": {"b": [1, 2]}, "c": "d"}
+
+
+def test_out_holds_no_secret_value(tmp_path: Path, stack_runs, capsys) -> None:
+    """Issue 33 item 9: a Secret's stringData reads "[secret]" in --out as in the plan, and no file written holds a
+    secret's value (the stack file's secrets, offline their placeholder, nor the generated Redis passwords)."""
+    from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
+    from tools.mocks import secret_values
+
+    assert preview("prod", out=tmp_path) == 0
+    capsys.readouterr()
+    secret = yaml.safe_load((tmp_path / "kubernetes" / "secret-inference-hpi-kv-cache-credentials.yaml").read_text())
+    assert secret["kind"] == "Secret" and secret["type"] == "Opaque"
+    assert secret["stringData"] == {"password": "[secret]", "username": "[secret]"}
+    values = secret_values(stack_runs["prod"].registrations, (OFFLINE_SECRET_PLACEHOLDER,))
+    assert len(values) >= 2, "the run marks no secret values: nothing would be checked"
+    reg = next(r for r in stack_runs["prod"].registrations if r.name == "endpoints-inference-kv-cache-credentials")
+    assert unwrap_secrets(reg.inputs["stringData"])["password"] in values  # the value the file must not show
+    leaked = [
+        (p.relative_to(tmp_path).as_posix(), v)
+        for p in tmp_path.rglob("*")
+        if p.is_file()
+        for v in values
+        if v in p.read_text(encoding="utf-8")
+    ]
+    assert leaked == []

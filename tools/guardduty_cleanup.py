@@ -10,7 +10,9 @@ subnets, the security groups and the VPC fails (awslabs/awsome-distributed-ai@95
 ``1.architectures/7.sagemaker-hyperpod-eks/terraform-modules/hyperpod-eks-tf/main.tf:367-385`` runs
 ``scripts/guardduty-cleanup.sh`` at destroy time for this reason). Run this **after** the cluster layer is gone
 (GuardDuty recreates the endpoint while a monitored cluster runs) and before the destroy deletes the network, or
-when a destroy has stopped on the subnets.
+when a destroy has stopped on the subnets. A stack that creates its VPC runs the same cleanup itself at destroy,
+after the EKS cluster and before the subnets (``components/destroy_waits.py``, GuardDutyEndpointCleanup); this
+command is for a destroy that stopped, or a VPC the stack does not create.
 
 What it deletes, and only that (read-only with ``--dry-run``):
 
@@ -32,44 +34,45 @@ its action. Exit codes: 0 done (or nothing to do), 1 a call failed or the wait t
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
 
 from components.config.stackfile import load_stack_file, stack_path
+from components.destroy_waits import (
+    DEFAULT_TIMEOUT_SECONDS,
+    GUARDDUTY_TAG,
+    POLL_SECONDS,
+    CleanupError,
+    CleanupResult,
+    guardduty_endpoints,
+    guardduty_services,
+)
+from components.destroy_waits import cleanup as _cleanup
 from tools import cli
 from tools.preflight_checks import Denied, call
 
-GUARDDUTY_TAG = "GuardDutyManaged"
+__all__ = [
+    "DEFAULT_TIMEOUT_SECONDS",
+    "GUARDDUTY_TAG",
+    "POLL_SECONDS",
+    "CleanupError",
+    "CleanupResult",
+    "cleanup",
+    "guardduty_endpoints",
+    "guardduty_services",
+    "stack_vpc",
+]
+
 STACK_TAG = "hyperpod-inference:stack"
-POLL_SECONDS = 5.0  # as guardduty-cleanup.sh (sleep 5)
-DEFAULT_TIMEOUT_SECONDS = 600.0
 EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
 
 
-class CleanupError(Exception):
-    """One clear message for a cleanup that could not finish."""
-
-
-def guardduty_services(region: str) -> list[str]:
-    """The endpoint services GuardDuty creates endpoints for (AmazonGuardDutyServiceRolePolicy)."""
-    return [f"com.amazonaws.{region}.guardduty-data", f"com.amazonaws.{region}.guardduty-data-fips"]
-
-
-@dataclass
-class CleanupResult:
-    vpc_id: str
-    endpoints: list[str] = field(default_factory=list)
-    security_groups: list[str] = field(default_factory=list)
-    dry_run: bool = False
-
-
-def _tagged(resource: dict[str, Any]) -> bool:
-    return any(t.get("Key") == GUARDDUTY_TAG for t in resource.get("Tags") or [])
+def cleanup(ec2: Any, vpc_id: str, region: str, **kwargs: Any) -> CleanupResult:
+    """:func:`components.destroy_waits.cleanup` (what the destroy runs itself, issue 33 item 6), with an
+    access-denied error named by its IAM action (:class:`tools.preflight_checks.Denied`)."""
+    return _cleanup(ec2, vpc_id, region, call=call, **kwargs)
 
 
 def stack_vpc(ec2: Any, stack: str) -> str:
@@ -88,91 +91,6 @@ def stack_vpc(ec2: Any, stack: str) -> str:
             "(`pulumi stack output vpcId`)"
         )
     return str(found[0]["VpcId"])
-
-
-def guardduty_endpoints(ec2: Any, vpc_id: str, region: str) -> list[dict[str, Any]]:
-    """GuardDuty's endpoints in the VPC: its services and its tag (every page)."""
-    out: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        params: dict[str, Any] = {
-            "Filters": [
-                {"Name": "vpc-id", "Values": [vpc_id]},
-                {"Name": "service-name", "Values": guardduty_services(region)},
-                {"Name": "tag-key", "Values": [GUARDDUTY_TAG]},
-            ]
-        }
-        if token:
-            params["NextToken"] = token
-        page = call(ec2, "describe_vpc_endpoints", **params)
-        out.extend(e for e in page.get("VpcEndpoints") or [] if _tagged(e) and e.get("VpcId", vpc_id) == vpc_id)
-        token = page.get("NextToken")
-        if not token:
-            return out
-
-
-def cleanup(
-    ec2: Any,
-    vpc_id: str,
-    region: str,
-    *,
-    dry_run: bool = False,
-    timeout: float = DEFAULT_TIMEOUT_SECONDS,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-    log: Callable[[str], None] = print,
-) -> CleanupResult:
-    """Delete GuardDuty's endpoints in ``vpc_id``, wait for their interfaces, delete their tagged security groups."""
-    endpoints = guardduty_endpoints(ec2, vpc_id, region)
-    ids = sorted(str(e["VpcEndpointId"]) for e in endpoints)
-    groups = sorted({str(g["GroupId"]) for e in endpoints for g in e.get("Groups") or []})
-    result = CleanupResult(vpc_id, ids, [], dry_run)
-    if not ids:
-        log(f"{vpc_id}: no GuardDuty-managed VPC endpoint, nothing to do")
-        return result
-    tagged_groups = []
-    if groups:
-        described = call(ec2, "describe_security_groups", GroupIds=groups).get("SecurityGroups") or []
-        tagged_groups = sorted(str(g["GroupId"]) for g in described if _tagged(g))
-    result.security_groups = tagged_groups
-    if dry_run:
-        log(
-            f"{vpc_id}: would delete VPC endpoints {', '.join(ids)} and security groups {', '.join(tagged_groups) or 'none'}"
-        )
-        return result
-    log(f"{vpc_id}: deleting GuardDuty VPC endpoints {', '.join(ids)}")
-    failed = call(ec2, "delete_vpc_endpoints", VpcEndpointIds=ids).get("Unsuccessful") or []
-    if failed:
-        reasons = "; ".join(
-            f"{f.get('ResourceId')}: {f.get('Error', {}).get('Code')} {f.get('Error', {}).get('Message', '')}".strip()
-            for f in failed
-        )
-        raise CleanupError(f"DeleteVpcEndpoints refused {reasons}")
-    if tagged_groups:
-        started = clock()
-        while True:
-            enis = (
-                call(ec2, "describe_network_interfaces", Filters=[{"Name": "group-id", "Values": tagged_groups}]).get(
-                    "NetworkInterfaces"
-                )
-                or []
-            )
-            if not enis:
-                break
-            if clock() - started >= timeout:
-                raise CleanupError(
-                    f"{len(enis)} network interface(s) of {', '.join(tagged_groups)} still exist after {timeout:g}s; "
-                    "rerun when they are gone (the endpoints are deleted)"
-                )
-            log(f"{vpc_id}: {len(enis)} network interface(s) of the endpoints still attached, waiting")
-            sleep(POLL_SECONDS)
-        for group in tagged_groups:
-            log(f"{vpc_id}: deleting GuardDuty security group {group}")
-            call(ec2, "delete_security_group", GroupId=group)
-    untagged = sorted(set(groups) - set(tagged_groups))
-    if untagged:
-        log(f"{vpc_id}: left {', '.join(untagged)} alone (no {GUARDDUTY_TAG} tag: not GuardDuty's)")
-    return result
 
 
 def main(argv: list[str] | None = None, *, ec2: Any = None) -> int:

@@ -1392,7 +1392,8 @@ def check_guardduty(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
                 f"GuardDuty detector {', '.join(adding)} runs EKS Runtime Monitoring with automated agent "
                 f"configuration: it will add a guardduty-data VPC endpoint and a security group to the stack's VPC, "
                 "which block deleting its subnets, security groups and the VPC",
-                f"before `pulumi destroy` deletes the network, run `python -m tools.guardduty_cleanup --stack {cfg.stack}`",
+                "`pulumi destroy` removes them after the EKS cluster (guardduty-endpoint-cleanup); if a destroy stops on "
+                f"the subnets, run `python -m tools.guardduty_cleanup --stack {cfg.stack}` and destroy again",
             )
         ]
     if not detectors:

@@ -212,6 +212,36 @@ def kubernetes_manifests(registrations: list[Registration]) -> list[dict[str, An
     return out
 
 
+SECRET_DATA_FIELDS = ("data", "stringData")
+
+
+def redacted_manifests(registrations: list[Registration]) -> list[dict[str, Any]]:
+    """The manifests ``--out`` writes: no secret's value in them (issue 33 item 9).
+
+    Secret-wrapped values read ``"[secret]"`` exactly as in the plan (:func:`tools.plan.plain`, with the run's known
+    secret values: the stack file's secrets, offline their placeholder, and every output a resource marks secret),
+    and every value under a ``Secret``'s ``data`` and ``stringData`` reads ``"[secret]"`` whether wrapped or not: a
+    reviewer's directory, a CI artifact, must not carry a credential.
+    """
+    from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
+    from tools.mocks import secret_values
+    from tools.plan import SECRET, plain
+
+    secrets = secret_values(registrations, (OFFLINE_SECRET_PLACEHOLDER,))
+    out = []
+    for r in registrations:
+        if r.type.startswith("kubernetes:") and r.custom and "kind" in r.inputs:
+            manifest = {k: plain(r.inputs[k], secrets) for k in _MANIFEST_FIELDS if k in r.inputs}
+            if manifest.get("kind") == "Secret":
+                for key in SECRET_DATA_FIELDS:
+                    if isinstance(manifest.get(key), dict):
+                        manifest[key] = {k: SECRET for k in manifest[key]}
+                    elif key in manifest:
+                        manifest[key] = SECRET
+            out.append(manifest)
+    return out
+
+
 def _document(value: Any) -> Any:
     """A policy document input (a JSON string or an object) as an object; None when absent."""
     value = unwrap_secrets(value)
@@ -341,7 +371,7 @@ def validate_written_manifests(registrations: list[Registration], out_dir: Path)
     )
     k8s_version = next((str(r.inputs.get("version")) for r in registrations if r.type == "eks:index:Cluster"), "1.35")
     results, advisories = validate_manifests(
-        kubernetes_manifests(registrations), addon_version=addon, kubernetes_version=k8s_version
+        redacted_manifests(registrations), addon_version=addon, kubernetes_version=k8s_version
     )
     report = {
         "objects": sorted((r.to_json() for r in results), key=lambda r: (r["kind"], str(r["namespace"]), r["name"])),
@@ -365,7 +395,7 @@ def write_outputs(registrations: list[Registration], out_dir: Path, region: str 
     written: list[Path] = []
     out_dir.mkdir(parents=True, exist_ok=True)
     k8s_dir = out_dir / "kubernetes"
-    for manifest in kubernetes_manifests(registrations):
+    for manifest in redacted_manifests(registrations):
         meta = manifest.get("metadata") or {}
         fname = f"{manifest['kind']}-{meta.get('namespace', 'cluster')}-{meta.get('name', 'unnamed')}.yaml".lower()
         k8s_dir.mkdir(exist_ok=True)

@@ -376,6 +376,7 @@ def _probe(provider: Any, keys: list[str], probes: dict[str, tuple[Any, Any]]) -
 
 def _dynamic_rules() -> dict[str, dict[str, Any]]:
     """Rules of the boto3 dynamic providers, read off their own ``diff()`` by probing it key by key."""
+    from components import destroy_waits
     from components import global_inference_gateway as gateway
     from components import hyperpod_node_wait as node_wait
 
@@ -406,8 +407,33 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
             node_wait.HyperPodNodeWaitProvider,
             "components/hyperpod_node_wait.py HyperPodNodeWaitProvider.diff (probed key by key by the generator; "
             "it owns nothing in AWS, so a replacement only waits again)",
-            ["clusterArn", "region", "groups", "timeoutSeconds", "pollSeconds", "awsProfile", "runningNodes"],
+            [
+                "clusterArn",
+                "region",
+                "groups",
+                "timeoutSeconds",
+                "pollSeconds",
+                "awsProfile",
+                "deepHealthChecks",
+                "runningNodes",
+            ],
             {"groups": ({"g": 1}, {"g": 2})},
+        ),
+        (
+            destroy_waits.DRAIN_KIND,
+            destroy_waits.LoadBalancerControllerDrainProvider,
+            "components/destroy_waits.py _AwsProvider.diff (probed key by key by the generator; it owns nothing in "
+            "AWS: every change updates in place)",
+            ["region", "clusterName", "timeoutSeconds", "pollSeconds", "awsProfile"],
+            {},
+        ),
+        (
+            destroy_waits.CLEANUP_KIND,
+            destroy_waits.GuardDutyEndpointCleanupProvider,
+            "components/destroy_waits.py _AwsProvider.diff (probed key by key by the generator; it owns nothing in "
+            "AWS: every change updates in place)",
+            ["region", "vpcId", "subnetIds", "timeoutSeconds", "awsProfile"],
+            {},
         ),
     ]
     out: dict[str, dict[str, Any]] = {}

@@ -27,7 +27,7 @@ from .base import ConfigIssue, Model
 from .checks import cross_check
 from .health_checks import supported_checks
 from .kvcache import KvCacheConfig
-from .network import NetworkConfig
+from .network import NetworkConfig, plan_subnets
 from .regions import az_id_in_region, az_id_prefix, hyperpod_instance_types, hyperpod_regions
 
 
@@ -214,7 +214,7 @@ Sg = Annotated[str, Field(pattern=r"^sg-[0-9a-f]{8,17}$", description="A securit
 
 
 class DeployerRoute(Model):
-    """A route from the private subnets to the runner's network, created in every private route table.
+    """A route to the runner's network, created in the route table of each of the control plane's own subnets.
 
     With public access off, the control plane answers from ENIs in the private subnets, so their route tables must
     send the runner's CIDR to where it lives; the NAT gateway's default route cannot carry the replies (deploy-readiness
@@ -475,6 +475,11 @@ def _deployer_route_issues(cfg: StackView) -> Iterable[ConfigIssue]:
     if access is None:
         return
     vpc = cfg.network.vpc_cidr
+    if access.routes and cfg.network.existing is None:
+        try:  # the routes go into the control plane's own subnets only (issue 33 item 5)
+            plan_subnets(cfg.network, control_plane=True)
+        except ValueError as err:
+            yield ConfigIssue("cluster.deployerAccess.routes", str(err))
     for i, route in enumerate(access.routes):
         where = f"cluster.deployerAccess.routes[{i}]"
         if cfg.network.existing is not None:

@@ -89,13 +89,21 @@ class NetworkConfig(Model):
 
 
 class SubnetPlan(Model):
-    """The subnet CIDRs a new VPC gets, one private and one public subnet per AZ ID."""
+    """The subnet CIDRs a new VPC gets, one private and one public subnet per AZ ID, and (with
+    ``cluster.deployerAccess.routes``) one /28 control-plane subnet per AZ ID."""
 
     private: dict[str, ipaddress.IPv4Network]
     public: dict[str, ipaddress.IPv4Network]
+    control_plane: dict[str, ipaddress.IPv4Network] = {}
 
 
-def plan_subnets(network: NetworkConfig) -> SubnetPlan:
+# The EKS control plane's own subnets, where its ENIs answer the deployer (issue 33 item 5): "at least six IP
+# addresses ... we recommend at least 16" and "in at least two different Availability Zones" (Amazon EKS user guide,
+# network-reqs "Subnet requirements and considerations"). /28 is 16 addresses.
+CONTROL_PLANE_PREFIX = 28
+
+
+def plan_subnets(network: NetworkConfig, *, control_plane: bool = False) -> SubnetPlan:
     """Carve per-AZ subnets out of the new VPC's CIDR.
 
     Private subnets (where HyperPod nodes put their many ENIs) are taken from the start of the range at
@@ -127,9 +135,24 @@ def plan_subnets(network: NetworkConfig) -> SubnetPlan:
         raise ValueError(
             f"{public_block} holds only {len(public_blocks)} /{public_len} public subnets for {len(azs)} AZs"
         )
+    # Control-plane subnets: /28s of the last public-sized block, which no AZ's public subnet uses (adding an AZ
+    # takes the next unused block from the front, so existing subnets never move).
+    planes: dict[str, ipaddress.IPv4Network] = {}
+    if control_plane:
+        spare = public_blocks[-1] if len(public_blocks) > len(azs) else None
+        pieces = list(spare.subnets(new_prefix=CONTROL_PLANE_PREFIX)) if spare is not None else []
+        if len(pieces) < len(azs):
+            raise ValueError(
+                f"cluster.deployerAccess.routes needs one /{CONTROL_PLANE_PREFIX} control-plane subnet per AZ ID, carved "
+                f"from a /{public_len} block the public subnets leave free in {public_block}; there is "
+                f"{'none' if spare is None else f'room for {len(pieces)}'}: use a shorter publicSubnetPrefixLength or "
+                "fewer AZ IDs"
+            )
+        planes = {az: pieces[i] for i, az in enumerate(azs)}
     return SubnetPlan(
         private={az: blocks[i] for i, az in enumerate(azs)},
         public={az: public_blocks[i] for i, az in enumerate(azs)},
+        control_plane=planes,
     )
 
 

@@ -650,6 +650,40 @@ def _provider_wait(
         out.add(urn, reg, missing_kind, what, "nothing in the stack provides it", source=wait.source)
 
 
+DEEP_CHECKS_INPUT = "deepHealthChecks"
+
+
+def check_node_wait_timeouts(ctx: _Context, out: _Findings) -> None:
+    """A node wait must allow what policies/readiness.yaml requires for the groups it waits for.
+
+    Which groups run on-start deep health checks is read from the HyperPod cluster it waits on (its
+    ``instanceGroups``, the cluster's own contract), not from the wait's inputs; the required timeout is the one
+    of the readiness entry that such a wait matches (its ``deepHealthChecks`` listing them). A shorter timeout fails
+    the create while the checks still run (issue 33 item 2).
+    """
+    for urn in ctx.node_waits:
+        reg = ctx.graph.nodes[urn]
+        checked = sorted(
+            {g.name for g in ctx.groups if g.deep_health_checks and ctx.graph.is_ancestor(g.provider, urn)}
+        )
+        if not checked:
+            continue
+        required = ctx.readiness.entry_for(reg.type, {**reg.inputs, DEEP_CHECKS_INPUT: checked})
+        need = required.program_create_timeout_minutes
+        timeout = create_timeout(reg, ctx.entries[urn])
+        if need is None or timeout is None or timeout >= need:
+            continue
+        out.add(
+            urn,
+            reg,
+            "timeout",
+            f"every instance group's nodes Running (groups with on-start deep health checks: {', '.join(checked)})",
+            f"its {timeout:g} min wait is shorter than the {need:g} min policies/readiness.yaml sets for groups "
+            "with on-start deep health checks, which run before their nodes are Running (timeout risk)",
+            source=required.source,
+        )
+
+
 def check_waits(ctx: _Context, api: ApiPath | None, project: str, notes: list[str]) -> _Findings:
     out = _Findings()
     unreachable_reason = None if api is None or api.reachable else api.why
@@ -812,6 +846,7 @@ def simulate_create(
             "cannot be checked offline (docs/adoption.md)"
         )
     found = check_waits(ctx, api, project, notes)
+    check_node_wait_timeouts(ctx, found)
     # The edges the program must declare between its own resources (policies/readiness.yaml `ordering:`).
     report_missing(graph, ordering_edges(graph, readiness, ctx.crd_providers), found)
     start, finish, waves = schedule(graph, ctx.entries)

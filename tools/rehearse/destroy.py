@@ -9,6 +9,7 @@ the LB controller) that is not guaranteed to outlive them, and in prod anything 
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,8 +146,46 @@ def simulate_destroy(
                         f"{graph.nodes[cand].name} does not come after it in the reverse walk",
                         source=wait.source,
                     )
+    _controller_leaks(graph, readiness, ctx, out)
     notes.extend(_guardduty_notes(graph, readiness, stack))
     return DestroyResult(out.all(), waves, protected, notes)
+
+
+def _is(reg: Any, sel: dict[str, Any]) -> bool:
+    return bool(reg.type == sel.get("type") and reg.inputs.get(str(sel.get("input"))) == sel.get("value"))
+
+
+def _controller_leaks(graph: CompleteGraph, readiness: Readiness, ctx: Any, out: Any) -> None:
+    """What the LB controller finalizes after Pulumi saw its owner go must be drained before the controller goes.
+
+    For each resource of ``leaves_behind`` (policies/readiness.yaml ``destroy.lb_controller_cleanup``), a drain must
+    come between it and every resource that installs the controller in the reverse walk: the resource waits on the
+    drain (so it goes first) and the drain waits on each installer (so they go after its delete, which waits for the
+    controller's load balancers and groups). Otherwise the installer can be deleted while the controller still has
+    to finalize the operator's Ingress: the ALB and its k8s-* security groups leak, and the VPC delete fails.
+    """
+    spec = readiness.destroy.get("lb_controller_cleanup") or {}
+    installers = ctx.pod_installers.get(spec.get("controller_pod"), [])
+    if not installers:
+        return
+    drains = [u for u in graph.order if _is(graph.nodes[u], spec.get("drain") or {})]
+    for urn in graph.order:
+        reg = graph.nodes[urn]
+        if not any(fnmatch.fnmatchcase(reg.type, t) for t in spec.get("leaves_behind") or []):
+            continue
+        ok = any(graph.is_ancestor(d, urn) and all(graph.is_ancestor(i, d) for i in installers) for d in drains)
+        if ok:
+            continue
+        names = ", ".join(graph.nodes[i].name for i in installers)
+        out.add(
+            urn,
+            reg,
+            "leak",
+            f"the LB controller to finalize {spec.get('what')}",
+            f"nothing waits for the controller's load balancers and groups to go between it and {names} (which runs "
+            "the controller): the ALB and its k8s-* security groups leak and the VPC delete fails",
+            source=str(spec.get("source", "")),
+        )
 
 
 def _guardduty_notes(graph: CompleteGraph, readiness: Readiness, stack: str | None) -> list[str]:
@@ -155,6 +194,17 @@ def _guardduty_notes(graph: CompleteGraph, readiness: Readiness, stack: str | No
     vpcs = [graph.nodes[u].name for u in graph.order if graph.nodes[u].type == gd.get("vpc_type")]
     if not vpcs:
         return []
+    sel = readiness.destroy.get("guardduty_cleanup") or {}
+    vpc_urns = [u for u in graph.order if graph.nodes[u].type == gd.get("vpc_type")]
+    eks = [u for u in graph.order if graph.nodes[u].type == sel.get("eks_type")]
+    for c in (u for u in graph.order if _is(graph.nodes[u], sel)):
+        if all(graph.is_ancestor(v, c) for v in vpc_urns) and all(graph.is_ancestor(c, e) for e in eks):
+            return [
+                f"GuardDuty (cannot be known offline whether it is on): {graph.nodes[c].name} removes GuardDuty's VPC "
+                f"endpoint ({gd.get('service')}) and security group from {', '.join(vpcs)} during the destroy, after "
+                f"{', '.join(graph.nodes[e].name for e in eks) or 'the EKS cluster'} and before the subnets and the VPC "
+                f"(components/destroy_waits.py) [{gd.get('source')}]"
+            ]
     return [
         f"GuardDuty (cannot be known offline): with EKS Runtime Monitoring and automated agent configuration on, "
         f"GuardDuty adds a VPC endpoint ({gd.get('service')}) and a security group to {', '.join(vpcs)}; they block "

@@ -23,6 +23,7 @@ FindingKind = Literal[
     "deletion-protection",
     "bucket-not-empty",
     "finalizer-orphaned",
+    "leak",
     "served-deleted-first",
     "unprotected-stateful",
 ]

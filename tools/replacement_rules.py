@@ -377,6 +377,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
     """Rules of the boto3 dynamic providers, read off their own ``diff()`` by probing it key by key."""
     from components import global_inference_gateway as gateway
     from components import hyperpod_node_wait as node_wait
+    from components.dynamic_provider import CREDENTIAL_KEYS
 
     member = {"stack": "a", "name": "g", "namespace": "n", "region": "r"}
     providers: list[tuple[str, type, str, list[str], dict[str, tuple[Any, Any]]]] = [
@@ -396,7 +397,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
                 "members",
                 "accountId",
                 "partition",
-                "awsProfile",
+                *CREDENTIAL_KEYS,
             ],
             {"members": ([{**member, "clusterArn": "x"}], [{**member, "clusterArn": "y"}])},
         ),
@@ -405,7 +406,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
             node_wait.HyperPodNodeWaitProvider,
             "components/hyperpod_node_wait.py HyperPodNodeWaitProvider.diff (probed key by key by the generator; "
             "it owns nothing in AWS, so a replacement only waits again)",
-            ["clusterArn", "region", "groups", "timeoutSeconds", "pollSeconds", "awsProfile", "runningNodes"],
+            ["clusterArn", "region", "groups", "timeoutSeconds", "pollSeconds", *CREDENTIAL_KEYS, "runningNodes"],
             {"groups": ({"g": 1}, {"g": 2})},
         ),
     ]

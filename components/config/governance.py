@@ -46,6 +46,7 @@ endpoint names exists; the botocore shapes of both requests.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -208,29 +209,42 @@ def _sagemaker_model() -> Any:
 
 
 def request_problems(operation: str, params: Mapping[str, Any]) -> list[str]:
-    """botocore's own validation of ``params`` for ``operation`` (types, required members, ranges, enums).
+    """botocore's own validation of ``params`` for ``operation``, completed with what it leaves to the service.
 
-    botocore's ParamValidator checks types, required members and numeric/length ranges; enums and patterns it
-    leaves to the service, so they are checked here against the same model."""
+    botocore's ParamValidator checks types, required members and the *minimum* of ranges and lengths; maxima, enums
+    and patterns it leaves to the service (they change more often), so they are checked here against the same model
+    (a pattern in Java-only syntax, ``\\p{L}``, is skipped)."""
     from botocore.validate import ParamValidator
 
     shape = _sagemaker_model().operation_model(operation).input_shape
     report = ParamValidator().validate(dict(params), shape)
     problems = [line.strip() for line in report.generate_report().splitlines()[1:] if line.strip()]
-    problems.extend(_enum_problems(shape, params, operation))
+    problems.extend(_model_problems(shape, params, operation))
     return problems
 
 
-def _enum_problems(shape: Any, value: Any, path: str) -> Iterator[str]:
+def _model_problems(shape: Any, value: Any, path: str) -> Iterator[str]:
+    meta = shape.metadata
     if shape.type_name == "structure" and isinstance(value, Mapping):
         for key, member in shape.members.items():
             if key in value:
-                yield from _enum_problems(member, value[key], f"{path}.{key}")
+                yield from _model_problems(member, value[key], f"{path}.{key}")
     elif shape.type_name == "list" and isinstance(value, list):
+        if "max" in meta and len(value) > meta["max"]:
+            yield f"Invalid length for parameter {path}, length: {len(value)}, valid max length: {meta['max']}"
         for i, item in enumerate(value):
-            yield from _enum_problems(shape.member, item, f"{path}[{i}]")
-    elif shape.type_name == "string" and getattr(shape, "enum", None) and value not in shape.enum:
-        yield f"Invalid value for parameter {path}, value: {value!r}, valid values: {', '.join(shape.enum)}"
+            yield from _model_problems(shape.member, item, f"{path}[{i}]")
+    elif shape.type_name in ("integer", "long", "float", "double") and isinstance(value, (int, float)):
+        if "max" in meta and value > meta["max"]:
+            yield f"Invalid value for parameter {path}, value: {value}, valid max value: {meta['max']}"
+    elif shape.type_name == "string" and isinstance(value, str):
+        if getattr(shape, "enum", None) and value not in shape.enum:
+            yield f"Invalid value for parameter {path}, value: {value!r}, valid values: {', '.join(shape.enum)}"
+        if "max" in meta and len(value) > meta["max"]:
+            yield f"Invalid length for parameter {path}, length: {len(value)}, valid max length: {meta['max']}"
+        pattern = meta.get("pattern")
+        if pattern and "\\p{" not in pattern and re.fullmatch(pattern, value) is None:
+            yield f"Invalid value for parameter {path}, value: {value!r}, does not match pattern {pattern}"
 
 
 def scheduler_config_request(cfg: GovernanceConfig, *, name: str, cluster_arn: str) -> dict[str, Any]:

@@ -381,7 +381,9 @@ def test_delete_waits_until_gone(rig: Rig) -> None:
 
 def test_access_denied_names_the_actions(rig: Rig) -> None:
     rig.stub.add_client_error("create_cluster_scheduler_config", service_error_code="AccessDeniedException")
-    with pytest.raises(SchedulerConfigError, match="sagemaker:CreateClusterSchedulerConfig.*eks:AssociateAccessPolicy"):
+    with pytest.raises(
+        SchedulerConfigError, match=r"sagemaker:CreateClusterSchedulerConfig.*eks:AssociateAccessPolicy"
+    ):
         rig.provider.create(dict(PROPS))
 
 

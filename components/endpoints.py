@@ -41,6 +41,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .config.endpoints import EndpointConfig
+from .config.governance import kueue_labels
 from .config.kvcache import CREDENTIALS_SECRET, credential_env, credential_url
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
@@ -112,10 +113,13 @@ def tls_output_uri(bucket: str, endpoint: EndpointConfig) -> str:
 
 
 def labels(endpoint: EndpointConfig) -> dict[str, str]:
+    """The custom resource's labels; an endpoint of a task governance team also carries its Kueue queue and
+    priority class (``config/governance.py`` kueue_labels: the CRD has no pod-label field)."""
     return {
         ENGINE_LABEL: endpoint.engine,
         MANAGED_BY_LABEL: "pulumi",
         "app.kubernetes.io/part-of": "hyperpod-inference",
+        **kueue_labels(endpoint),
     }
 
 
@@ -173,6 +177,13 @@ class InferenceEndpointsArgs:
     extra_namespaces: Sequence[str] = field(
         default=(), metadata={"doc": "Namespaces to create besides the endpoints' (the gateway's, when set apart)."}
     )
+    external_namespaces: Mapping[str, Sequence[pulumi.Resource]] = field(
+        default_factory=dict,
+        metadata={
+            "doc": "Namespaces another component creates, with what creates them (task governance's "
+            "hyperpod-ns-<team>, components/governance.py): never created here; their objects wait on those."
+        },
+    )
 
 
 class InferenceEndpoints(pulumi.ComponentResource):
@@ -190,8 +201,9 @@ class InferenceEndpoints(pulumi.ComponentResource):
         base = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
 
         self.namespaces = {}
+        self._external = dict(args.external_namespaces)
         for ns in dict.fromkeys([*(e.namespace for e in args.endpoints), *args.extra_namespaces]):
-            if ns in SYSTEM_NAMESPACES:
+            if ns in SYSTEM_NAMESPACES or ns in args.external_namespaces:
                 continue
             self.namespaces[ns] = k8s.core.v1.Namespace(
                 f"{name}-ns-{ns}",
@@ -229,8 +241,7 @@ class InferenceEndpoints(pulumi.ComponentResource):
             else:
                 spec = pulumi.Output.all(tls, address).apply(_spec)
             depends: list[pulumi.Resource] = list(args.depends_on)
-            if endpoint.namespace in self.namespaces:
-                depends.append(self.namespaces[endpoint.namespace])
+            depends.extend(self._namespace_deps(endpoint.namespace))
             if with_credentials:
                 # the kubelet resolves the worker's secretKeyRef when the pod starts: the Secret goes first
                 depends.append(self.secrets[endpoint.namespace])
@@ -250,6 +261,8 @@ class InferenceEndpoints(pulumi.ComponentResource):
         self.register_outputs({"endpoints": self.names})
 
     def _namespace_deps(self, namespace: str) -> list[pulumi.Resource]:
+        if namespace in self._external:
+            return list(self._external[namespace])
         return [self.namespaces[namespace]] if namespace in self.namespaces else []
 
     def _credentials(

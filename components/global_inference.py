@@ -31,6 +31,7 @@ import pulumi_aws as aws
 
 from .config import ConfigError, GlobalStackConfig
 from .config.global_gateway import MEMBER_EXPORT, duplicate_gateway_issues, member_config_issues
+from .dynamic_provider import credential_inputs
 from .global_inference_gateway import GlobalInferenceGateway, GlobalInferenceGatewayProvider, members_input
 
 INVOKE_ACTIONS = ("sagemaker:InvokeGlobalInferenceGateway", "sagemaker:InvokeGlobalInferenceGatewayWithResponseStream")
@@ -159,8 +160,8 @@ class GlobalInference(pulumi.ComponentResource):
                 "accountId": identity.account_id,
                 "partition": partition,
                 "waitTimeoutSeconds": cfg.wait_timeout_minutes * 60,
-                # boto3 in the provider does not see the aws provider's config; pass the profile on
-                "awsProfile": pulumi.Config("aws").get("profile"),
+                # boto3 in the provider does not see the aws provider's config: pass its credential chain on
+                **credential_inputs(),
             },
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -28,12 +28,12 @@ Lifecycle, as the API documents it (botocore ``sagemaker`` model, operation docu
 
 Errors: AccessDenied names the IAM action (``sagemaker:<Operation>``); throttling and ConflictException
 are retried with exponential backoff (on top of botocore's own retries). Waits take an injectable
-``sleep`` and ``clock`` so tests run in milliseconds.
+``sleep`` and ``clock`` so tests run in milliseconds. Clients, retries, the credential chain and the diff come
+from the shared base, ``components/dynamic_provider.py``.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
@@ -43,6 +43,9 @@ from botocore.exceptions import ClientError
 from pulumi import dynamic
 
 from policies.global_policies import RESOURCE_KIND, WEIGHT_KEYS
+
+from .dynamic_provider import DENIED_CODES, MAX_RETRIES, NOT_FOUND_CODES, DynamicProviderBase, error_code, error_message
+from .dynamic_provider import THROTTLING_CODES as BASE_THROTTLING_CODES
 
 # --- API shapes (botocore sagemaker model, 2017-07-24; checked in tests) -------------------------------
 
@@ -124,14 +127,9 @@ class DescribeResponse(_DescribeRequired, total=False):
 
 # Statuses (enum ``GlobalInferenceGatewayStatus`` / ``GlobalInferenceGatewayMemberStatus``).
 ACTIVE, FAILED = "ACTIVE", "FAILED"
-THROTTLING_CODES = frozenset(
-    {"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded", "ConflictException"}
-)
-DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
-NOT_FOUND_CODES = frozenset({"ResourceNotFound", "ResourceNotFoundException"})
+THROTTLING_CODES = BASE_THROTTLING_CODES | {"ConflictException"}  # retried too (see the provider)
 DEFAULT_TIMEOUT_SECONDS = 45 * 60
 POLL_SECONDS = 15.0
-MAX_RETRIES = 6
 
 
 class GatewayError(Exception):
@@ -211,21 +209,18 @@ def client_token() -> str:
 # --- the provider ---------------------------------------------------------------------------------------
 
 
-def _code(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Code", ""))
+_code, _message = error_code, error_message
 
 
-def _message(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Message", "") or err)
-
-
-class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
+class GlobalInferenceGatewayProvider(DynamicProviderBase):
     """CRUD for one Global Inference Gateway; ``client_factory``/``sleep``/``clock``/``log`` are for tests.
 
-    Nothing AWS-related is held at construction (the provider is pickled into the state): the boto3 client
-    is made on first use, in the resource's ``region``, from the default credential chain of the process
-    that runs ``pulumi up``.
+    Clients (in the resource's ``region``, on the stack's credential chain passed as inputs), retries and the
+    waits' clock come from :class:`~components.dynamic_provider.DynamicProviderBase`; ConflictException is retried
+    too (the API answers it while another operation on the gateway is in progress).
     """
+
+    retry_codes = frozenset({"ConflictException"})
 
     def __init__(
         self,
@@ -237,70 +232,12 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         poll_seconds: float = POLL_SECONDS,
         token: Callable[[], str] | None = None,
     ) -> None:
-        super().__init__()
-        self._client_factory = client_factory
-        self._sleep = sleep
-        self._clock = clock
-        self._log = log
+        super().__init__(client_factory=client_factory, sleep=sleep, clock=clock, log=log)
         self._poll = poll_seconds
-        self._clients: dict[str, Any] = {}
-        self._profile: str | None = None
         self._token = token
 
-    # plumbing
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_clients"] = {}
-        return state
-
-    def _client(self, region: str) -> Any:
-        if region not in self._clients:
-            if self._client_factory is not None:
-                self._clients[region] = self._client_factory(region)
-            else:
-                import boto3
-
-                # The process's credential chain, or the stack's `aws:profile` (passed as the awsProfile input).
-                session = boto3.Session(profile_name=self._profile) if self._profile else boto3.Session()
-                self._clients[region] = session.client("sagemaker", region_name=region)
-        return self._clients[region]
-
-    def _use(self, props: Mapping[str, Any]) -> str:
-        """The API Region of these props; also picks up their ``awsProfile``."""
-        self._profile = props.get("awsProfile") or None
-        return str(props["region"])
-
-    def _now(self) -> float:
-        return (self._clock or time.monotonic)()
-
-    def _wait(self, seconds: float) -> None:
-        (self._sleep or time.sleep)(seconds)
-
-    def _info(self, message: str) -> None:
-        (self._log or pulumi.log.info)(message)
-
-    def _call(self, region: str, operation: str, *, missing_ok: bool = False, **params: Any) -> Any:
-        """One API call: throttling/conflicts retried with backoff, errors turned into one message.
-
-        ``missing_ok``: a ResourceNotFound answer returns None instead of raising.
-        """
-        method = getattr(self._client(region), _snake(operation))
-        delay = 1.0
-        for attempt in range(MAX_RETRIES + 1):
-            try:
-                return method(**params)
-            except ClientError as err:
-                code = _code(err)
-                if missing_ok and code in NOT_FOUND_CODES:
-                    return None
-                if code in THROTTLING_CODES and attempt < MAX_RETRIES:
-                    self._info(f"{operation}: {code}, retrying in {delay:g}s")
-                    self._wait(delay)
-                    delay = min(delay * 2, 30.0)
-                    continue
-                raise self._error(operation, params, err) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+    def error(self, operation: str, params: Mapping[str, Any], err: ClientError) -> Exception:
+        return self._error(operation, params, err)
 
     def _error(self, operation: str, params: Mapping[str, Any], err: ClientError) -> Exception:
         code, message = _code(err), _message(err)
@@ -440,21 +377,21 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
             return dynamic.ReadResult("", {})  # deleted outside Pulumi: the engine drops it
         return dynamic.ReadResult(gw["Id"], self._outs(props, gw))
 
+    # "You can't change the role after you create the global inference gateway" (model documentation of
+    # CreateGlobalInferenceGateway.ExecutionRoleArn); the name and the Region identify it.
+    replace_keys = ("name", "region", "executionRoleArn")
+    update_keys = ("routingWeights", "tags", "waitTimeoutSeconds", "environment")
+
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
-        # "You can't change the role after you create the global inference gateway" (model documentation of
-        # CreateGlobalInferenceGateway.ExecutionRoleArn); the name and the Region identify it.
-        replaces = [k for k in ("name", "region", "executionRoleArn") if olds.get(k) != news.get(k)]
-        changed = [
-            k
-            for k in ("routingWeights", "tags", "waitTimeoutSeconds", "environment")
-            if (olds.get(k) or None) != (news.get(k) or None)
-        ]
+        members: list[str] = []
         if sorted(map(member_key, olds.get("members") or [])) != sorted(map(member_key, news.get("members") or [])):
-            changed.append("members")
+            members.append("members")
         elif [dict(m) for m in olds.get("members") or []] != [dict(m) for m in news.get("members") or []]:
-            changed.append("members")  # member metadata (stack, jwtRequired, ...) only: no API call
+            members.append("members")  # member metadata (stack, jwtRequired, ...) only: no API call
+        base = self.diff_keys(olds, news, extra_changes=members)
+        # always delete-before-replace: a member gateway belongs to one global gateway only (module docstring)
         return dynamic.DiffResult(
-            changes=bool(replaces or changed), replaces=replaces, delete_before_replace=True if replaces else None
+            changes=base.changes, replaces=base.replaces, delete_before_replace=True if base.replaces else None
         )
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
@@ -477,13 +414,7 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
         if gw is None:
             raise GatewayError(f"update: global inference gateway {id_} no longer exists; run `pulumi refresh`")
         if (olds.get("tags") or {}) != (news.get("tags") or {}):
-            old_tags, new_tags = dict(olds.get("tags") or {}), dict(news.get("tags") or {})
-            gone = sorted(k for k in old_tags if k not in new_tags)
-            if gone:
-                self._call(region, "DeleteTags", ResourceArn=gw["Arn"], TagKeys=gone)
-            changed = {k: v for k, v in new_tags.items() if old_tags.get(k) != v}
-            if changed:
-                self._call(region, "AddTags", ResourceArn=gw["Arn"], Tags=tag_list(changed))
+            self._sync_tags(region, gw["Arn"], olds.get("tags"), news.get("tags"))
         return dynamic.UpdateResult(self._outs(news, gw))
 
     def delete(self, id_: str, props: dict[str, Any]) -> None:
@@ -505,15 +436,6 @@ class GlobalInferenceGatewayProvider(dynamic.ResourceProvider):
             self._wait(self._poll)
 
 
-def _snake(operation: str) -> str:
-    out = ""
-    for i, ch in enumerate(operation):
-        if ch.isupper() and i:
-            out += "_"
-        out += ch.lower()
-    return out
-
-
 # --- the dynamic resource -------------------------------------------------------------------------------
 
 
@@ -522,7 +444,8 @@ class GlobalInferenceGateway(dynamic.Resource):
 
     ``name``, ``region`` (of the API), ``executionRoleArn``, ``members`` (``stack``, ``name``, ``namespace``,
     ``clusterArn``, ``region``, ``jwtRequired``, ``gatewayEnabled``), ``routingWeights`` (or None),
-    ``tags``, ``environment``, ``accountId``, ``partition``, ``waitTimeoutSeconds``, ``awsProfile`` (or None).
+    ``tags``, ``environment``, ``accountId``, ``partition``, ``waitTimeoutSeconds``, and the credential chain
+    ``awsProfile`` / ``awsAssumeRoles`` / ``awsStsRegion`` (:func:`components.dynamic_provider.credential_inputs`).
     """
 
     arn: pulumi.Output[str]

@@ -34,6 +34,7 @@ from pulumi_aws_native import sagemaker
 from policies.readiness import program_create_timeout
 
 from .config.cluster import ClusterConfig, InstanceGroup
+from .dynamic_provider import credential_inputs
 from .hyperpod_node_wait import RESOURCE_KIND as NODE_WAIT_KIND
 from .hyperpod_node_wait import HyperPodNodeWait
 from .private_bucket import PrivateBucket, PrivateBucketArgs
@@ -240,7 +241,7 @@ class HyperPodCluster(pulumi.ComponentResource):
                 "groups": {g.name: g.instance_count for g in cfg.instance_groups},
                 "timeoutSeconds": int(timeout_minutes * 60),
                 "pollSeconds": 30,
-                "awsProfile": pulumi.Config("aws").get("profile"),
+                **credential_inputs(),  # the aws provider's profile / assume-role chain (dynamic_provider.py)
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
         )

@@ -37,6 +37,7 @@ from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
 from .existing_hyperpod_cluster import ExistingHyperPodCluster, ExistingHyperPodClusterArgs
+from .governance import TaskGovernance, TaskGovernanceArgs
 from .hyperpod_cluster import HyperPodCluster, HyperPodClusterArgs
 from .hyperpod_dependencies import HyperPodDependencies, HyperPodDependenciesArgs
 from .inference_gateway import InferenceGateway, InferenceGatewayArgs
@@ -74,6 +75,7 @@ class _OperatorLayer:
     prerequisites: OperatorPrerequisites
     addon: InferenceOperatorAddon
     drain: LoadBalancerControllerDrain  # destroy: waits for the LB controller's AWS resources to go
+    governance: list[pulumi.Resource]  # task governance the endpoints' pods are admitted by (none when off)
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,25 @@ class HyperPodInference(pulumi.ComponentResource):
             # wait for them (a child of the HyperPod component, so in this dependency too).
             opts=self._child(depends_on=[hyperpod, *layer.nodes]),
         )
+        # --- task governance (optional): add-on, cluster policy, team quotas; before the inference add-on, whose
+        # pods Kueue's webhook admits once it is installed (components/governance.py) ---
+        governance = None
+        if cfg.governance.enabled:
+            governance = TaskGovernance(
+                "governance",
+                TaskGovernanceArgs(
+                    config=cfg.governance,
+                    name_prefix=cfg.name_prefix,
+                    region=cfg.region,
+                    cluster_name=eks.cluster_name,
+                    hyperpod_cluster_arn=hyperpod.cluster_arn,
+                    depends_on=[hyperpod.cluster, *layer.nodes],
+                    tags=cfg.common_tags,
+                ),
+                opts=self._child(),
+            )
+            self._export("taskGovernanceAddonVersion", cfg.governance.addon_version)
+        governance_deps: list[pulumi.Resource] = governance.dependencies if governance is not None else []
         inference_operator = InferenceOperatorAddon(
             "inference-operator",
             InferenceOperatorAddonArgs(
@@ -208,7 +229,13 @@ class HyperPodInference(pulumi.ComponentResource):
                 keda_role_arn=operator_iam.keda_role_arn,
                 gateway_enabled=cfg.gateway.enabled,
                 gateway_role_arn=operator_iam.gateway_role_arn,
-                depends_on=[*operator_prereqs.dependencies, *operator_iam.dependencies, hyperpod.cluster, *layer.nodes],
+                depends_on=[
+                    *operator_prereqs.dependencies,
+                    *operator_iam.dependencies,
+                    hyperpod.cluster,
+                    *layer.nodes,
+                    *([governance.addon] if governance is not None else []),
+                ],
                 tags=cfg.common_tags,
             ),
             opts=self._child(),
@@ -229,7 +256,7 @@ class HyperPodInference(pulumi.ComponentResource):
         self._export("inferenceOperatorAddonVersion", cfg.operator.addon_version)
         self._export("inferenceOperatorExecutionRoleArn", operator_iam.execution_role_arn)
         self._export("tlsCertificateBucket", operator_iam.tls_bucket_name)
-        return _OperatorLayer(operator_iam, operator_prereqs, inference_operator, lbc_drain)
+        return _OperatorLayer(operator_iam, operator_prereqs, inference_operator, lbc_drain, governance_deps)
 
     def _l2_kv_cache(self, cfg: StackConfig, network: Network, layer: _ClusterLayer) -> RedisConnection | None:
         """The L2 KV cache's Redis: an ElastiCache group created here, an external URL, or none (tiered storage)."""
@@ -294,9 +321,10 @@ class HyperPodInference(pulumi.ComponentResource):
                 tls_bucket=operator.iam.tls_bucket_name,
                 redis=redis,
                 k8s_provider=eks.k8s_provider,
-                depends_on=[operator.addon, operator.drain],
+                depends_on=[operator.addon, operator.drain, *operator.governance],
                 gateway_factory=make_gateway if cfg.gateway.enabled else None,
                 extra_namespaces=[gateway_ns] if cfg.gateway.enabled and gateway_ns else [],
+                external_namespaces={ns: governance_deps for ns in cfg.governance.namespaces},
             ),
             opts=self._child(),
         )

@@ -28,28 +28,34 @@ Lifecycle:
 - read: the inputs (it owns nothing in AWS); delete: nothing to delete.
 
 Errors: AccessDenied names ``sagemaker:ListClusterNodes``; throttling is retried with exponential backoff on top of
-botocore's retries; an unknown cluster is one clear error. Waits take an injectable ``sleep`` and ``clock``.
+botocore's retries; an unknown cluster is one clear error. Waits take an injectable ``sleep`` and ``clock``. Clients,
+retries and the stack's credential chain come from the shared base, ``components/dynamic_provider.py``.
 """
 
 from __future__ import annotations
 
-import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import pulumi
 from botocore.exceptions import ClientError
 from pulumi import dynamic
 
+from .dynamic_provider import (
+    DENIED_CODES,
+    MAX_RETRIES,
+    NOT_FOUND_CODES,
+    THROTTLING_CODES,
+    DynamicProviderBase,
+    error_code,
+    error_message,
+)
+
 RESOURCE_KIND = "hyperpod:HyperPodNodeWait"
 RUNNING = "Running"
 POLL_SECONDS = 30.0  # as AWS's wait-for-hyperpod-nodes.sh (sleep 30)
 PAGE_SIZE = 100  # ListClusterNodes MaxResults maximum (botocore sagemaker model)
-MAX_RETRIES = 6
-THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"})
-DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
-NOT_FOUND_CODES = frozenset({"ResourceNotFound", "ResourceNotFoundException"})
 
 
 # --- API shapes (botocore sagemaker model, 2017-07-24; checked in tests) -------------------------------
@@ -92,12 +98,7 @@ class NodeWaitError(Exception):
     """One clear, actionable message for a failed wait."""
 
 
-def _code(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Code", ""))
-
-
-def _message(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Message", "") or err)
+_code, _message = error_code, error_message
 
 
 def node_statuses(pages: list[ListClusterNodesResponse]) -> dict[str, Counter[str]]:
@@ -130,69 +131,22 @@ def describe_short(short: Mapping[str, tuple[int, int]], statuses: Mapping[str, 
     return "; ".join(parts)
 
 
-class HyperPodNodeWaitProvider(dynamic.ResourceProvider):
+class HyperPodNodeWaitProvider(DynamicProviderBase):
     """Waits for a HyperPod cluster's nodes; ``client_factory``/``sleep``/``clock``/``log`` are for tests.
 
-    Nothing AWS-related is held at construction (the provider is pickled into the state): the boto3 client is made
-    on first use, in the resource's ``region``, from the credential chain of the process that runs ``pulumi up``.
+    Clients, retries and the credential chain (the stack's ``aws:profile`` / ``aws:assumeRoles``, passed as inputs)
+    come from :class:`~components.dynamic_provider.DynamicProviderBase`.
     """
 
-    def __init__(
-        self,
-        *,
-        client_factory: Callable[[str], Any] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        clock: Callable[[], float] | None = None,
-        log: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__()
-        self._client_factory = client_factory
-        self._sleep = sleep
-        self._clock = clock
-        self._log = log
-        self._clients: dict[str, Any] = {}
-        self._profile: str | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_clients"] = {}
-        return state
-
-    def _client(self, region: str) -> Any:
-        if region not in self._clients:
-            if self._client_factory is not None:
-                self._clients[region] = self._client_factory(region)
-            else:
-                import boto3
-
-                session = boto3.Session(profile_name=self._profile) if self._profile else boto3.Session()
-                self._clients[region] = session.client("sagemaker", region_name=region)
-        return self._clients[region]
-
-    def _now(self) -> float:
-        return (self._clock or time.monotonic)()
-
-    def _wait(self, seconds: float) -> None:
-        (self._sleep or time.sleep)(seconds)
-
-    def _info(self, message: str) -> None:
-        (self._log or pulumi.log.info)(message)
+    replace_keys = ("clusterArn", "region")
+    update_keys = ("groups", "timeoutSeconds", "pollSeconds")
 
     def _list_page(self, region: str, request: ListClusterNodesRequest) -> ListClusterNodesResponse:
-        delay = 1.0
-        for attempt in range(MAX_RETRIES + 1):
-            try:
-                page: ListClusterNodesResponse = self._client(region).list_cluster_nodes(**request)
-                return page
-            except ClientError as err:
-                code = _code(err)
-                if code in THROTTLING_CODES and attempt < MAX_RETRIES:
-                    self._info(f"ListClusterNodes: {code}, retrying in {delay:g}s")
-                    self._wait(delay)
-                    delay = min(delay * 2, 30.0)
-                    continue
-                raise self._error(request["ClusterName"], err) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        page: ListClusterNodesResponse = self._call(region, "ListClusterNodes", **request)
+        return page
+
+    def error(self, operation: str, params: Mapping[str, Any], err: ClientError) -> NodeWaitError:
+        return self._error(str(params.get("ClusterName", "")), err)
 
     @staticmethod
     def _error(cluster: str, err: ClientError) -> NodeWaitError:
@@ -224,8 +178,7 @@ class HyperPodNodeWaitProvider(dynamic.ResourceProvider):
 
     def wait(self, props: Mapping[str, Any]) -> dict[str, int]:
         """Until every group has its target of Running nodes; the Running count per group."""
-        self._profile = props.get("awsProfile") or None
-        region, cluster = str(props["region"]), str(props["clusterArn"])
+        region, cluster = self._use(props), str(props["clusterArn"])
         targets = {str(k): int(v) for k, v in (props.get("groups") or {}).items()}
         timeout = float(props["timeoutSeconds"])
         poll = float(props.get("pollSeconds") or POLL_SECONDS)
@@ -258,9 +211,7 @@ class HyperPodNodeWaitProvider(dynamic.ResourceProvider):
         return dynamic.ReadResult(id_, props)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
-        replaces = [k for k in ("clusterArn", "region") if olds.get(k) != news.get(k)]
-        changed = [k for k in ("groups", "timeoutSeconds", "pollSeconds") if olds.get(k) != news.get(k)]
-        return dynamic.DiffResult(changes=bool(replaces or changed), replaces=replaces)
+        return self.diff_keys(olds, news)
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
         return dynamic.UpdateResult({**news, "runningNodes": self.wait(news)})
@@ -271,7 +222,8 @@ class HyperPodNodeWaitProvider(dynamic.ResourceProvider):
 
 class HyperPodNodeWait(dynamic.Resource):
     """The wait. Inputs (camelCase, also read by the rehearsal): ``region``, ``clusterArn``, ``groups``
-    (instance group name -> target count), ``timeoutSeconds``, ``pollSeconds``, ``awsProfile`` (or None)."""
+    (instance group name -> target count), ``timeoutSeconds``, ``pollSeconds``, and the credential chain
+    ``awsProfile`` / ``awsAssumeRoles`` / ``awsStsRegion`` (:func:`components.dynamic_provider.credential_inputs`)."""
 
     runningNodes: pulumi.Output[dict[str, int]]  # outputs keep their property names
 

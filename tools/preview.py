@@ -163,9 +163,36 @@ _KEY_PROPERTIES: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 
+def _quota_properties(i: dict[str, Any]) -> str:
+    """A team's quota: team, per-instance-type amounts, sharing and preemption (task governance, issue 39)."""
+    cfg, target = i.get("computeQuotaConfig") or {}, i.get("computeQuotaTarget") or {}
+    amounts = ", ".join(
+        f"{r.get('instanceType')}: "
+        + " ".join(f"{k}={r[k]}" for k in ("accelerators", "count", "vCpu", "memoryInGiB") if r.get(k) is not None)
+        for r in cfg.get("computeQuotaResources") or []
+    )
+    sharing = cfg.get("resourceSharingConfig") or {}
+    limit = f" {sharing['borrowLimit']}%" if sharing.get("borrowLimit") is not None else ""
+    return (
+        f"team {target.get('teamName')}: {amounts}; {sharing.get('strategy')}{limit}; "
+        f"preempt {cfg.get('preemptTeamTasks')}"
+    )
+
+
+def _scheduler_properties(i: dict[str, Any]) -> str:
+    """The cluster policy: priority classes with weights, fair share, idle resource sharing."""
+    sc = i.get("schedulerConfig") or {}
+    classes = " ".join(f"{c.get('Name')}={c.get('Weight')}" for c in sc.get("PriorityClasses") or [])
+    return f"{classes}; FairShare {sc.get('FairShare')}; IdleResourceSharing {sc.get('IdleResourceSharing')}"
+
+
 def key_properties(reg: Registration) -> str:
     """The properties a reviewer checks first, for the resource types that have them ("" otherwise)."""
     inputs = unwrap_secrets(reg.inputs)
+    if reg.type == "aws-native:sagemaker:ComputeQuota":
+        return _quota_properties(inputs)
+    if inputs.get("resourceKind") == "hyperpod:ClusterSchedulerConfig":
+        return _scheduler_properties(inputs)
     if reg.type.startswith("kubernetes:inference.sagemaker.aws.amazon.com/") and reg.type.endswith(_ENDPOINT_KINDS):
         return _endpoint_properties(inputs)
     fn = _KEY_PROPERTIES.get(reg.type)

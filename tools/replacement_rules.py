@@ -379,6 +379,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
     from components import destroy_waits
     from components import global_inference_gateway as gateway
     from components import hyperpod_node_wait as node_wait
+    from components.dynamic_provider import CREDENTIAL_KEYS
 
     member = {"stack": "a", "name": "g", "namespace": "n", "region": "r"}
     providers: list[tuple[str, type, str, list[str], dict[str, tuple[Any, Any]]]] = [
@@ -398,7 +399,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
                 "members",
                 "accountId",
                 "partition",
-                "awsProfile",
+                *CREDENTIAL_KEYS,
             ],
             {"members": ([{**member, "clusterArn": "x"}], [{**member, "clusterArn": "y"}])},
         ),
@@ -413,7 +414,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
                 "groups",
                 "timeoutSeconds",
                 "pollSeconds",
-                "awsProfile",
+                *CREDENTIAL_KEYS,
                 "deepHealthChecks",
                 "runningNodes",
             ],

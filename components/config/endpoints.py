@@ -55,6 +55,19 @@ class _Endpoint(Model):
         "spec.loadBalancer.idleTimeoutSeconds (default 60 s), so the check needs that to be at least this "
         "(operator 3.3+ sets it; at most 4000 s).",
     )
+    team: str | None = Field(
+        default=None,
+        pattern=K8sName,
+        max_length=40,
+        description="Task governance team (governance.teams[].name) whose quota and queue the endpoint uses; its "
+        "namespace must then be hyperpod-ns-<team> (components/config/governance.py).",
+    )
+    priority_class: str | None = Field(
+        default=None,
+        pattern=K8sName,
+        max_length=40,
+        description="Task governance priority class (governance.priorityClasses[].name) of the endpoint's pods.",
+    )
     spec: InferenceEndpointConfigSpec | JumpStartModelSpec
 
     def spec_dict(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 from pydantic import BaseModel, Tag, ValidationError
 
+from .aws_chain import aws_chain_issues
 from .base import PROJECT, ConfigIssue, join_path
 from .checks import run_checks
 from .errors import ConfigError
@@ -58,7 +59,7 @@ def parse_config(
     """The validated config of a stack from all its config keys (``{"ns:key": value}``, values as the runtime gives
     them), by its role: ``hyperpod-inference:role: global`` is a global stack. Raises :class:`ConfigError`."""
     prefix = f"{PROJECT}:"
-    stray = namespace_issues(everything)
+    stray = [*namespace_issues(everything), *aws_chain_issues(everything)]
     values = {k[len(prefix) :]: decode_config_value(v) for k, v in everything.items() if k.startswith(prefix)}
     region = everything.get("aws:region")
     if values.get("role") == "global":

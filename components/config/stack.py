@@ -14,6 +14,7 @@ from . import (
     closed_sets,
     endpoints,
     gateway,
+    governance,
     health_checks,
     ingress,
     kvcache,
@@ -28,6 +29,7 @@ from .checks import cross_check
 from .cluster import ClusterConfig
 from .endpoints import EndpointConfig
 from .gateway import GatewayConfig
+from .governance import GovernanceConfig
 from .ingress import IngressConfig
 from .kvcache import KvCacheConfig
 from .network import NetworkConfig
@@ -57,6 +59,7 @@ class StackConfig(Model):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     endpoints: list[EndpointConfig] = Field(default_factory=list)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    governance: GovernanceConfig = Field(default_factory=GovernanceConfig)
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every AWS resource that takes tags.")
     allow_replacement: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list,
@@ -102,6 +105,7 @@ def _provides_every_view(cfg: StackConfig) -> tuple[object, ...]:
         cluster_section.StackView,
         endpoints.StackView,
         gateway.StackView,
+        governance.StackView,
         health_checks.StackView,
         ingress.StackView,
         kvcache.StackView,

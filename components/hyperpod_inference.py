@@ -324,7 +324,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 depends_on=[operator.addon, operator.drain, *operator.governance],
                 gateway_factory=make_gateway if cfg.gateway.enabled else None,
                 extra_namespaces=[gateway_ns] if cfg.gateway.enabled and gateway_ns else [],
-                external_namespaces={ns: governance_deps for ns in cfg.governance.namespaces},
+                external_namespaces={ns: operator.governance for ns in cfg.governance.namespaces},
             ),
             opts=self._child(),
         )

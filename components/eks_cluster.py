@@ -29,6 +29,7 @@ default or managed node group is created. What the cluster gets instead:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ import pulumi_kubernetes as k8s
 from policies.readiness import custom_timeouts
 
 from .config.cluster import ClusterConfig
+from .role_boundary import role_boundary_arn
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=child,
         )
         deployer_rules = self._deployer_rules(name, cfg, cluster_sg.id)
+        service_role, service_policy = self._service_role(name, args)
 
         # The EKS cluster takes its subnets through the deployer rules' ids and the ids of the routes back to the
         # runner, so it (and everything pulumi-eks creates after it: aws-auth, the OIDC provider, the add-ons) is
@@ -153,9 +156,12 @@ class EksCluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=cfg.addons.kube_proxy),
             # Off here: CoreDNS needs nodes, and they come later (module docstring, coredns_addon).
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            # Ours, not pulumi-eks's auto-named `<name>-eksRole-<hex>`: it carries the stack's name and the
+            # stack's permissions boundary (components/role_boundary.py), as the deploy policy requires.
+            service_role=service_role,
             tags=args.tags,
             # depends_on the SG too: it records the reference in the graph the policy pack reads.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *deployer_rules, *path]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, service_policy, *deployer_rules, *path]),
         )
 
         # The name is known up front; routing it through a cluster output makes every consumer depend on
@@ -231,6 +237,38 @@ class EksCluster(pulumi.ComponentResource):
                 "kmsKeyArn": self.kms_key_arn,
             }
         )
+
+    def _service_role(self, name: str, args: EksClusterArgs) -> tuple[aws.iam.Role, aws.iam.RolePolicyAttachment]:
+        """The control plane's service role: trusted by eks.amazonaws.com, with AmazonEKSClusterPolicy (EKS user
+        guide, "Amazon EKS cluster IAM role"), named for the cluster and bounded like every role of the stack."""
+        child = pulumi.ResourceOptions(parent=self)
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "eks.amazonaws.com"},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                }
+            ],
+        }
+        role = aws.iam.Role(
+            f"{name}-service-role",
+            name=f"{args.cluster_name}-cluster-role",
+            description=f"EKS control plane of {args.cluster_name}",
+            assume_role_policy=json.dumps(trust),
+            permissions_boundary=role_boundary_arn(args.tags, self),
+            tags=args.tags,
+            opts=child,
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{name}-service-role-cluster-policy",
+            role=role.name,
+            policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/AmazonEKSClusterPolicy"),
+            opts=child,
+        )
+        return role, attachment
 
     def _deployer_rules(
         self, name: str, cfg: ClusterConfig, cluster_sg_id: pulumi.Output[str]

@@ -161,7 +161,9 @@ class EksCluster(pulumi.ComponentResource):
             service_role=service_role,
             tags=args.tags,
             # depends_on the SG too: it records the reference in the graph the policy pack reads.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, service_policy, *deployer_rules, *path]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[cluster_sg, service_role, service_policy, *deployer_rules, *path]
+            ),
         )
 
         # The name is known up front; routing it through a cluster output makes every consumer depend on

@@ -29,6 +29,7 @@ default or managed node group is created. What the cluster gets instead:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ import pulumi_kubernetes as k8s
 from policies.readiness import custom_timeouts
 
 from .config.cluster import ClusterConfig
+from .role_boundary import role_boundary_arn
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,15 @@ class EksCluster(pulumi.ComponentResource):
         key = self._secrets_key(name, args)
         cluster_sg = self._control_plane_security_group(name, args)
         deployer_rules = self._deployer_rules(name, args.cluster, cluster_sg.id)
-        cluster = self._eks_cluster(name, args, key, cluster_sg, waits_for=[*deployer_rules, *args.network_path])
+        service_role, service_policy = self._service_role(name, args)
+        cluster = self._eks_cluster(
+            name,
+            args,
+            key,
+            cluster_sg,
+            service_role=(service_role, service_policy),
+            waits_for=[*deployer_rules, *args.network_path],
+        )
 
         # The name is known up front; routing it through a cluster output makes every consumer depend on
         # the cluster actually existing.
@@ -171,6 +181,8 @@ class EksCluster(pulumi.ComponentResource):
         args: EksClusterArgs,
         key: aws.kms.Key,
         cluster_sg: aws.ec2.SecurityGroup,
+        *,
+        service_role: tuple[aws.iam.Role, aws.iam.RolePolicyAttachment],
         waits_for: list[pulumi.CustomResource],
     ) -> eks.Cluster:
         """The EKS cluster (pulumi-eks), created only once the runner can reach it.
@@ -209,9 +221,12 @@ class EksCluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(enabled=True, version=cfg.addons.kube_proxy),
             # Off here: CoreDNS needs nodes, and they come later (module docstring, coredns_addon).
             coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            # Ours, not pulumi-eks's auto-named `<name>-eksRole-<hex>`: it carries the stack's name and the
+            # stack's permissions boundary (components/role_boundary.py), as the deploy policy requires.
+            service_role=service_role[0],
             tags=args.tags,
             # depends_on the SG too: it records the reference in the graph the policy pack reads.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *waits_for]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *service_role, *waits_for]),
         )
 
     def _pod_identity_agent(self, name: str, args: EksClusterArgs) -> None:
@@ -258,6 +273,38 @@ class EksCluster(pulumi.ComponentResource):
             description="kubelet and extension API servers on HyperPod nodes from the control plane",
             opts=self._child(),
         )
+
+    def _service_role(self, name: str, args: EksClusterArgs) -> tuple[aws.iam.Role, aws.iam.RolePolicyAttachment]:
+        """The control plane's service role: trusted by eks.amazonaws.com, with AmazonEKSClusterPolicy (EKS user
+        guide, "Amazon EKS cluster IAM role"), named for the cluster and bounded like every role of the stack."""
+        child = pulumi.ResourceOptions(parent=self)
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": "eks.amazonaws.com"},
+                    "Action": ["sts:AssumeRole", "sts:TagSession"],
+                }
+            ],
+        }
+        role = aws.iam.Role(
+            f"{name}-service-role",
+            name=f"{args.cluster_name}-cluster-role",
+            description=f"EKS control plane of {args.cluster_name}",
+            assume_role_policy=json.dumps(trust),
+            permissions_boundary=role_boundary_arn(args.tags, self),
+            tags=args.tags,
+            opts=child,
+        )
+        attachment = aws.iam.RolePolicyAttachment(
+            f"{name}-service-role-cluster-policy",
+            role=role.name,
+            policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/AmazonEKSClusterPolicy"),
+            opts=child,
+        )
+        return role, attachment
 
     def _deployer_rules(
         self, name: str, cfg: ClusterConfig, cluster_sg_id: pulumi.Output[str]

@@ -29,6 +29,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.role_boundary import role_boundary_arn
+
 from .config import ConfigError, GlobalStackConfig
 from .config.global_gateway import MEMBER_EXPORT, duplicate_gateway_issues, member_config_issues
 from .dynamic_provider import credential_inputs
@@ -143,6 +145,7 @@ class GlobalInference(pulumi.ComponentResource):
                     )
                 ],
                 tags=cfg.common_tags,
+                permissions_boundary=role_boundary_arn(cfg.common_tags, self),
                 opts=child,
             )
             role_arn = role.arn

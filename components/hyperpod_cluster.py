@@ -31,6 +31,7 @@ import pulumi_aws as aws
 import pulumi_aws_native as aws_native
 from pulumi_aws_native import sagemaker
 
+from components.role_boundary import role_boundary_arn
 from policies.readiness import program_create_timeout
 
 from .config.cluster import ClusterConfig, InstanceGroup
@@ -310,6 +311,7 @@ class HyperPodCluster(pulumi.ComponentResource):
             assume_role_policy=json.dumps(execution_role_trust_policy()),
             max_session_duration=3600,
             tags=args.tags,
+            permissions_boundary=role_boundary_arn(args.tags, self),
             opts=self._child(),
         )
         managed = aws.iam.RolePolicyAttachment(

@@ -33,6 +33,8 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
+from components.role_boundary import role_boundary_arn
+
 from .config.network import NetworkConfig, plan_subnets
 from .config.observability import FlowLogsConfig
 from .vpc_endpoints import VpcInterfaceEndpoints, VpcInterfaceEndpointsArgs
@@ -275,10 +277,12 @@ class Network(pulumi.ComponentResource):
         )
         role = aws.iam.Role(
             f"{name}-flow-logs-role",
+            name=f"{args.eks_cluster_name}-vpc-flow-logs",
             assume_role_policy=pulumi.Output.all(caller.account_id, partition).apply(
                 lambda v: json.dumps(flow_log_trust(str(v[0]), args.region, str(v[1])))
             ),
             tags=tags("flow-logs-role"),
+            permissions_boundary=role_boundary_arn(args.tags, self),
             opts=child,
         )
         policy = aws.iam.RolePolicy(

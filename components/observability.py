@@ -36,6 +36,7 @@ import pulumi
 import pulumi_aws as aws
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.role_boundary import role_boundary_arn
 from policies.readiness import program_create_timeout
 
 from .config.observability import ADDON_NAME, SERVICE_ACCOUNT, ObservabilityConfig
@@ -184,6 +185,7 @@ class ObservabilityAddon(pulumi.ComponentResource):
                 lambda v: json.dumps(pod_identity_trust(str(v[0]), str(v[1])))
             ),
             tags=args.tags,
+            permissions_boundary=role_boundary_arn(args.tags, self),
             opts=child,
         )
         policy = aws.iam.RolePolicy(

@@ -36,6 +36,8 @@ from typing import Literal
 import pulumi
 import pulumi_aws as aws
 
+from components.role_boundary import role_boundary_arn
+
 from . import iam_documents as docs
 from .private_bucket import PrivateBucket, PrivateBucketArgs
 
@@ -226,6 +228,7 @@ class OperatorIam(pulumi.ComponentResource):
             assume_role_policy=trust.apply(json.dumps),
             max_session_duration=3600,
             tags=self._args.tags,
+            permissions_boundary=role_boundary_arn(self._args.tags, self),
             opts=pulumi.ResourceOptions(parent=self),
         )
         attachments = [

@@ -31,6 +31,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.role_boundary import role_boundary_arn
 from policies.readiness import custom_timeouts, program_create_timeout
 
 from . import iam_documents as docs
@@ -197,6 +198,7 @@ class OperatorPrerequisites(pulumi.ComponentResource):
                 lambda v: json.dumps(docs.irsa_trust(v[0], v[1], [subject]))
             ),
             tags=a.tags,
+            permissions_boundary=role_boundary_arn(a.tags, self),
             opts=pulumi.ResourceOptions(parent=self),
         )
         attachment = aws.iam.RolePolicyAttachment(

@@ -39,6 +39,7 @@ class ArnPattern(_Model):
 
     sar: str
     arn: str
+    tag_scoped: bool = False  # the ARN cannot carry the stack's name: statements on it require the stack's tag
 
     @property
     def service(self) -> str:
@@ -65,11 +66,11 @@ class TypeRow(_Model):
     update: list[str]
     delete: list[str]
     arns: list[ArnPattern] = Field(default_factory=list)
-    autonamed: bool = False
-    name_input: str = "name"
     name_strip: str = ""  # a prefix the name input carries that the ARN writes itself (KMS aliases: alias/)
     unscoped_types: list[str] = Field(default_factory=list)  # SAR types it has whose IDs AWS assigns
     delete_note: str | None = None
+    passes_role_to: list[str] = Field(default_factory=list)  # iam:PassedToService values of its iam:PassRole
+    service_linked_roles: list[str] = Field(default_factory=list)  # iam:AWSServiceName values
 
     _check = field_validator("create", "read", "update", "delete")(_actions)
 
@@ -77,6 +78,11 @@ class TypeRow(_Model):
     def _delete_explained(self) -> TypeRow:
         if not self.delete and not self.delete_note:
             raise ValueError("an empty `delete` needs a `delete_note` saying why the delete calls no API")
+        actions = self.all_actions()
+        if ("iam:PassRole" in actions) != bool(self.passes_role_to):
+            raise ValueError("iam:PassRole and `passes_role_to` (the services the role is passed to) go together")
+        if ("iam:CreateServiceLinkedRole" in actions) != bool(self.service_linked_roles):
+            raise ValueError("iam:CreateServiceLinkedRole and `service_linked_roles` go together")
         return self
 
     def actions(self) -> dict[str, list[str]]:
@@ -99,9 +105,18 @@ class ActionResources(_Model):
     why: str
 
 
+class RequestTagAction(_Model):
+    why: str
+    existing: bool = False  # it also acts on existing (tagged) resources: granted there on aws:ResourceTag too
+
+
 class DeployActions(_Model):
     sources: dict[str, str]
     global_services: list[str]
+    stack_tag: str
+    request_tag_actions: dict[str, RequestTagAction] = Field(default_factory=dict)
+    boundary_actions: list[str] = Field(default_factory=list)
+    tag_write_actions: list[str] = Field(default_factory=list)
     action_resources: dict[str, ActionResources] = Field(default_factory=dict)
     types: dict[str, TypeRow]
     no_iam: dict[str, str]

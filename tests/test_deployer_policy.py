@@ -97,37 +97,71 @@ def test_parliament_reports_nothing_above_low(stack: str, runs) -> None:
 
 
 def _statement(document: dict[str, Any], action: str) -> dict[str, Any]:
-    (found,) = [s for s in document["Statement"] if action in s["Action"]]
+    (found,) = [s for s in document["Statement"] if action in s["Action"] and s["Effect"] == "Allow"]
     return found
 
 
 def test_prod_scopes_literal_values(runs) -> None:
     doc = policy_for(runs["prod"]).document
-    assert _statement(doc, "iam:PassRole")["Resource"] == [
+    prod_roles = [
         "arn:aws:iam::*:role/SageMakerHyperPodInference-prod",
-        "arn:aws:iam::*:role/eks-cluster-eksRole-*",
         "arn:aws:iam::*:role/hpi-prod-aws-load-balancer-controller",
+        "arn:aws:iam::*:role/hpi-prod-eks-cluster-role",
+        "arn:aws:iam::*:role/hpi-prod-eks-vpc-flow-logs",
         "arn:aws:iam::*:role/hpi-prod-hp-observability",
         "arn:aws:iam::*:role/hpi-prod-hyperpod-execution",
         "arn:aws:iam::*:role/hpi-prod-inference-gateway",
         "arn:aws:iam::*:role/hpi-prod-jumpstart-gated-models",
         "arn:aws:iam::*:role/hpi-prod-keda-operator",
         "arn:aws:iam::*:role/hpi-prod-s3-csi-driver",
-        "arn:aws:iam::*:role/network-flow-logs-role-*",
     ]
-    assert "Condition" not in _statement(doc, "iam:PassRole")  # IAM is global: no region condition
+    assert _statement(doc, "iam:PassRole")["Resource"] == prod_roles
+    # IAM is global: no region condition; only to the services the stack's resources pass roles to
+    assert _statement(doc, "iam:PassRole")["Condition"] == {
+        "StringEquals": {
+            "iam:PassedToService": [
+                "eks.amazonaws.com",
+                "pods.eks.amazonaws.com",
+                "sagemaker.amazonaws.com",
+                "vpc-flow-logs.amazonaws.com",
+            ]
+        }
+    }
+    create_role = _statement(doc, "iam:CreateRole")
+    assert create_role["Resource"] == prod_roles
+    assert create_role["Condition"] == {
+        "StringLike": {"iam:PermissionsBoundary": "arn:aws:iam::*:policy/hpi-prod-role-boundary"}
+    }
+    assert "iam:UpdateRoleDescription" in _statement(doc, "iam:DeleteRole")["Action"]
+    # bucketPrefix, not the logical name (issue 31)
     assert _statement(doc, "s3:PutBucketPolicy")["Resource"] == [
-        "arn:aws:s3:::access-logs-bucket-*",
-        "arn:aws:s3:::front-door-logs-*",
+        "arn:aws:s3:::hpi-prod-alb-logs-*",
+        "arn:aws:s3:::hpi-prod-s3-access-logs-*",
         "arn:aws:s3:::hyperpod-tls-prod-*",
         "arn:aws:s3:::sagemaker-hpi-prod-lifecycle-*",
     ]
     assert _statement(doc, "s3:PutObject")["Resource"] == [
-        "arn:aws:s3:::access-logs-bucket-*/*",
-        "arn:aws:s3:::front-door-logs-*/*",
+        "arn:aws:s3:::hpi-prod-alb-logs-*/*",
+        "arn:aws:s3:::hpi-prod-s3-access-logs-*/*",
         "arn:aws:s3:::hyperpod-tls-prod-*/*",
         "arn:aws:s3:::sagemaker-hpi-prod-lifecycle-*/*",
     ]
+    key_admin = _statement(doc, "kms:ScheduleKeyDeletion")
+    assert key_admin["Resource"] == ["arn:aws:kms:us-east-1:*:key/*"]
+    assert key_admin["Condition"] == {"StringEquals": {"aws:ResourceTag/hyperpod-inference:stack": "prod"}}
+    assert _statement(doc, "kms:CreateKey")["Condition"] == {
+        "StringEquals": {"aws:RequestTag/hyperpod-inference:stack": "prod", "aws:RequestedRegion": "us-east-1"}
+    }
+    assert _statement(doc, "iam:CreateServiceLinkedRole")["Condition"] == {
+        "StringEquals": {
+            "iam:AWSServiceName": [
+                "eks.amazonaws.com",
+                "elasticache.amazonaws.com",
+                "elasticloadbalancing.amazonaws.com",
+                "sagemaker.amazonaws.com",
+            ]
+        }
+    }
     vpc = _statement(doc, "ec2:CreateVpc")
     assert vpc["Resource"] == "*"
     assert vpc["Condition"] == {"StringEquals": {"aws:RequestedRegion": "us-east-1"}}
@@ -136,7 +170,15 @@ def test_prod_scopes_literal_values(runs) -> None:
         "arn:aws:elasticache:us-east-1:*:subnetgroup:hpi-prod-kv-subnets"
     ]
     assert _statement(doc, "iam:CreateServiceLinkedRole")["Resource"] == ["arn:aws:iam::*:role/aws-service-role/*"]
-    assert _statement(doc, "sagemaker:DeleteCluster")["Resource"] == ["arn:aws:sagemaker:us-east-1:*:cluster/*"]
+    delete_cluster = _statement(doc, "sagemaker:DeleteCluster")
+    assert delete_cluster["Resource"] == ["arn:aws:sagemaker:us-east-1:*:cluster/*"]
+    assert delete_cluster["Condition"] == {"StringEquals": {"aws:ResourceTag/hyperpod-inference:stack": "prod"}}
+    (deny,) = [st for st in doc["Statement"] if st["Effect"] == "Deny"]
+    assert deny["Action"] == ["kms:TagResource", "kms:UntagResource", "sagemaker:AddTags", "sagemaker:DeleteTags"]
+    assert deny["Condition"] == {
+        "StringNotEquals": {"aws:ResourceTag/hyperpod-inference:stack": "prod"},
+        "Null": {"aws:ResourceTag/hyperpod-inference:stack": "false"},
+    }
     assert _statement(doc, "cloudformation:CreateResource")["Resource"] == "*"  # Cloud Control: no resource scope
     assert _statement(doc, "route53:ChangeResourceRecordSets")["Resource"] == [
         "arn:aws:route53:::hostedzone/Z0EXAMPLE1HPIPROD"
@@ -169,14 +211,27 @@ def test_out_writes_the_deployer_policy_and_its_notes(tmp_path: Path, runs) -> N
     run = runs["dev"]
     written = dp.write_deployer_policy(run.registrations, run.mocks.calls, tmp_path, stack="dev", region="us-west-2")
     names = [p.relative_to(tmp_path).as_posix() for p in written]
-    assert names[0] == "iam/deployer-dev.json" and names[-1] == "deployer-dev.notes.json"
     policy = policy_for(run)
+    n = len(policy.parts())
+    assert n >= 3  # the dev policy is larger than one managed policy may be
+    assert names == [
+        "iam/deployer-dev.json",
+        *[f"iam/deployer-dev.part{i}.json" for i in range(1, n + 1)],
+        "iam/boundary-dev.json",
+        "deployer-dev.notes.json",
+    ]
     assert json.loads(written[0].read_text()) == policy.document
-    parts = [json.loads(p.read_text()) for p in written[1:-1]]
-    assert parts == (policy.parts() if len(policy.parts()) > 1 else [])
+    parts = [json.loads(p.read_text()) for p in written[1 : n + 1]]
+    assert parts == policy.parts()
+    boundary = json.loads(written[-2].read_text())
+    assert boundary["Statement"][1]["Effect"] == "Deny"
+    assert {"iam:CreateRole", "iam:PutRolePolicy", "iam:DeleteRolePermissionsBoundary"} <= set(
+        boundary["Statement"][1]["Action"]
+    )
     notes = json.loads(written[-1].read_text())
     assert notes["complete"] is True and notes["table"] == "policies/deploy_actions.yaml"
-    assert notes["parts"] == names[1:-1]
+    assert notes["parts"] == names[1 : n + 1] and notes["boundaryFile"] == "iam/boundary-dev.json"
+    assert notes["permissionsBoundary"] == "arn:aws:iam::*:policy/hpi-dev-role-boundary"
     assert any("S3 backend" in n for n in notes["notes"]) and any("access entry" in n for n in notes["notes"])
     star = next(s for s in notes["statements"] if s["sid"] == "Ec2AnyResource")
     assert "acts on ec2:subnet, ec2:vpc, which this stack's names give no ARN for (IDs AWS assigns)" in star["why"]
@@ -332,7 +387,9 @@ def test_actions_missing_from_the_sar_get_no_scope(monkeypatch) -> None:
     monkeypatch.setattr(dp, "sar_action", lambda action: None)
     policy = _policy(_reg("aws:iam/role:Role", "r", {"name": "x"}))
     st = _statement(policy.document, "iam:CreateRole")
-    assert st["Resource"] == "*" and "Condition" not in st
+    assert st["Resource"] == "*"
+    assert st["Condition"] == {"StringLike": {"iam:PermissionsBoundary": "arn:aws:iam::*:policy/hpi-t-role-boundary"}}
+    assert "Condition" not in _statement(policy.document, "iam:GetRole")  # IAM is global: no region condition
     assert "not in the Service Authorization Reference data" in policy.statements[0].why
 
 
@@ -351,3 +408,29 @@ def test_cli_prints_the_document_and_refuses_a_bad_account(capsys) -> None:
     assert "expected a 12-digit AWS account ID" in capsys.readouterr().err
     assert dp.main(["--stack", "nope"]) == 2
     assert "no stack 'nope'" in capsys.readouterr().err
+
+
+def test_a_role_without_the_stacks_boundary_makes_the_policy_incomplete() -> None:
+    bounded = _reg(
+        "aws:iam/role:Role",
+        "ok",
+        {"name": "hpi-t-ok", "permissionsBoundary": f"arn:aws:iam::{ACCOUNT_ID}:policy/hpi-t-role-boundary"},
+    )
+    assert _policy(bounded).complete and _policy(bounded).unbounded_roles == []
+    bare = _reg("aws:iam/role:Role", "bare", {"name": "hpi-t-bare"})
+    other = _reg(
+        "aws:iam/role:Role", "other", {"name": "hpi-t-other", "permissionsBoundary": "arn:aws:iam::1:policy/x"}
+    )
+    policy = _policy(bounded, bare, other)
+    assert not policy.complete
+    assert policy.unbounded_roles == ["bare (no permissionsBoundary)", "other (arn:aws:iam::1:policy/x)"]
+    assert policy.notes()["unboundedRoles"] == policy.unbounded_roles
+
+
+def test_cli_prints_the_parts_to_attach_and_the_boundary(capsys) -> None:
+    assert dp.main(["--stack", "dev"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    names = list(printed)
+    assert names[-1] == "iam/boundary-dev.json"
+    assert names[:-1] == [f"iam/deployer-dev.part{i}.json" for i in range(1, len(names))]
+    assert all(dp.policy_chars(doc) <= dp.MANAGED_POLICY_MAX_CHARS for doc in printed.values())

@@ -125,7 +125,7 @@ def test_every_rule_applies_in_some_reference_stack(reference_runs: dict[str, St
         ("inference-operator-addon", "operator-iam-execution-policy-0"),
         ("observability-addon", "observability-policy"),
         ("network-flow-log", "network-flow-logs-policy"),
-        ("eks-cluster-eksCluster", "eks-cluster-eksRole-AmazonEKSClusterPolicy"),
+        ("eks-cluster-eksCluster", "eks-service-role-cluster-policy"),
     } <= applied[ROLE_RULE]
     assert applied["lifecycle-scripts-before-the-hyperpod-cluster"] == {
         ("hyperpod-cluster", "hyperpod-lifecycle-on-create-sh")
@@ -312,5 +312,5 @@ def test_complete_graph_children_are_checked(stack_runs: dict[str, StackRun]) ->
     assert isinstance(graph, CompleteGraph)
     assert (
         "iam-role-grants-before-its-users: eks-cluster-eksCluster (aws:eks/cluster:Cluster) after "
-        "eks-cluster-eksRole-AmazonEKSClusterPolicy (aws:iam/rolePolicyAttachment:RolePolicyAttachment): met"
+        "eks-service-role-cluster-policy (aws:iam/rolePolicyAttachment:RolePolicyAttachment): met"
     ) in [describe(graph, e) for e in found]

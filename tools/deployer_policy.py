@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from policies.deploy_actions import ArnPattern, DeployActions, TypeRow, load_deploy_actions
+from policies.physical_names import name_pattern, physical_name
 from policies.readiness import input_value
 from tools import cli
 from tools.mocks import ACCOUNT_ID, Registration
@@ -126,9 +127,10 @@ class Statement:
     resources: list[str]
     condition: dict[str, Any] | None
     why: str
+    effect: str = "Allow"
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"Sid": self.sid, "Effect": "Allow", "Action": self.actions}
+        out: dict[str, Any] = {"Sid": self.sid, "Effect": self.effect, "Action": self.actions}
         out["Resource"] = self.resources[0] if self.resources == ["*"] else self.resources
         if self.condition:
             out["Condition"] = self.condition
@@ -145,6 +147,8 @@ class DeployerPolicy:
     by_type: dict[str, list[str]]  # table key -> every action it needs
     unknown_types: list[str] = field(default_factory=list)
     unknown_invokes: list[str] = field(default_factory=list)
+    boundary: str = ""  # the permissions boundary every role of the stack must carry
+    unbounded_roles: list[str] = field(default_factory=list)  # roles registered without it
 
     @property
     def document(self) -> dict[str, Any]:
@@ -156,7 +160,7 @@ class DeployerPolicy:
 
     @property
     def complete(self) -> bool:
-        return not self.unknown_types and not self.unknown_invokes
+        return not self.unknown_types and not self.unknown_invokes and not self.unbounded_roles
 
     def parts(self, limit: int = MANAGED_POLICY_MAX_CHARS) -> list[dict[str, Any]]:
         """The statements packed, in order, into documents of at most ``limit`` characters (white space excluded)."""
@@ -177,6 +181,8 @@ class DeployerPolicy:
             "complete": self.complete,
             "unknownTypes": self.unknown_types,
             "unknownInvokes": self.unknown_invokes,
+            "permissionsBoundary": self.boundary,
+            "unboundedRoles": self.unbounded_roles,
             "statements": [
                 {"sid": s.sid, "actions": s.actions, "resources": s.resources, "why": s.why} for s in self.statements
             ],
@@ -192,30 +198,37 @@ def policy_chars(document: dict[str, Any]) -> int:
 
 
 class _Names:
-    """Turns registration inputs into ARN parts: the mocks' account becomes the policy's, and a name the mocks
-    made up for an auto-named resource (``<logical>-<7 hex>``) becomes ``<logical>-*``."""
+    """Turns registration inputs into ARN parts: the mocks' account becomes the policy's, and a physical name the
+    mocks reported for a resource whose name AWS completes (a prefix's unique suffix, an auto-name's random hex;
+    ``policies/physical_names.yaml``) becomes the pattern of every name it can get (``prefix*``, ``<logical>-*``)."""
 
     def __init__(self, registrations: Sequence[Registration], account: str) -> None:
         self.account = account
         self.logical = {r.name for r in registrations}
+        self.patterns: dict[str, str] = {}
+        for r in registrations:
+            concrete, pattern = physical_name(r.type, r.name, r.inputs), name_pattern(r.type, r.name, r.inputs)
+            if concrete and pattern and concrete != pattern:
+                self.patterns[concrete] = pattern
 
     def clean(self, value: Any) -> str:
         if not isinstance(value, str) or not value:
             return "*"
-        m = _AUTONAME.match(value)
-        if m and m.group("logical") in self.logical:
-            value = f"{m.group('logical')}-*"
+        if value in self.patterns:
+            value = self.patterns[value]
+        else:
+            m = _AUTONAME.match(value)
+            if m and m.group("logical") in self.logical:
+                value = f"{m.group('logical')}-*"
         return value.replace(ACCOUNT_ID, self.account)
 
 
-def _physical_name(reg_name: str, inputs: dict[str, Any], row: TypeRow, names: _Names) -> str:
-    value = inputs.get(row.name_input)
-    if isinstance(value, str) and value:
-        return names.clean(value.removeprefix(row.name_strip))
-    prefix = inputs.get("namePrefix")
-    if isinstance(prefix, str) and prefix:
-        return names.clean(prefix) + "*"
-    return f"{reg_name}-*" if row.autonamed else "*"
+def _physical_name(reg: Registration, row: TypeRow, names: _Names) -> str:
+    """The pattern of the resource's own name in its ARN (``*`` when its inputs do not give it)."""
+    pattern = name_pattern(reg.type, reg.name, reg.inputs)
+    if pattern is None:
+        return "*"
+    return names.clean(pattern.removeprefix(row.name_strip))
 
 
 def render_arn(
@@ -258,18 +271,25 @@ class _Scopes:
         self.patterns: dict[str, set[str]] = {}  # SAR ARN format -> this stack's ARN patterns
         self.unscoped: dict[str, str] = {}  # SAR ARN format -> "service:type"
         self.unknown: dict[str, set[str]] = {}  # service -> resource types the SAR copy does not list
+        self.tagged: set[str] = set()  # ARN patterns that carry no stack name: only with the stack's tag
+        self.untagged: set[str] = set()
 
     @staticmethod
     def _format(sar: str) -> str | None:
         service, _, rtype = sar.partition(":")
         return sar_resources().get(service, {}).get(rtype)
 
-    def add_pattern(self, sar: str, arn: str) -> None:
+    def add_pattern(self, sar: str, arn: str, *, tag_scoped: bool = False) -> None:
         fmt = self._format(sar)
         if fmt is None:
             self.unknown.setdefault(sar.partition(":")[0], set()).add(sar.partition(":")[2])
         else:
             self.patterns.setdefault(fmt, set()).add(arn)
+            (self.tagged if tag_scoped else self.untagged).add(arn)
+
+    def is_tagged(self, arn: str) -> bool:
+        """Tag-scoped unless some resource of the stack has the same ARN pattern without a tag (an adopted one)."""
+        return arn in self.tagged and arn not in self.untagged
 
     def add_unscoped(self, sar: str) -> None:
         fmt = self._format(sar)
@@ -299,6 +319,116 @@ class _Scopes:
         return arns, "scoped to the ARNs this stack's resources have"
 
 
+ROLE_TYPE = "aws:iam/role:Role"
+# What the boundary denies every role of the stack: changing IAM (users, roles, policies, boundaries) and the
+# account or organization, so no role the deploy role writes can give anyone more than the boundary allows. It
+# keeps iam:PassRole and iam:CreateServiceLinkedRole (the load balancer controller's policy uses them) and reads.
+BOUNDARY_DENIED = (
+    "account:*",
+    "iam:AddUserToGroup",
+    "iam:AttachGroupPolicy",
+    "iam:AttachRolePolicy",
+    "iam:AttachUserPolicy",
+    "iam:CreateAccessKey",
+    "iam:CreateGroup",
+    "iam:CreateInstanceProfile",
+    "iam:CreateLoginProfile",
+    "iam:CreateOpenIDConnectProvider",
+    "iam:CreatePolicy",
+    "iam:CreatePolicyVersion",
+    "iam:CreateRole",
+    "iam:CreateSAMLProvider",
+    "iam:CreateUser",
+    "iam:DeleteRolePermissionsBoundary",
+    "iam:DeleteUserPermissionsBoundary",
+    "iam:PutGroupPolicy",
+    "iam:PutRolePermissionsBoundary",
+    "iam:PutRolePolicy",
+    "iam:PutUserPermissionsBoundary",
+    "iam:PutUserPolicy",
+    "iam:SetDefaultPolicyVersion",
+    "iam:UpdateAssumeRolePolicy",
+    "iam:UpdateLoginProfile",
+    "organizations:*",
+)
+
+
+def boundary_arn(stack: str, partition: str = "aws", account: str = "*") -> str:
+    """The ARN of the permissions boundary every role of the stack carries (components/role_boundary.py)."""
+    from components.role_boundary import role_boundary_name
+
+    return f"arn:{partition}:iam::{account}:policy/{role_boundary_name(stack)}"
+
+
+def boundary_document() -> dict[str, Any]:
+    """The boundary's document: what a role of the stack may do at most, whatever its own policies say."""
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {"Sid": "AtMostWhatTheRolesOwnPoliciesAllow", "Effect": "Allow", "Action": "*", "Resource": "*"},
+            {"Sid": "NoIamOrAccountChanges", "Effect": "Deny", "Action": list(BOUNDARY_DENIED), "Resource": "*"},
+        ],
+    }
+
+
+@dataclass
+class _Conditions:
+    """The conditions of least privilege, per action: the stack's tag where ARNs cannot carry its name, the
+    services a role may be passed to or a service-linked role made for, the boundary on every role change, and
+    the stack's region where the resource is ``*``."""
+
+    table: DeployActions
+    stack: str
+    region: str
+    boundary: str
+    passed_to: list[str]
+    service_linked: list[str]
+
+    def _base(self, action: str) -> dict[str, dict[str, Any]]:
+        if action == "iam:PassRole" and self.passed_to:
+            return {"StringEquals": {"iam:PassedToService": self.passed_to}}
+        if action == "iam:CreateServiceLinkedRole" and self.service_linked:
+            return {"StringEquals": {"iam:AWSServiceName": self.service_linked}}
+        if action in self.table.boundary_actions:
+            op = "StringLike" if "*" in self.boundary else "StringEquals"
+            return {op: {"iam:PermissionsBoundary": self.boundary}}
+        return {}
+
+    def split(
+        self, action: str, resources: list[str], scopes: _Scopes
+    ) -> list[tuple[list[str], dict[str, dict[str, Any]], str]]:
+        """(resources, condition, Sid infix) of each statement the action belongs to."""
+        service = action.split(":", 1)[0]
+        base = self._base(action)
+        out: list[tuple[list[str], dict[str, dict[str, Any]], str]] = []
+        tag = self.table.stack_tag
+        request = self.table.request_tag_actions.get(action)
+        if resources == ["*"]:
+            cond = {k: dict(v) for k, v in base.items()}
+            if service not in self.table.global_services:
+                cond.setdefault("StringEquals", {})["aws:RequestedRegion"] = self.region
+            if request is not None:
+                cond.setdefault("StringEquals", {})[f"aws:RequestTag/{tag}"] = self.stack
+                return [(resources, cond, "TaggedCreate")]
+            return [(resources, cond, "")]
+        tagged = [r for r in resources if scopes.is_tagged(r)]
+        plain = [r for r in resources if r not in tagged]
+        if plain and tagged and request is None:
+            # One request names both (kms:CreateAlias: the alias and its key): one statement, else each would
+            # lack a resource type the action requires. Aliases carry no tags, so the tag is required where the
+            # resource has one (a key of another stack is refused; an untagged key is not: docs/first-deploy.md).
+            cond = {**base, "StringEqualsIfExists": {f"aws:ResourceTag/{tag}": self.stack}}
+            return [(plain + tagged, cond, "Tagged")]
+        if plain:
+            out.append((plain, base, ""))
+        if tagged:
+            if request is not None:
+                out.append((tagged, {**base, "StringEquals": {f"aws:RequestTag/{tag}": self.stack}}, "TaggedCreate"))
+            if request is None or request.existing:
+                out.append((tagged, {**base, "StringEquals": {f"aws:ResourceTag/{tag}": self.stack}}, "Tagged"))
+        return out
+
+
 def deployer_policy(
     registrations: Iterable[Registration],
     calls: Iterable[Any] = (),
@@ -319,11 +449,15 @@ def deployer_policy(
     scopes = _Scopes()
     unknown_types: set[str] = set()
 
+    passed_to: set[str] = set()
+    service_linked: set[str] = set()
+    unbounded: list[str] = []
+    boundary = boundary_arn(stack, partition, account)
+
     def add_arns(arns: list[ArnPattern], inputs: dict[str, Any], name: str) -> None:
         for p in arns:
-            scopes.add_pattern(
-                p.sar, render_arn(p, inputs=inputs, name=name, partition=partition, region=region, names=names)
-            )
+            arn = render_arn(p, inputs=inputs, name=name, partition=partition, region=region, names=names)
+            scopes.add_pattern(p.sar, arn, tag_scoped=p.tag_scoped)
 
     for reg in regs:
         row = table.row_for(reg.type, reg.inputs)
@@ -332,7 +466,15 @@ def deployer_policy(
                 unknown_types.add(table.key_of(reg.type, reg.inputs))
             continue
         by_type.setdefault(table.key_of(reg.type, reg.inputs), set()).update(row.all_actions())
-        add_arns(row.arns, reg.inputs, _physical_name(reg.name, reg.inputs, row, names))
+        add_arns(row.arns, reg.inputs, _physical_name(reg, row, names))
+        if "iam:PassRole" in row.all_actions():
+            passed_to.update(row.passes_role_to)
+        if "iam:CreateServiceLinkedRole" in row.all_actions():
+            service_linked.update(row.service_linked_roles)
+        if reg.type == ROLE_TYPE:
+            given = names.clean(reg.inputs.get("permissionsBoundary"))
+            if given != boundary:
+                unbounded.append(f"{reg.name} ({'no permissionsBoundary' if given == '*' else given})")
         for sar in row.unscoped_types:
             scopes.add_unscoped(sar)
 
@@ -346,26 +488,49 @@ def deployer_policy(
         by_type.setdefault(f"invoke {token}", set()).update(invoke.actions)
         add_arns(invoke.arns, args, names.clean(args.get("name")))
 
-    # Scope each action, then group actions of one service with the same scope into one statement.
-    groups: dict[tuple[str, tuple[str, ...]], tuple[set[str], set[str]]] = {}
+    conditions = _Conditions(
+        table=table,
+        stack=stack,
+        region=region,
+        boundary=boundary,
+        passed_to=sorted(passed_to),
+        service_linked=sorted(service_linked),
+    )
+    # Scope each action, then group actions of one service with the same scope and condition into one statement.
+    groups: dict[tuple[str, tuple[str, ...], str, str], tuple[set[str], set[str]]] = {}
     for action in sorted({a for acts in by_type.values() for a in acts}):
         resources, why = _scope(action, scopes, table, partition, region, names)
         service = action.split(":", 1)[0]
-        acts, reasons = groups.setdefault((service, tuple(resources)), (set(), set()))
-        acts.add(action)
-        reasons.add(why)
+        for arns, cond, kind in conditions.split(action, resources, scopes):
+            key = (service, tuple(arns), kind, json.dumps(cond, sort_keys=True))
+            acts, reasons = groups.setdefault(key, (set(), set()))
+            acts.add(action)
+            reasons.add(why)
     statements: list[Statement] = []
     used: set[str] = set()
-    for (service, scope), (acts, reasons) in sorted(groups.items()):
-        base = _service_label(service) + ("AnyResource" if scope == ("*",) else "StackResources")
+    for (service, scope, kind, condition_json), (acts, reasons) in sorted(groups.items()):
+        base = _service_label(service) + kind + ("AnyResource" if scope == ("*",) else "StackResources")
+        condition: dict[str, Any] | None = json.loads(condition_json) or None
         sid, n = base, 2
         while sid in used:
             sid, n = f"{base}{n}", n + 1
         used.add(sid)
-        condition = None
-        if scope == ("*",) and service not in table.global_services:
-            condition = {"StringEquals": {"aws:RequestedRegion": region}}
         statements.append(Statement(sid, sorted(acts), list(scope), condition, "; ".join(sorted(reasons))))
+    granted = {a for st in statements for a in st.actions}
+    retag = sorted(a for a in table.tag_write_actions if a in granted)
+    if retag:
+        tag_key = f"aws:ResourceTag/{table.stack_tag}"
+        statements.append(
+            Statement(
+                "DenyTagChangesOnOtherStacksResources",
+                retag,
+                ["*"],
+                {"StringNotEquals": {tag_key: stack}, "Null": {tag_key: "false"}},
+                "the stack's tag is what scopes resources whose ARNs carry no name: never change the tags of a "
+                "resource another stack's tag marks",
+                effect="Deny",
+            )
+        )
     return DeployerPolicy(
         stack=stack,
         region=region,
@@ -373,6 +538,8 @@ def deployer_policy(
         by_type={k: sorted(v) for k, v in sorted(by_type.items())},
         unknown_types=sorted(unknown_types),
         unknown_invokes=sorted(unknown_invokes),
+        boundary=boundary,
+        unbounded_roles=sorted(unbounded),
     )
 
 
@@ -402,6 +569,15 @@ def _scope(  # noqa: PLR0917 - one private helper, called once
 # --- files and the command line --------------------------------------------------------------------------------
 
 
+def policy_files(policy: DeployerPolicy) -> dict[str, dict[str, Any]]:
+    """``{path under --out: document}``: the whole policy, its parts to attach, and the boundary."""
+    out = {f"iam/deployer-{policy.stack}.json": policy.document}
+    for n, part in enumerate(policy.parts(), start=1):
+        out[f"iam/deployer-{policy.stack}.part{n}.json"] = part
+    out[f"iam/boundary-{policy.stack}.json"] = boundary_document()
+    return out
+
+
 def write_deployer_policy(
     registrations: Iterable[Registration],
     calls: Iterable[Any],
@@ -411,22 +587,24 @@ def write_deployer_policy(
     region: str,
     account: str = "*",
 ) -> list[Path]:
-    """Write ``out_dir/iam/deployer-<stack>.json`` (the whole policy), when it is larger than one managed policy may
-    be also ``out_dir/iam/deployer-<stack>.part<N>.json`` (each within the limit), and
-    ``out_dir/deployer-<stack>.notes.json``; return the paths."""
+    """Write ``out_dir/iam/deployer-<stack>.json`` (the whole policy, to read), ``out_dir/iam/deployer-<stack>.part<N>
+    .json`` (the managed policies to attach to the deploy role, each within the size limit),
+    ``out_dir/iam/boundary-<stack>.json`` (the permissions boundary, created once as the managed policy
+    ``hpi-<stack>-role-boundary``) and ``out_dir/deployer-<stack>.notes.json``; return the paths."""
     policy = deployer_policy(registrations, calls, stack=stack, region=region, account=account)
     iam_dir = out_dir / "iam"
     iam_dir.mkdir(parents=True, exist_ok=True)
-    written = [iam_dir / f"deployer-{stack}.json"]
-    written[0].write_text(json.dumps(policy.document, indent=2) + "\n", encoding="utf-8")
-    parts = policy.parts()
-    if len(parts) > 1:
-        for n, part in enumerate(parts, start=1):
-            path = iam_dir / f"deployer-{stack}.part{n}.json"
-            path.write_text(json.dumps(part, indent=2) + "\n", encoding="utf-8")
-            written.append(path)
+    written = []
+    for rel, doc in policy_files(policy).items():
+        path = out_dir / rel
+        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        written.append(path)
     notes_path = out_dir / f"deployer-{stack}.notes.json"
-    notes = {**policy.notes(), "parts": [f"iam/{p.name}" for p in written[1:]]}
+    notes = {
+        **policy.notes(),
+        "parts": [f"iam/{p.name}" for p in written if ".part" in p.name],
+        "boundaryFile": f"iam/boundary-{stack}.json",
+    }
     notes_path.write_text(json.dumps(notes, indent=2) + "\n", encoding="utf-8")
     written.append(notes_path)
     return written
@@ -475,12 +653,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {written}")
     policy = deployer_policy(run.registrations, run.mocks.calls, stack=ns.stack, region=region, account=ns.account)
     if ns.out is None:
-        print(json.dumps(policy.notes() if ns.json else policy.document, indent=2))
+        files = {k: v for k, v in policy_files(policy).items() if k != f"iam/deployer-{ns.stack}.json"}
+        print(json.dumps(policy.notes() if ns.json else files, indent=2))
     if not policy.complete:
-        print(
-            f"incomplete: no row in policies/deploy_actions.yaml for {policy.unknown_types + policy.unknown_invokes}",
-            file=sys.stderr,
-        )
+        if policy.unbounded_roles:
+            print(
+                f"incomplete: roles without the boundary {policy.boundary}: {policy.unbounded_roles}", file=sys.stderr
+            )
+        if policy.unknown_types or policy.unknown_invokes:
+            print(
+                f"incomplete: no row in policies/deploy_actions.yaml for "
+                f"{policy.unknown_types + policy.unknown_invokes}",
+                file=sys.stderr,
+            )
         return 1
     return 0
 

@@ -22,6 +22,7 @@ from pulumi.runtime.mocks import MockMonitor
 
 # One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
 from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.render and the tests
+from policies.physical_names import physical_name
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-west-2"
@@ -66,6 +67,11 @@ class MockContext:
 
     @property
     def physical_name(self) -> str:
+        """The name AWS gives the resource (policies/physical_names.yaml: name, prefix or auto-name), else the
+        ``name`` input or ``<logical>-<7 hex>``."""
+        known = physical_name(self.typ, self.name, self.inputs)
+        if known is not None:
+            return known
         given = self.inputs.get("name")
         return given if isinstance(given, str) and given else f"{self.name}-{_hex(self.typ, self.name, n=7)}"
 
@@ -101,7 +107,7 @@ def _policy(ctx: MockContext) -> dict[str, Any]:
 
 
 def _bucket(ctx: MockContext) -> dict[str, Any]:
-    name = ctx.inputs.get("bucket") or ctx.physical_name
+    name = ctx.physical_name
     return {
         "id": name,
         "bucket": name,
@@ -113,6 +119,13 @@ def _bucket(ctx: MockContext) -> dict[str, Any]:
 def _kms(ctx: MockContext) -> dict[str, Any]:
     key_id = f"{_hex(ctx.name, n=8)}-{_hex(ctx.name, 'a', n=4)}-{_hex(ctx.name, 'b', n=4)}-{_hex(ctx.name, 'c', n=4)}-{_hex(ctx.name, 'd', n=12)}"
     return {"id": key_id, "keyId": key_id, "arn": ctx.arn("kms", f"key/{key_id}")}
+
+
+def _kms_alias(ctx: MockContext) -> dict[str, Any]:
+    """``alias/<name>``: the alias's ARN is ``arn:aws:kms:<region>:<account>:alias/<name>`` (the name has the prefix)."""
+    name = ctx.physical_name
+    key = str(ctx.inputs.get("targetKeyId") or "")
+    return {"id": name, "name": name, "arn": ctx.arn("kms", name), "targetKeyArn": ctx.arn("kms", f"key/{key}")}
 
 
 def _vpc(ctx: MockContext) -> dict[str, Any]:
@@ -467,6 +480,7 @@ OUTPUTS: dict[str, OutputFn] = {
     "aws:s3/bucketV2:BucketV2": _bucket,
     "aws:s3/bucket:Bucket": _bucket,
     "aws:kms/key:Key": _kms,
+    "aws:kms/alias:Alias": _kms_alias,
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws-native:sagemaker:Cluster": _sagemaker_cluster,
     "aws:elasticache/replicationGroup:ReplicationGroup": _replication_group,

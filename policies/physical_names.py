@@ -1,0 +1,126 @@
+"""The physical name a resource gets in AWS, from its registration: one rule, read by the mocks and the deploy policy.
+
+The data is ``policies/physical_names.yaml`` (one table per provider, each with its source). Two readers, two
+functions over the same rule:
+
+* :func:`physical_name` — the concrete name AWS will give the resource (a deterministic stand-in for the random
+  part): ``tools.mocks`` reports it, so every name that flows into other inputs (a bucket policy's ``bucket``) is
+  the real one, and the evaluation test checks the deploy policy on those concrete ARNs;
+* :func:`name_pattern` — the IAM pattern that covers every name the resource can get (``prefix*``,
+  ``<logical>-*``), which ``tools.deployer_policy`` puts in ARNs.
+
+``None`` from either: the type is not in the table (its name is not known from its inputs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from policies.yaml_files import load_yaml_file
+
+PHYSICAL_NAMES_FILE = Path(__file__).with_name("physical_names.yaml")
+# The day the stand-in timestamps of prefixed names are made of (terraform-plugin-sdk's PrefixedUniqueId).
+_STAND_IN_TIMESTAMP = "202612010000000000"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NameRule(_Model):
+    name: str = "name"
+    prefix: str | None = None
+    max: int
+    lower: bool = False
+    autonamed: bool
+
+
+class PrefixSuffix(_Model):
+    timestamp_digits: int
+    counter_hex: int
+
+    @property
+    def length(self) -> int:
+        return self.timestamp_digits + self.counter_hex
+
+
+class ProviderNames(_Model):
+    source: str
+    separator: str
+    random_hex: int
+    prefix_suffix: PrefixSuffix | None = None
+    types: dict[str, NameRule]
+
+
+class PhysicalNames(_Model):
+    providers: dict[str, ProviderNames] = Field(alias="providers")
+
+    def rule(self, type_token: str) -> tuple[ProviderNames, NameRule] | None:
+        for provider in self.providers.values():
+            if type_token in provider.types:
+                return provider, provider.types[type_token]
+        return None
+
+
+@cache
+def load_physical_names(path: Path = PHYSICAL_NAMES_FILE) -> PhysicalNames:
+    return PhysicalNames.model_validate({"providers": load_yaml_file(path)})
+
+
+def _given(inputs: dict[str, Any], key: str | None) -> str | None:
+    value = inputs.get(key) if key else None
+    return value if isinstance(value, str) and value else None
+
+
+def _stand_in(n: int, *parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
+
+
+class NameTooLong(ValueError):
+    """A name the provider would refuse (longer than the type allows)."""
+
+
+def physical_name(type_token: str, logical: str, inputs: dict[str, Any]) -> str | None:
+    """The concrete physical name (random parts replaced by a hash of the type and logical name)."""
+    found = load_physical_names().rule(type_token)
+    if found is None:
+        return None
+    provider, rule = found
+    given = _given(inputs, rule.name)
+    if given is not None:
+        return given
+    prefix = _given(inputs, rule.prefix)
+    if prefix is not None and provider.prefix_suffix is not None:
+        suffix = provider.prefix_suffix
+        return (
+            prefix + _STAND_IN_TIMESTAMP[: suffix.timestamp_digits] + _stand_in(suffix.counter_hex, type_token, logical)
+        )
+    if not rule.autonamed:
+        return None
+    base = logical.lower() if rule.lower else logical
+    name = base + provider.separator + _stand_in(provider.random_hex, type_token, logical)
+    if len(name) > rule.max:
+        raise NameTooLong(f"{type_token} {logical!r}: the auto-name {name!r} exceeds {rule.max} characters")
+    return name
+
+
+def name_pattern(type_token: str, logical: str, inputs: dict[str, Any]) -> str | None:
+    """The IAM pattern covering every name the resource can get: the name, ``<prefix>*`` or ``<logical>-*``."""
+    found = load_physical_names().rule(type_token)
+    if found is None:
+        return None
+    provider, rule = found
+    given = _given(inputs, rule.name)
+    if given is not None:
+        return given
+    prefix = _given(inputs, rule.prefix)
+    if prefix is not None:
+        return prefix + "*"
+    if not rule.autonamed:
+        return None
+    return (logical.lower() if rule.lower else logical) + provider.separator + "*"

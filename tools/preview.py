@@ -12,9 +12,10 @@ CloudFormation template, every IAM document and every dashboard body.
 
 Every preview also rehearses the deploy (:mod:`tools.rehearse`: does ``pulumi up`` converge?), prints the
 capacity table of the HyperPod instance groups (:mod:`tools.capacity_report`) and what cannot be checked offline
-(:mod:`tools.advisories`); the plan carries them under ``rehearsal``, ``capacity`` and ``advisories``. A global
-stack's members' outputs come from ``--member-outputs FILE``, their stack files or mock values
-(:mod:`tools.member_outputs`), and the preview says when mock values were used (``memberOutputs`` in the plan).
+(:mod:`tools.advisories`); the plan carries them under ``rehearsal``, ``capacity`` and ``advisories`` of its
+extension block (``hyperpodInference``, :mod:`tools.plan`). A global stack's members' outputs come from
+``--member-outputs FILE``, their stack files or mock values (:mod:`tools.member_outputs`), and the preview says
+when mock values were used (``memberOutputs`` in the extension block).
 
 Exit codes: 0 no mandatory violation and the rehearsal converges, 1 mandatory violations or a rehearsal
 finding, 2 config error (or unusable arguments).
@@ -28,6 +29,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +55,7 @@ from tools.console import make_console
 from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
 from tools.mocks import Registration, unwrap_secrets
-from tools.plan import build_plan, config_error_plan, ordered
+from tools.plan import EXTENSION, build_plan, config_error_plan, extension, ordered
 from tools.plan_diff import STATEFUL, BasePlanError, check_base, diff_lines, diff_plans, logical_name
 from tools.rehearse import rehearse
 from tools.render import write_outputs
@@ -316,6 +318,7 @@ def preview(
     except (cli.InputError, BasePlanError) as err:
         return _argument_error(console, as_json, stack, str(err))
 
+    started = time.monotonic_ns()
     run = run_stack(stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
     notice = member_outputs.notice(members) if members else None
     if run.config_error is not None:
@@ -329,11 +332,14 @@ def preview(
 
     environment, region = _environment(mapping), _region(mapping)
     results = evaluate(POLICIES, run.registrations, environment)
-    plan = build_plan(run, results, environment=environment, region=region, mapping=mapping)
+    plan = build_plan(
+        run, results, environment=environment, region=region, mapping=mapping, duration_ns=time.monotonic_ns() - started
+    )
     if base is not None:
         allowed = mapping.get("hyperpod-inference:allowReplacement") or []
         plan = diff_plans(base, plan, allow_replacement=allowed)
-    mandatory = [r for r in plan["policyResults"] if r["enforcementLevel"] == "mandatory"]
+    ext = plan[EXTENSION]
+    mandatory = [r for r in ext["policyResults"] if r["enforcementLevel"] == "mandatory"]
     # Mocks prove wiring, not convergence: rehearse the deploy on the same graph, and size the endpoints
     # against the instance groups (both are cheap next to the mock run itself: BENCHMARKS.md).
     fit = fit_hook_for([(r.type, unwrap_secrets(r.inputs)) for r in run.registrations])
@@ -343,11 +349,11 @@ def preview(
     advisories = advisory_report(
         [*(advisories_of(cfg) if isinstance(cfg, StackConfig) else []), *replacement_advisories]
     )
-    plan["rehearsal"] = rehearsal.to_json()
-    plan["capacity"] = capacity.data
-    plan["advisories"] = advisories.data
+    ext["rehearsal"] = rehearsal.to_json()
+    ext["capacity"] = capacity.data
+    ext["advisories"] = advisories.data
     if members:
-        plan["memberOutputs"] = [{"stack": m.stack, "source": m.source, "mock": m.mock} for m in members]
+        ext["memberOutputs"] = [{"stack": m.stack, "source": m.source, "mock": m.mock} for m in members]
 
     written: list[Path] = []
     if out is not None:
@@ -397,7 +403,7 @@ def _print_human(
     sections: list[RenderableType],
     written: list[Path],
 ) -> None:
-    results = plan["policyResults"]
+    results = extension(plan)["policyResults"]
     mandatory = [r for r in results if r["enforcementLevel"] == "mandatory"]
     if base_path is not None:
         console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")

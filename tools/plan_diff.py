@@ -186,14 +186,28 @@ class _Step:
             return "may-replace", f"no replacement rules for {self.type} (policies/replacement_rules.json)"
         return self.rules.classify(path)
 
-    def direct(self) -> None:
+    def direct(self, known_base: bool = False) -> int:
+        """The step's own input changes; the number of secrets it could not compare (``known_base`` only).
+
+        ``known_base``: the base is a deployed stack's state (:mod:`tools.plan_state`), whose values are known. A
+        new value that is unknown offline is then not compared (its dependency decides it: :meth:`propagate`),
+        nor is a recorded secret against a new secret (offline the new one is a placeholder)."""
         if self.base is None:
-            return
+            return 0
+        secrets = 0
         for path, kind in input_diff(self.old_inputs, self.inputs).items():
+            if known_base and kind == "update":
+                new = value_at(self.inputs, path)
+                if new == UNKNOWN_ID:
+                    continue
+                if value_at(self.old_inputs, path) == SECRET and contains_secret(new):
+                    secrets += 1
+                    continue
             effect, why = self.classify(path)
             if effect != "ignore":
                 self.changes[path] = (kind, effect, why)
         self._settle()
+        return secrets
 
     def propagate(self, ops: dict[str, str], provider_urn: str | None) -> bool:
         """Apply the ops of this step's dependencies; True when its own op changed."""
@@ -421,17 +435,28 @@ def all_steps(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return [*(extension(plan).get("defaultProviders") or []), *(plan.get("steps") or [])]
 
 
-def diff_plans(base: dict[str, Any], head: dict[str, Any], *, allow_replacement: Iterable[str] = ()) -> dict[str, Any]:
+def diff_plans(
+    base: dict[str, Any],
+    head: dict[str, Any],
+    *,
+    allow_replacement: Iterable[str] = (),
+    known_base: bool = False,
+    not_compared: Iterable[str] = (),
+) -> dict[str, Any]:
     """The head plan with every step diffed against ``base``, deletes appended, the stateful-resource policy run.
 
     The steps are what ``pulumi preview --json`` lists: changed ones and the root Stack's, no ``same`` step
     otherwise (``changeSummary`` counts them), no default provider's (internal steps: the extension block's
-    ``defaultProviders`` keeps them, diffed)."""
-    base_steps = {s["urn"]: s for s in all_steps(base) if s.get("op") != "delete"}
+    ``defaultProviders`` keeps them, diffed).
+
+    ``known_base``: ``base`` is a deployed stack's state (``--diff-state``, :mod:`tools.plan_state`), see
+    :meth:`_Step.direct`. ``not_compared``: base URNs that are neither joined nor deleted (a remote component's
+    children, which the mocks do not register), listed in the extension block's ``notComparedOffline``."""
+    skipped = set(not_compared)
+    base_steps = {s["urn"]: s for s in all_steps(base) if s.get("op") != "delete" and s["urn"] not in skipped}
     head_steps = all_steps(head)
     evaluated = [_Step(s, base_steps.get(s["urn"])) for s in head_steps]
-    for st in evaluated:
-        st.direct()
+    secrets = sum(st.direct(known_base) for st in evaluated)
     ops = {st.urn: st.op for st in evaluated}
     # Propagate to a fixed point: each round can only raise an op (same < update < may-replace < replace).
     for _ in range(len(evaluated) + 1):
@@ -462,7 +487,14 @@ def diff_plans(base: dict[str, Any], head: dict[str, Any], *, allow_replacement:
     diagnostics = sort_results([*head.get("diagnostics", []), *(policy_diagnostic(r) for r in results)], key="message")
     if diagnostics:
         plan["diagnostics"] = diagnostics
-    ext["base"] = {"stack": extension(base).get("stack"), "steps": len(base_steps)}
+    ext["base"] = {
+        "stack": extension(base).get("stack"),
+        "steps": len(base_steps),
+        "source": "stack export" if known_base else "plan",
+    }
+    if known_base:
+        ext["secretsNotCompared"] = secrets
+        ext["notComparedOffline"] = sorted(skipped)
     ext["configChanges"] = cfg
     ext["stepDetails"] = details
     plan[EXTENSION] = ext

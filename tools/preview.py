@@ -1,13 +1,15 @@
 """Offline preview: run the real program for a stack under Pulumi mocks, then the policy pack.
 
-    python -m tools.preview --stack dev [--stack-file FILE] [--json] [--diff BASE.json] [--out DIR]
+    python -m tools.preview --stack dev [--stack-file FILE] [--json] [--diff BASE.json | --diff-state EXPORT.json]
+                            [--out DIR]
                             [--critical-path] [--graph FILE] [--member-outputs FILE]
 
 No AWS credentials, Pulumi CLI or provider plugins are needed. Prints the resource tree (type, name, the
 key properties a reviewer checks first), counts by type and every policy result as
 ``<MANDATORY|ADVISORY> <policy-name> <type>::<name>: <message>``. ``--json`` prints the plan in the shape of
 ``pulumi preview --json`` (:mod:`tools.plan`); ``--diff BASE.json`` compares it with a saved plan and prints
-only what changes (:mod:`tools.plan_diff`); ``--out DIR`` writes the plan, the Kubernetes manifests, the
+only what changes (:mod:`tools.plan_diff`); ``--diff-state EXPORT.json`` compares it with a deployed stack's
+``pulumi stack export`` (:mod:`tools.plan_state`): what the next ``pulumi up`` would do; ``--out DIR`` writes the plan, the Kubernetes manifests, the
 CloudFormation template, every IAM document and every dashboard body.
 
 Every preview also rehearses the deploy (:mod:`tools.rehearse`: does ``pulumi up`` converge?), prints the
@@ -57,6 +59,7 @@ from tools.harness import StackRun, run_stack
 from tools.mocks import Registration, unwrap_secrets
 from tools.plan import EXTENSION, build_plan, config_error_plan, extension, ordered
 from tools.plan_diff import STATEFUL, BasePlanError, check_base, diff_lines, diff_plans, logical_name
+from tools.plan_state import load_export, remote_component_children, state_plan
 from tools.rehearse import rehearse
 from tools.render import write_outputs
 
@@ -301,6 +304,7 @@ def preview(
     critical_path: bool = False,
     graph: Path | None = None,
     diff: Path | None = None,
+    diff_state: Path | None = None,
     stack_file: Path | None = None,
     member_outputs_file: Path | None = None,
 ) -> int:
@@ -312,7 +316,11 @@ def preview(
         members = member_outputs.for_stack(stack, mapping, member_outputs_file)
         if graph is not None and (problem := _graph_problem(graph)) is not None:
             raise cli.InputError(problem)
+        if diff is not None and diff_state is not None:
+            raise cli.InputError("--diff and --diff-state: give one base, a saved plan or a stack export")
         base = _load_base(diff, stack) if diff is not None else None
+        if diff_state is not None:
+            base = state_plan(load_export(diff_state), f"--diff-state {diff_state}", stack=stack)
     except StackFileError as err:
         return _fail(console, as_json, stack, [("", p, p) for p in err.problems])
     except (cli.InputError, BasePlanError) as err:
@@ -337,7 +345,16 @@ def preview(
     )
     if base is not None:
         allowed = mapping.get("hyperpod-inference:allowReplacement") or []
-        plan = diff_plans(base, plan, allow_replacement=allowed)
+        if diff_state is not None:
+            plan = diff_plans(
+                base,
+                plan,
+                allow_replacement=allowed,
+                known_base=True,
+                not_compared=remote_component_children(base, plan),
+            )
+        else:
+            plan = diff_plans(base, plan, allow_replacement=allowed)
     ext = plan[EXTENSION]
     mandatory = [r for r in ext["policyResults"] if r["enforcementLevel"] == "mandatory"]
     # Mocks prove wiring, not convergence: rehearse the deploy on the same graph, and size the endpoints
@@ -378,11 +395,11 @@ def preview(
             console,
             run,
             plan,
-            base_path=diff,
+            base_path=diff or diff_state,
             critical_path=critical_path,
             # a diff stays short: only the rehearsal's verdict; the full preview has the tables
             sections=[rehearsal.brief()]
-            if diff is not None
+            if base is not None
             else [capacity.renderable, advisories.renderable, rehearsal],
             written=written,
         )
@@ -407,6 +424,21 @@ def _print_human(
     mandatory = [r for r in results if r["enforcementLevel"] == "mandatory"]
     if base_path is not None:
         console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")
+        ext = extension(plan)
+        if ext.get("secretsNotCompared"):
+            console.print(
+                f"{ext['secretsNotCompared']} secret input(s) not compared (offline a secret is a placeholder; "
+                "`pulumi preview` with the stack's secrets provider compares them)",
+                style="yellow",
+                markup=False,
+            )
+        if ext.get("notComparedOffline"):
+            console.print(
+                f"{len(ext['notComparedOffline'])} resource(s) of remote components not compared (the mocks register "
+                "no children of a remote component; `pulumi preview` shows them)",
+                style="yellow",
+                markup=False,
+            )
         for line in diff_lines(plan):
             style = {"+ ": "green", "~ ": "yellow", "+-": "red", "+?": "red", "- ": "red"}.get(line[:2], "")
             console.print(Text(line, style=style, overflow="fold"))
@@ -467,6 +499,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the plan (pulumi preview --json shape)")
     parser.add_argument("--diff", type=Path, metavar="BASE.json", help="compare with a saved plan; print only changes")
+    parser.add_argument(
+        "--diff-state",
+        type=Path,
+        metavar="EXPORT.json",
+        help="compare with a deployed stack's `pulumi stack export`: what the next `pulumi up` would do",
+    )
     parser.add_argument("--critical-path", action="store_true", help="print the longest chain of typical create times")
     parser.add_argument(
         "--graph", type=Path, help="write the resource graph: FILE.dot, FILE.mmd (Mermaid), FILE.svg/.png (Graphviz)"
@@ -486,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         critical_path=args.critical_path,
         graph=args.graph,
         diff=args.diff,
+        diff_state=args.diff_state,
         member_outputs_file=args.member_outputs,
     )
 

@@ -190,7 +190,7 @@ def test_preview_of_another_organisations_global_stack_with_member_outputs(tmp_p
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
     plan = json.loads(result.stdout)
-    assert plan["memberOutputs"] == [
+    assert plan["hyperpodInference"]["memberOutputs"] == [
         {"stack": s, "source": f"--member-outputs {members}", "mock": False} for s in BIGCO
     ]
     (gateway,) = [s for s in plan["steps"] if s["newState"]["type"] == "pulumi-python:dynamic:Resource"]

@@ -997,7 +997,7 @@ def test_offline_preview_of_the_global_stack(capsys: pytest.CaptureFixture[str])
     from tools.preview import preview
 
     assert preview("global", as_json=True) == 0
-    data = json.loads(capsys.readouterr().out)
+    data = json.loads(capsys.readouterr().out)["hyperpodInference"]
     assert data["counts"] == {
         "aws:iam/policy:Policy": 1,
         "aws:iam/role:Role": 1,

@@ -273,7 +273,7 @@ def test_what_cannot_be_known_offline_is_an_advisory_not_an_error(
     mapping = stack_mapping(stack)
     mutate(mapping)
     assert preview(stack, mapping=mapping, as_json=True) in (0, 1)
-    plan = json.loads(capsys.readouterr().out)
+    plan = json.loads(capsys.readouterr().out)["hyperpodInference"]
     assert not plan.get("configErrors")
     found = [a for a in plan["advisories"] if f"hyperpod-inference:{a['key']}" == key]
     assert found, plan["advisories"]

@@ -98,28 +98,24 @@ def test_json_on_a_config_error_prints_json(tmp_path: Path) -> None:
     result = _cli("--stack", "typo", "--stack-file", str(path), "--json")
     assert result.returncode == 2, result.stdout + result.stderr
     plan = json.loads(result.stdout)
-    assert plan["steps"] == [] and plan["policyResults"] == []
-    assert {
-        "path": "enviroment",
-        "message": plan["configErrors"][0]["message"],
-        "text": plan["configErrors"][0]["text"],
-    }
-    assert plan["configErrors"][0]["path"] == "enviroment"
-    assert plan["configErrors"][0]["text"].startswith("hyperpod-inference:enviroment: unknown key")
-    assert plan["diagnostics"][0]["severity"] == "error"
+    ext = plan["hyperpodInference"]
+    assert "steps" not in plan and ext["policyResults"] == []  # no steps: omitted, as the engine's omitempty
+    assert ext["configErrors"][0]["path"] == "enviroment"
+    assert ext["configErrors"][0]["text"].startswith("hyperpod-inference:enviroment: unknown key")
+    assert plan["diagnostics"][0] == {"message": "error: " + ext["configErrors"][0]["text"], "severity": "error"}
 
 
 def test_json_on_a_stack_file_error_prints_json(tmp_path: Path) -> None:
     result = _cli("--stack", "x", "--stack-file", str(tmp_path / "missing.yaml"), "--json")
     assert result.returncode == 2
-    plan = json.loads(result.stdout)
-    assert plan["configErrors"][0]["path"] == "" and "no such stack file" in plan["configErrors"][0]["message"]
+    errors = json.loads(result.stdout)["hyperpodInference"]["configErrors"]
+    assert errors[0]["path"] == "" and "no such stack file" in errors[0]["message"]
 
 
 def test_unknown_stack_with_json_prints_json() -> None:
     result = _cli("--stack", "prdo", "--json")
     assert result.returncode == 2
-    assert "no stack 'prdo'" in json.loads(result.stdout)["configErrors"][0]["message"]
+    assert "no stack 'prdo'" in json.loads(result.stdout)["hyperpodInference"]["configErrors"][0]["message"]
 
 
 @pytest.mark.parametrize("suffix", [".svg", ".png"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
-from pulumi.runtime import rpc
+from pulumi.runtime import rpc, settings
 from pulumi.runtime.mocks import MockMonitor
 
 # One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
@@ -576,13 +576,43 @@ class Registration:
     delete_before_replace: bool = False
 
 
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
+# The engine's rule, pulumi/pulumi@0ac56e876614aedf12771d73ef7e80959b8a6fd4 (tag v3.259.0, the newest release in
+# the mirror; the SDK pin 3.272.0 is not tagged there, and these lines did not change up to master
+# 1b5949891b3cefcb9974752b24a5ecef0acc86c8): pkg/resource/deploy/deployment.go `generateURN` passes the parent's
+# whole qualified type unless the parent is the root Stack, and sdk/go/common/resource/urn/urn.go `New` joins
+# `<parent qualified type>$<type>` (`TypeDelimiter`) and writes `urn:pulumi:<stack>::<project>::<type>::<name>`.
+URN_PREFIX = "urn:pulumi:"
+
+
+def qualified_type(urn: str) -> str:
+    """The URN's type part: every ancestor's type below the root Stack and its own, ``$``-joined
+    (``URN.QualifiedType``: the third ``::`` component, urn.go)."""
+    parts = urn.removeprefix(URN_PREFIX).split("::", 3)
+    return parts[2] if len(parts) >= 3 else ""
+
+
+def engine_urn(stack: str, project: str, parent: str, typ: str, name: str) -> str:
+    """The URN the engine gives a resource of ``typ`` named ``name`` under the resource whose URN is ``parent``
+    (``""`` for none): the parent's qualified type and ``$``, unless the parent is the root Stack."""
+    parent_type = qualified_type(parent) if parent else ""
+    qualified = f"{parent_type}${typ}" if parent_type and parent_type != ROOT_STACK_TYPE else typ
+    return f"{URN_PREFIX}{stack}::{project}::{qualified}::{name}"
+
+
 class GraphMonitor(MockMonitor):
-    """A mock monitor that keeps every registration request, in order."""
+    """A mock monitor that keeps every registration request, in order, and names resources as the engine does."""
 
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
         self.recording = mocks
         self.registrations: list[Registration] = []
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The engine's URN (:func:`engine_urn`). The SDK's mock monitor keeps only the parent's last type and
+        prefixes ``pulumi:pulumi:Stack$`` to top-level resources (pulumi 3.272.0 ``runtime/mocks.py`` make_urn),
+        which names none of the resources a real stack has."""
+        return engine_urn(settings.get_stack(), settings.get_project(), parent, type_, name)
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)

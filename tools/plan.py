@@ -1,41 +1,50 @@
-"""The offline preview as a plan shaped like ``pulumi preview --json``, so tools written for that output work on it.
+"""The offline preview as ``pulumi preview --json`` writes it, so tools written for that output work on it.
 
-Shape (field names as the Pulumi CLI writes them):
+The engine's JSON, field for field (pulumi/pulumi@0ac56e876614aedf12771d73ef7e80959b8a6fd4, tag v3.259.0, the
+newest release in the mirror; the SDK pin 3.272.0 is not tagged there and these files are unchanged up to
+master 1b5949891b3cefcb9974752b24a5ecef0acc86c8):
 
-* ``PreviewDigest`` — ``steps``, ``diagnostics``, ``changeSummary``, ``config`` — and ``PreviewStep`` — ``op``,
-  ``urn``, ``provider``, ``oldState``, ``newState``, ``diffReasons``, ``replaceReasons``, ``detailedDiff``
-  (``{kind, inputDiff}`` per property path) — and ``PreviewDiagnostic`` — ``urn``, ``prefix``, ``message``,
-  ``severity``: pulumi/pulumi@1fe2f58220fe303af2a5395b8a6e5d02f282e66c ``sdk/go/common/display/json.go``.
-* ``newState`` / ``oldState`` are ``apitype.ResourceV3``: ``urn``, ``custom``, ``type``, ``inputs``, ``parent``,
-  ``protect``, ``dependencies``, ``provider``, ``propertyDependencies``:
-  pulumi/pulumi@9f6f08481488f9cc2c464da758d5fabcde4cb09d ``sdk/go/common/apitype/core.go``.
-* The ``detailedDiff`` kinds are ``DiffKind.String()``: ``add``, ``add-replace``, ``delete``, ``delete-replace``,
-  ``update``, ``update-replace`` (pulumi/pulumi ``sdk/go/common/resource/plugin/provider.go``).
+* ``PreviewDigest`` (``pkg/display/json.go``): ``config``, ``steps``, ``diagnostics``, ``duration`` (a Go
+  ``time.Duration``: integer nanoseconds), ``changeSummary``, ``maybeCorrupt``; every one ``omitempty``.
+* ``PreviewStep``: ``op``, ``urn`` (always), ``provider``, ``oldState``, ``newState``, ``diffReasons``,
+  ``replaceReasons`` (``omitempty``) and ``detailedDiff`` (no ``omitempty``: ``null`` on a create, same or delete;
+  ``{path: {kind, inputDiff}}`` on a change; kinds ``DiffKind.String()``: ``add``, ``add-replace``, ``delete``,
+  ``delete-replace``, ``update``, ``update-replace``).
+* ``PreviewDiagnostic``: ``urn``, ``message``, ``severity``; ``ShowPreviewDigest`` (``pkg/backend/display/json.go``)
+  writes the prefix into the message (``"error: ..."``) and never sets ``prefix``.
+* ``newState`` / ``oldState`` are ``apitype.ResourceV3`` (``sdk/go/common/apitype/core.go``): ``urn``, ``custom``,
+  ``type`` always; ``inputs``, ``parent``, ``protect``, ``dependencies``, ``provider``, ``propertyDependencies``
+  only when not empty (``omitempty``).
+* Which steps: ``shouldShow`` (``pkg/backend/display/display.go``) drops ``same`` steps (no ``--show-sames``) but
+  keeps the root Stack's; default providers' steps are internal (``isInternalStep``, ``pkg/engine/update.go``) and
+  filtered from the display and from ``changeSummary``.
 
-Our own top-level keys: ``stack``, ``environment``, ``region``, ``counts`` (resources by type), ``outputs``
-(stack exports), ``policyResults``
-(``policyName``, ``enforcementLevel``, ``resourceType``, ``resourceName``, ``resourceUrn``, ``message``:
-camelCase like the rest) and ``configErrors`` (``path``, ``message``, ``text``). ``tools.preview`` adds
-``rehearsal`` (the deploy rehearsal, :mod:`tools.rehearse`) and ``capacity`` (:mod:`tools.capacity_report`).
-
-Steps as the CLI writes them for a new stack: first the ``pulumi:pulumi:Stack`` step
-(``urn:pulumi:<stack>::<project>::pulumi:pulumi:Stack::<project>-<stack>``), then one step per default provider
-the program uses (``urn:pulumi:<stack>::<project>::pulumi:providers:aws::default_7_51_1``: the engine's
-``default_<version with _>`` naming, pulumi/pulumi ``pkg/resource/deploy/providers`` ``defaultProviderName``), then
-one step per registered resource, depth first through the parent tree, children sorted by type and name (the
-SDK's registration order varies from run to run). A resource managed by a default provider references it as
+URNs are the engine's (:func:`tools.mocks.engine_urn`): ``urn:pulumi:<stack>::<project>::<parent type chain>$<type>
+::<name>``, the root Stack ``urn:pulumi:<stack>::<project>::pulumi:pulumi:Stack::<project>-<stack>``, a default
+provider ``urn:pulumi:<stack>::<project>::pulumi:providers:aws::default_7_51_1`` (``ProviderRequest.DefaultName``,
+``pkg/resource/deploy/providers/provider.go``). A resource managed by a default provider references it as
 ``<provider urn>::04da6b54-80e4-46f7-96ec-b56ff0331ba9`` (the engine's unknown-ID sentinel,
 ``plugin.UnknownStringValue``: the provider does not exist yet).
+
+**The extension block.** Everything this project adds sits under one top-level key, ``hyperpodInference``
+(:data:`EXTENSION`), which a reader of the engine's struct ignores: ``format``, ``project``, ``stack``,
+``environment``, ``region``, ``counts`` (resources by type), ``outputs`` (stack exports), ``policyResults``
+(``policyName``, ``enforcementLevel``, ``resourceType``, ``resourceName``, ``resourceUrn``, ``message``),
+``configErrors`` (``path``, ``message``, ``text``), ``defaultProviders`` (the internal default-provider steps, which
+the plan diff needs), and what :mod:`tools.preview` and :mod:`tools.plan_diff` add: ``rehearsal``, ``capacity``,
+``advisories``, ``memberOutputs``, ``base``, ``configChanges``, ``stepDetails`` (per URN: ``changes``, ``because``,
+``replacementSource``). One op is ours: ``may-replace`` (no source says whether the change replaces); a reader
+that knows only the engine's ops reads it as ``replace`` (:data:`tools.plan_json.STRICT_OP`).
 
 **Unknown values.** Every value a resource computes (its ID, ARN, endpoint: whatever the mocks made up) is
 unknown until deploy, as ``pulumi preview --json`` shows it: an input that holds one — alone, or inside a string
 built from it (a policy document, a URL) — is the sentinel ``04da6b54-80e4-46f7-96ec-b56ff0331ba9`` in the plan
 (:func:`mark_unknowns`; only inputs whose ``propertyDependencies`` name the computing resource are touched).
-Stack outputs likewise. Secrets are ``"[secret]"``.
+Stack outputs likewise. Secrets are ``"[secret]"`` (``massagePropertyValue``).
 
 Differences from the CLI, on purpose: ``inputs`` are every input the program passed, not the provider's checked
-inputs; ``diagnostics`` carries the policy results and config errors. The same inputs give the same bytes:
-``json.dumps(plan, sort_keys=True)``, and ``policyResults`` and ``diagnostics`` sorted.
+inputs; ``diagnostics`` carries the policy results and config errors; ``duration`` is the offline run's. The same
+inputs give the same bytes but for ``duration``: ``json.dumps(plan, sort_keys=True)``, results sorted.
 """
 
 from __future__ import annotations
@@ -55,8 +64,10 @@ from policies.engine import PolicyResult
 from tools.harness import StackRun
 from tools.mocks import Registration, secret_values, unwrap_secrets
 
-# 2: the Stack and default-provider steps, computed values unknown (format-1 plans carried mock values).
-PLAN_FORMAT = 2
+# 3: the engine's URNs and JSON shape, our additions under EXTENSION (2: the mocks' URNs, our keys at the top;
+# 1: mock values instead of unknowns).
+PLAN_FORMAT = 3
+EXTENSION = "hyperpodInference"
 SECRET = "[secret]"
 # The engine's unknown-value sentinel (pulumi/pulumi sdk/go/common/resource/plugin: UnknownStringValue),
 # which `pulumi preview` prints as the ID of providers that do not exist yet.
@@ -154,18 +165,43 @@ def ordered(registrations: Iterable[Registration]) -> list[Registration]:
     return out
 
 
+def extension(plan: dict[str, Any]) -> dict[str, Any]:
+    """The plan's extension block (our additions: :data:`EXTENSION`); ``{}`` for an engine's own JSON."""
+    block = plan.get(EXTENSION)
+    return block if isinstance(block, dict) else {}
+
+
+def resource_v3(**fields: Any) -> dict[str, Any]:
+    """An ``apitype.ResourceV3`` as Go's encoder writes it: ``urn``, ``custom``, ``type`` always, every other
+    field only when it is not its zero value (``omitempty``: ``""``, ``false``, ``[]``, ``{}``, ``null``)."""
+    return {k: v for k, v in fields.items() if k in ("urn", "custom", "type") or v not in (None, "", False, [], {})}
+
+
 def new_state(reg: Registration, stack: str, secrets: frozenset[str] = frozenset()) -> dict[str, Any]:
-    return {
-        "type": reg.type,
-        "urn": reg.urn,
-        "custom": reg.custom,
-        "parent": reg.parent or "",
-        "provider": provider_reference(reg, stack),
-        "protect": reg.protect,
-        "inputs": plain(reg.inputs, secrets),
-        "dependencies": sorted(set(reg.dependencies)),
-        "propertyDependencies": {k: sorted(set(v)) for k, v in sorted(reg.property_dependencies.items())},
-    }
+    return resource_v3(
+        type=reg.type,
+        urn=reg.urn,
+        custom=reg.custom,
+        parent=reg.parent,
+        provider=provider_reference(reg, stack),
+        protect=reg.protect,
+        inputs=plain(reg.inputs, secrets),
+        dependencies=sorted(set(reg.dependencies)),
+        propertyDependencies={k: sorted(set(v)) for k, v in sorted(reg.property_dependencies.items())},
+    )
+
+
+def preview_step(op: str, urn: str, provider: str = "", **fields: Any) -> dict[str, Any]:
+    """A ``PreviewStep``: ``op``, ``urn`` and ``detailedDiff`` always (``null`` unless given), the rest
+    ``omitempty``."""
+    out: dict[str, Any] = {"op": op, "urn": urn}
+    if provider:
+        out["provider"] = provider
+    for key in ("oldState", "newState", "diffReasons", "replaceReasons"):
+        if fields.get(key):
+            out[key] = fields[key]
+    out["detailedDiff"] = fields.get("detailedDiff") or None
+    return out
 
 
 def step(
@@ -175,11 +211,11 @@ def step(
     made: dict[str, frozenset[str]] | None = None,
 ) -> dict[str, Any]:
     state = new_state(reg, stack, secrets)
-    if made:
+    if made and "inputs" in state:
         state["inputs"] = {
             key: mark_unknowns(value, _dependency_values(reg, key, made)) for key, value in state["inputs"].items()
         }
-    return {"op": "create", "urn": reg.urn, "provider": state["provider"], "newState": state}
+    return preview_step("create", reg.urn, state.get("provider", ""), newState=state)
 
 
 _MIN_MADE = 8  # shorter computed strings ("ACTIVE", "none") are not looked for inside other strings
@@ -237,23 +273,20 @@ def stack_urn(stack: str) -> str:
 
 def stack_step(stack: str) -> dict[str, Any]:
     urn = stack_urn(stack)
-    state = {
-        "type": "pulumi:pulumi:Stack",
-        "urn": urn,
-        "custom": False,
-        "parent": "",
-        "provider": "",
-        "protect": False,
-        "inputs": {},
-        "dependencies": [],
-        "propertyDependencies": {},
-    }
-    return {"op": "create", "urn": urn, "provider": "", "newState": state}
+    return preview_step("create", urn, newState=resource_v3(type="pulumi:pulumi:Stack", urn=urn, custom=False))
+
+
+def is_default_provider(urn: str) -> bool:
+    """``providers.IsDefaultProvider``: a provider URN whose name starts with ``default`` (internal steps)."""
+    return "::pulumi:providers:" in urn and logical(urn).startswith("default")
 
 
 def default_provider_steps(steps: list[dict[str, Any]], stack: str, region: str | None) -> list[dict[str, Any]]:
-    """A step per default provider the resource steps reference (``...::pulumi:providers:<pkg>::default_<v>``)."""
-    refs = sorted({s["provider"].rsplit("::", 1)[0] for s in steps if "::pulumi:providers:" in s["provider"]})
+    """A step per default provider the resource steps reference (``...::pulumi:providers:<pkg>::default_<v>``).
+
+    The engine registers them as internal steps, which ``pulumi preview --json`` does not list: the plan keeps them
+    in the extension block (``defaultProviders``), where the plan diff finds a provider's op."""
+    refs = sorted({p.rsplit("::", 1)[0] for s in steps if "::pulumi:providers:" in (p := s.get("provider", ""))})
     out = []
     for urn in refs:
         if not logical(urn).startswith("default"):
@@ -265,18 +298,8 @@ def default_provider_steps(steps: list[dict[str, Any]], stack: str, region: str 
             inputs["version"] = version
         if package in ("aws", "aws-native") and region:
             inputs["region"] = region
-        state = {
-            "type": f"pulumi:providers:{package}",
-            "urn": urn,
-            "custom": True,
-            "parent": "",
-            "provider": "",
-            "protect": False,
-            "inputs": inputs,
-            "dependencies": [],
-            "propertyDependencies": {},
-        }
-        out.append({"op": "create", "urn": urn, "provider": "", "newState": state})
+        state = resource_v3(type=f"pulumi:providers:{package}", urn=urn, custom=True, inputs=inputs)
+        out.append(preview_step("create", urn, newState=state))
     return out
 
 
@@ -311,16 +334,22 @@ def policy_result_json(result: PolicyResult, urns: dict[tuple[str, str], str]) -
 def policy_diagnostic(result: dict[str, Any]) -> dict[str, Any]:
     """A policy result as the CLI's diagnostics list it (mandatory: error, advisory: warning)."""
     severity = "error" if result["enforcementLevel"] == "mandatory" else "warning"
-    return {
-        "urn": result["resourceUrn"],
-        "prefix": f"{severity}: ",
-        "message": f"[{result['policyName']}] {result['message']}",
-        "severity": severity,
-    }
+    return diagnostic(severity, f"[{result['policyName']}] {result['message']}", result["resourceUrn"])
 
 
-def summary(steps: list[dict[str, Any]]) -> dict[str, int]:
-    return dict(sorted(Counter(s["op"] for s in steps).items()))
+def diagnostic(severity: str, message: str, urn: str = "") -> dict[str, Any]:
+    """A ``PreviewDiagnostic`` as ``ShowPreviewDigest`` writes it: the prefix inside the message, ``urn`` only
+    when there is one."""
+    out = {"urn": urn} if urn else {}
+    return {**out, "message": f"{severity}: {message}", "severity": severity}
+
+
+def summary(steps: list[dict[str, Any]], same: int = 0) -> dict[str, int]:
+    """``changeSummary``: logical steps by op, ``same`` ones included (``same``: those the JSON does not list)."""
+    counts = Counter(s["op"] for s in steps if not is_default_provider(s["urn"]))
+    if same:
+        counts["same"] += same
+    return dict(sorted(counts.items()))
 
 
 def _blind_secure(value: Any) -> Any:
@@ -357,6 +386,7 @@ def build_plan(
     environment: str,
     region: str | None,
     mapping: dict[str, Any] | None = None,
+    duration_ns: int = 0,
 ) -> dict[str, Any]:
     """The plan of one mock run (``op: create`` for every registered resource)."""
     regs = ordered(run.registrations)
@@ -365,26 +395,35 @@ def build_plan(
     secrets = secret_values(run.registrations, (OFFLINE_SECRET_PLACEHOLDER,))
     made = mock_made(regs)
     resource_steps = [step(r, run.stack, secrets, made) for r in regs]
-    steps = [stack_step(run.stack), *default_provider_steps(resource_steps, run.stack, region), *resource_steps]
+    steps = [stack_step(run.stack), *resource_steps]
     every_made = frozenset().union(*made.values()) if made else frozenset()
     plan: dict[str, Any] = {
-        "format": PLAN_FORMAT,
-        "project": PROJECT,
-        "stack": run.stack,
-        "environment": environment,
-        "region": region,
         "config": blinded_config(mapping or {}),
         "steps": steps,
         "changeSummary": summary(steps),
-        "counts": dict(sorted(Counter(r.type for r in regs).items())),
         "diagnostics": sort_results((policy_diagnostic(p) for p in policy), key="message"),
-        "outputs": {
-            k: (SECRET if k in run.secret_outputs else mark_unknowns(plain(v), every_made))
-            for k, v in sorted(run.outputs.items())
+        EXTENSION: {
+            "format": PLAN_FORMAT,
+            "project": PROJECT,
+            "stack": run.stack,
+            "environment": environment,
+            "region": region,
+            "defaultProviders": default_provider_steps(resource_steps, run.stack, region),
+            "counts": dict(sorted(Counter(r.type for r in regs).items())),
+            "outputs": {
+                k: (SECRET if k in run.secret_outputs else mark_unknowns(plain(v), every_made))
+                for k, v in sorted(run.outputs.items())
+            },
+            "policyResults": policy,
+            "configErrors": [],
         },
-        "policyResults": policy,
-        "configErrors": [],
     }
+    if duration_ns:
+        plan["duration"] = duration_ns
+    if not plan["diagnostics"]:
+        del plan["diagnostics"]
+    if not plan["config"]:
+        del plan["config"]
     return plan
 
 
@@ -397,16 +436,16 @@ def config_error_plan(
     """
     errors = [{"path": p, "message": m, "text": t} for p, m, t in issues]
     return {
-        "format": PLAN_FORMAT,
-        "project": PROJECT,
-        "stack": stack,
-        "environment": environment,
-        "region": region,
-        "steps": [],
-        "changeSummary": {},
-        "diagnostics": [{"prefix": "error: ", "message": e["text"], "severity": "error"} for e in errors],
-        "policyResults": [],
-        "configErrors": errors,
+        "diagnostics": [diagnostic("error", e["text"]) for e in errors],
+        EXTENSION: {
+            "format": PLAN_FORMAT,
+            "project": PROJECT,
+            "stack": stack,
+            "environment": environment,
+            "region": region,
+            "policyResults": [],
+            "configErrors": errors,
+        },
     }
 
 

@@ -38,7 +38,19 @@ from components.config import PROJECT
 from policies.baselines import STATEFUL as _PACK_STATEFUL
 from policies.graph import EKS_CLUSTER, EKS_COMPONENT
 from policies.replacement_rules import rules_for
-from tools.plan import PLAN_FORMAT, SECRET, UNKNOWN_ID, policy_diagnostic, sort_results, summary
+from tools.mocks import ROOT_STACK_TYPE, qualified_type
+from tools.plan import (
+    EXTENSION,
+    PLAN_FORMAT,
+    SECRET,
+    UNKNOWN_ID,
+    extension,
+    is_default_provider,
+    policy_diagnostic,
+    preview_step,
+    sort_results,
+    summary,
+)
 
 POLICY = "no-replacement-of-stateful-resources"
 POLICY_DESCRIPTION = (
@@ -128,8 +140,8 @@ def logical_name(urn: str) -> str:
 
 
 def _type_of(urn: str) -> str:
-    parts = urn.split("::")
-    return parts[-2].rsplit("$", 1)[-1] if len(parts) >= 2 else ""
+    """``URN.Type``: the last ``$`` part of the qualified type."""
+    return qualified_type(urn).rsplit("$", 1)[-1]
 
 
 _ACRONYMS = {"Vpc": "VPC", "Eip": "EIP", "Eks": "EKS", "Acm": "ACM", "Kms": "KMS", "Sns": "SNS", "Iam": "IAM"}
@@ -174,14 +186,28 @@ class _Step:
             return "may-replace", f"no replacement rules for {self.type} (policies/replacement_rules.json)"
         return self.rules.classify(path)
 
-    def direct(self) -> None:
+    def direct(self, known_base: bool = False) -> int:
+        """The step's own input changes; the number of secrets it could not compare (``known_base`` only).
+
+        ``known_base``: the base is a deployed stack's state (:mod:`tools.plan_state`), whose values are known. A
+        new value that is unknown offline is then not compared (its dependency decides it: :meth:`propagate`),
+        nor is a recorded secret against a new secret (offline the new one is a placeholder)."""
         if self.base is None:
-            return
+            return 0
+        secrets = 0
         for path, kind in input_diff(self.old_inputs, self.inputs).items():
+            if known_base and kind == "update":
+                new = value_at(self.inputs, path)
+                if new == UNKNOWN_ID:
+                    continue
+                if value_at(self.old_inputs, path) == SECRET and contains_secret(new):
+                    secrets += 1
+                    continue
             effect, why = self.classify(path)
             if effect != "ignore":
                 self.changes[path] = (kind, effect, why)
         self._settle()
+        return secrets
 
     def propagate(self, ops: dict[str, str], provider_urn: str | None) -> bool:
         """Apply the ops of this step's dependencies; True when its own op changed."""
@@ -241,10 +267,15 @@ def _because(step: _Step, ops: dict[str, str]) -> list[str]:
     return out
 
 
-def _render(step: _Step, ops: dict[str, str]) -> dict[str, Any]:
-    out = {k: v for k, v in step.head.items() if k != "op"}
-    if step.op in ("same", "create"):
-        return {"op": step.op, **out}
+def _render(step: _Step, ops: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``PreviewStep`` of an evaluated step, and its details for the extension block (``stepDetails``)."""
+    head = step.head
+    provider = head.get("provider", "")
+    if step.op == "create":
+        return preview_step("create", step.urn, provider, newState=head.get("newState")), {}
+    old_state = (step.base or {}).get("newState")
+    if step.op == "same":
+        return preview_step("same", step.urn, provider, oldState=old_state, newState=head.get("newState")), {}
     detailed: dict[str, dict[str, Any]] = {}
     changes: list[dict[str, Any]] = []
     replace_keys: set[str] = set()
@@ -270,21 +301,23 @@ def _render(step: _Step, ops: dict[str, str]) -> dict[str, Any]:
                 logical_name(d) for d in every
             )
         changes.append(change)
-    result: dict[str, Any] = {
-        "op": step.op,
-        **out,
-        "oldState": (step.base or {}).get("newState"),
-        "diffReasons": sorted({str(p[0]) for p in step.changes if p != ("__provider",)}),
-        "replaceReasons": sorted(replace_keys),
-        "detailedDiff": detailed,
-        "changes": changes,
-    }
+    rendered = preview_step(
+        step.op,
+        step.urn,
+        provider,
+        oldState=old_state,
+        newState=head.get("newState"),
+        diffReasons=sorted({str(p[0]) for p in step.changes if p != ("__provider",)}),
+        replaceReasons=sorted(replace_keys),
+        detailedDiff=detailed,
+    )
+    details: dict[str, Any] = {"changes": changes}
     if sources:
-        result["replacementSource"] = sorted(sources)
+        details["replacementSource"] = sorted(sources)
     because = _because(step, ops)
     if because:
-        result["because"] = because
-    return result
+        details["because"] = because
+    return rendered, details
 
 
 def _stateful_message(verb: str, what: str, name: str, step: dict[str, Any], config_changes: list[str]) -> str:
@@ -302,10 +335,13 @@ def stateful_results(
     environment: str | None,
     allow_replacement: Iterable[str],
     config_changes: list[str] | None = None,
+    details: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The ``no-replacement-of-stateful-resources`` results of a diffed plan (policyResults shape)."""
+    """The ``no-replacement-of-stateful-resources`` results of a diffed plan (policyResults shape); ``details``
+    are the extension block's ``stepDetails`` (why each step changes)."""
     allowed = set(allow_replacement)
     config_changes = config_changes or []
+    details = details or {}
     out = []
     for s in steps:
         if s["op"] not in ("replace", "delete", "may-replace"):
@@ -316,7 +352,7 @@ def stateful_results(
             continue
         name = logical_name(s["urn"])
         verb = {"replace": "replace", "delete": "delete", "may-replace": "possibly replace"}[s["op"]]
-        message = _stateful_message(verb, what, name, s, config_changes)
+        message = _stateful_message(verb, what, name, {**s, **details.get(s["urn"], {})}, config_changes)
         if name in allowed:
             level = "advisory"
             message += "; allowed by hyperpod-inference:allowReplacement"
@@ -347,23 +383,29 @@ class BasePlanError(ValueError):
 
 def check_base(base: Any, source: str, *, stack: str | None = None) -> dict[str, Any]:
     """``base`` when it is a plan of this project, ``stack`` and plan format; else :class:`BasePlanError`."""
-    if not isinstance(base, dict) or not isinstance(base.get("steps"), list):
+    if not isinstance(base, dict) or not isinstance(base.get("steps", []), list):
         raise BasePlanError(f"{source}: not a plan (expected the JSON `tools.preview --json` prints, with `steps`)")
-    fmt = base.get("format")
+    if EXTENSION not in base:
+        older = f"plan format {base['format']!r}: " if "format" in base else ""
+        raise BasePlanError(
+            f"{source}: {older}not a plan of this tool (no `{EXTENSION}` block); regenerate the base with "
+            "`python -m tools.preview --stack <s> --json` on the base revision"
+        )
+    ext = extension(base)
+    fmt = ext.get("format")
     if fmt != PLAN_FORMAT:
         raise BasePlanError(
-            f"{source}: plan format {fmt!r}, this tool writes format {PLAN_FORMAT} (computed values unknown, stack "
-            "and provider steps); regenerate the base with `python -m tools.preview --stack <s> --json` on the "
-            "base revision"
+            f"{source}: plan format {fmt!r}, this tool writes format {PLAN_FORMAT} (the engine's URNs and JSON "
+            "shape); regenerate the base with `python -m tools.preview --stack <s> --json` on the base revision"
         )
-    project = base.get("project")
-    urn_projects = {s.get("urn", "").split("::")[1] for s in base["steps"] if s.get("urn", "").count("::") >= 3}
+    project = ext.get("project")
+    urn_projects = {s.get("urn", "").split("::")[1] for s in base.get("steps", []) if s.get("urn", "").count("::") >= 3}
     if project != PROJECT or urn_projects - {PROJECT}:
         found = project if project != PROJECT else ", ".join(sorted(urn_projects - {PROJECT}))
         raise BasePlanError(f"{source}: a plan of project {found!r}, not {PROJECT!r}")
-    if stack is not None and base.get("stack") != stack:
+    if stack is not None and ext.get("stack") != stack:
         raise BasePlanError(
-            f"{source}: a plan of stack {base.get('stack')!r}, not {stack!r}; diff a plan against one of its own stack"
+            f"{source}: a plan of stack {ext.get('stack')!r}, not {stack!r}; diff a plan against one of its own stack"
         )
     return base
 
@@ -388,13 +430,33 @@ def config_changes(base: dict[str, Any], head: dict[str, Any]) -> list[dict[str,
     ]
 
 
-def diff_plans(base: dict[str, Any], head: dict[str, Any], *, allow_replacement: Iterable[str] = ()) -> dict[str, Any]:
-    """The head plan with every step diffed against ``base``, deletes appended, the stateful-resource policy run."""
-    base_steps = {s["urn"]: s for s in base.get("steps") or [] if s.get("op") != "delete"}
-    head_steps = head.get("steps") or []
+def all_steps(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """The plan's steps with the default providers' internal ones (extension block) first."""
+    return [*(extension(plan).get("defaultProviders") or []), *(plan.get("steps") or [])]
+
+
+def diff_plans(
+    base: dict[str, Any],
+    head: dict[str, Any],
+    *,
+    allow_replacement: Iterable[str] = (),
+    known_base: bool = False,
+    not_compared: Iterable[str] = (),
+) -> dict[str, Any]:
+    """The head plan with every step diffed against ``base``, deletes appended, the stateful-resource policy run.
+
+    The steps are what ``pulumi preview --json`` lists: changed ones and the root Stack's, no ``same`` step
+    otherwise (``changeSummary`` counts them), no default provider's (internal steps: the extension block's
+    ``defaultProviders`` keeps them, diffed).
+
+    ``known_base``: ``base`` is a deployed stack's state (``--diff-state``, :mod:`tools.plan_state`), see
+    :meth:`_Step.direct`. ``not_compared``: base URNs that are neither joined nor deleted (a remote component's
+    children, which the mocks do not register), listed in the extension block's ``notComparedOffline``."""
+    skipped = set(not_compared)
+    base_steps = {s["urn"]: s for s in all_steps(base) if s.get("op") != "delete" and s["urn"] not in skipped}
+    head_steps = all_steps(head)
     evaluated = [_Step(s, base_steps.get(s["urn"])) for s in head_steps]
-    for st in evaluated:
-        st.direct()
+    secrets = sum(st.direct(known_base) for st in evaluated)
     ops = {st.urn: st.op for st in evaluated}
     # Propagate to a fixed point: each round can only raise an op (same < update < may-replace < replace).
     for _ in range(len(evaluated) + 1):
@@ -405,22 +467,37 @@ def diff_plans(base: dict[str, Any], head: dict[str, Any], *, allow_replacement:
                 changed = True
         if not changed:
             break
-    steps = [_render(st, ops) for st in evaluated]
+    rendered = [(_render(st, ops), st) for st in evaluated]
+    details = {st.urn: d for (_, d), st in rendered if d}
+    every = [r for (r, _), _ in rendered]
     head_urns = {s["urn"] for s in head_steps}
     for urn, old in base_steps.items():
         if urn not in head_urns:
-            steps.append(
-                {"op": "delete", "urn": urn, "provider": old.get("provider", ""), "oldState": old.get("newState")}
-            )
+            every.append(preview_step("delete", urn, old.get("provider", ""), oldState=old.get("newState")))
+    internal = [s for s in every if is_default_provider(s["urn"])]
+    shown = [s for s in every if not is_default_provider(s["urn"])]
+    steps = [s for s in shown if s["op"] != "same" or qualified_type(s["urn"]) == ROOT_STACK_TYPE]
     cfg = config_changes(base, head)
-    results = stateful_results(steps, head.get("environment"), allow_replacement, [c["path"] for c in cfg])
-    plan = {**head, "steps": steps, "changeSummary": summary(steps)}
-    plan["policyResults"] = sort_results([*head.get("policyResults", []), *results])
-    plan["diagnostics"] = sort_results(
-        [*head.get("diagnostics", []), *(policy_diagnostic(r) for r in results)], key="message"
+    results = stateful_results(
+        steps, extension(head).get("environment"), allow_replacement, [c["path"] for c in cfg], details
     )
-    plan["base"] = {"stack": base.get("stack"), "steps": len(base_steps)}
-    plan["configChanges"] = cfg
+    ext = {**extension(head), "defaultProviders": internal}
+    plan = {**head, "steps": steps, "changeSummary": summary(steps, same=len(shown) - len(steps))}
+    ext["policyResults"] = sort_results([*ext.get("policyResults", []), *results])
+    diagnostics = sort_results([*head.get("diagnostics", []), *(policy_diagnostic(r) for r in results)], key="message")
+    if diagnostics:
+        plan["diagnostics"] = diagnostics
+    ext["base"] = {
+        "stack": extension(base).get("stack"),
+        "steps": len(base_steps),
+        "source": "stack export" if known_base else "plan",
+    }
+    if known_base:
+        ext["secretsNotCompared"] = secrets
+        ext["notComparedOffline"] = sorted(skipped)
+    ext["configChanges"] = cfg
+    ext["stepDetails"] = details
+    plan[EXTENSION] = ext
     return plan
 
 
@@ -440,12 +517,15 @@ def diff_lines(plan: dict[str, Any]) -> list[str]:
     """The human form: one line per changed step (``+``, ``~``, ``+-``, ``+?``, ``-``), then each changed property
     with its old and new value, and why another resource forces it."""
     lines = []
-    for c in plan.get("configChanges") or []:
+    ext = extension(plan)
+    details = ext.get("stepDetails") or {}
+    for c in ext.get("configChanges") or []:
         lines.append(f"config {c['path']}: {_shown(c['old'])} -> {_shown(c['new'])}")
-    for s in plan["steps"]:
+    for s in plan.get("steps") or []:
         op = s["op"]
         if op == "same":
             continue
+        detail = details.get(s["urn"]) or {}
         state = s.get("newState") or s.get("oldState") or {}
         line = f"{_SYMBOL.get(op, op):<2} {op:<11} {state.get('type', '')} {logical_name(s['urn'])}"
         detailed = s.get("detailedDiff") or {}
@@ -453,9 +533,9 @@ def diff_lines(plan: dict[str, Any]) -> list[str]:
             parts = [f"{p} ({d['kind']})" if d["kind"].endswith("-replace") else p for p, d in detailed.items()]
             line += ": " + ", ".join(parts)
         lines.append(line)
-        for reason in s.get("because") or []:
+        for reason in detail.get("because") or []:
             lines.append(f"     {reason}")
-        for c in s.get("changes") or []:
+        for c in detail.get("changes") or []:
             if c.get("computedBy") and c["old"] == c["new"]:
                 lines.append(f"     {c['path']}: takes a new value computed by {', '.join(c['computedBy'])}")
             else:

@@ -1,20 +1,23 @@
 """Offline preview: run the real program for a stack under Pulumi mocks, then the policy pack.
 
-    python -m tools.preview --stack dev [--stack-file FILE] [--json] [--diff BASE.json] [--out DIR]
+    python -m tools.preview --stack dev [--stack-file FILE] [--json] [--diff BASE.json | --diff-state EXPORT.json]
+                            [--out DIR]
                             [--critical-path] [--graph FILE] [--member-outputs FILE]
 
 No AWS credentials, Pulumi CLI or provider plugins are needed. Prints the resource tree (type, name, the
 key properties a reviewer checks first), counts by type and every policy result as
 ``<MANDATORY|ADVISORY> <policy-name> <type>::<name>: <message>``. ``--json`` prints the plan in the shape of
 ``pulumi preview --json`` (:mod:`tools.plan`); ``--diff BASE.json`` compares it with a saved plan and prints
-only what changes (:mod:`tools.plan_diff`); ``--out DIR`` writes the plan, the Kubernetes manifests, the
+only what changes (:mod:`tools.plan_diff`); ``--diff-state EXPORT.json`` compares it with a deployed stack's
+``pulumi stack export`` (:mod:`tools.plan_state`): what the next ``pulumi up`` would do; ``--out DIR`` writes the plan, the Kubernetes manifests, the
 CloudFormation template, every IAM document and every dashboard body.
 
 Every preview also rehearses the deploy (:mod:`tools.rehearse`: does ``pulumi up`` converge?), prints the
 capacity table of the HyperPod instance groups (:mod:`tools.capacity_report`) and what cannot be checked offline
-(:mod:`tools.advisories`); the plan carries them under ``rehearsal``, ``capacity`` and ``advisories``. A global
-stack's members' outputs come from ``--member-outputs FILE``, their stack files or mock values
-(:mod:`tools.member_outputs`), and the preview says when mock values were used (``memberOutputs`` in the plan).
+(:mod:`tools.advisories`); the plan carries them under ``rehearsal``, ``capacity`` and ``advisories`` of its
+extension block (``hyperpodInference``, :mod:`tools.plan`). A global stack's members' outputs come from
+``--member-outputs FILE``, their stack files or mock values (:mod:`tools.member_outputs`), and the preview says
+when mock values were used (``memberOutputs`` in the extension block).
 
 Exit codes: 0 no mandatory violation and the rehearsal converges, 1 mandatory violations or a rehearsal
 finding, 2 config error (or unusable arguments).
@@ -28,6 +31,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -54,8 +58,9 @@ from tools.console import make_console, progress
 from tools.graph import Graph, create_minutes, write_graph
 from tools.harness import StackRun, run_stack
 from tools.mocks import Registration, unwrap_secrets
-from tools.plan import build_plan, config_error_plan, ordered
+from tools.plan import EXTENSION, build_plan, config_error_plan, extension, ordered
 from tools.plan_diff import STATEFUL, BasePlanError, check_base, diff_lines, diff_plans, logical_name
+from tools.plan_state import load_export, remote_component_children, state_plan
 from tools.rehearse import rehearse
 from tools.render import write_outputs
 
@@ -332,6 +337,7 @@ def preview(
     critical_path: bool = False,
     graph: Path | None = None,
     diff: Path | None = None,
+    diff_state: Path | None = None,
     stack_file: Path | None = None,
     member_outputs_file: Path | None = None,
 ) -> int:
@@ -349,12 +355,17 @@ def preview(
             cli.output_dir(graph.parent, "--graph")
             if graph.is_dir():
                 raise cli.InputError(f"--graph {graph}: is a folder; name a file such as {graph / 'graph.mmd'}")
+        if diff is not None and diff_state is not None:
+            raise cli.InputError("--diff and --diff-state: give one base, a saved plan or a stack export")
         base = _load_base(diff, stack) if diff is not None else None
+        if diff_state is not None:
+            base = state_plan(load_export(diff_state), f"--diff-state {diff_state}", stack=stack)
     except StackFileError as err:
         return _fail(console, as_json, stack, [("", p, p) for p in err.problems])
     except (cli.InputError, BasePlanError) as err:
         return _argument_error(console, as_json, stack, str(err))
 
+    started = time.monotonic_ns()
     with progress(f"{stack}: running the program under Pulumi mocks") as step:
         run = run_stack(stack, mapping, stack_outputs=member_outputs.stack_outputs(members) if members else None)
         notice = member_outputs.notice(members) if members else None
@@ -379,6 +390,8 @@ def preview(
             out=out,
             graph=graph,
             diff=diff,
+            diff_state=diff_state,
+            started=started,
             critical_path=critical_path,
             members=members,
         )
@@ -397,17 +410,31 @@ def _report(
     out: Path | None,
     graph: Path | None,
     diff: Path | None,
+    diff_state: Path | None,
+    started: int,
     critical_path: bool,
     members: Any,
 ) -> int:
     """Everything after a run that registered: policies, plan, rehearsal, capacity, outputs, then the verdict."""
     environment, region = _environment(mapping), _region(mapping)
     results = evaluate(POLICIES, run.registrations, environment)
-    plan = build_plan(run, results, environment=environment, region=region, mapping=mapping)
+    plan = build_plan(
+        run, results, environment=environment, region=region, mapping=mapping, duration_ns=time.monotonic_ns() - started
+    )
     if base is not None:
         allowed = mapping.get("hyperpod-inference:allowReplacement") or []
-        plan = diff_plans(base, plan, allow_replacement=allowed)
-    mandatory = [r for r in plan["policyResults"] if r["enforcementLevel"] == "mandatory"]
+        if diff_state is not None:
+            plan = diff_plans(
+                base,
+                plan,
+                allow_replacement=allowed,
+                known_base=True,
+                not_compared=remote_component_children(base, plan),
+            )
+        else:
+            plan = diff_plans(base, plan, allow_replacement=allowed)
+    ext = plan[EXTENSION]
+    mandatory = [r for r in ext["policyResults"] if r["enforcementLevel"] == "mandatory"]
     # Mocks prove wiring, not convergence: rehearse the deploy on the same graph, and size the endpoints
     # against the instance groups (both are cheap next to the mock run itself: BENCHMARKS.md).
     fit = fit_hook_for([(r.type, unwrap_secrets(r.inputs)) for r in run.registrations])
@@ -417,11 +444,11 @@ def _report(
     advisories = advisory_report(
         [*(advisories_of(cfg) if isinstance(cfg, StackConfig) else []), *replacement_advisories]
     )
-    plan["rehearsal"] = rehearsal.to_json()
-    plan["capacity"] = capacity.data
-    plan["advisories"] = advisories.data
+    ext["rehearsal"] = rehearsal.to_json()
+    ext["capacity"] = capacity.data
+    ext["advisories"] = advisories.data
     if members:
-        plan["memberOutputs"] = [{"stack": m.stack, "source": m.source, "mock": m.mock} for m in members]
+        ext["memberOutputs"] = [{"stack": m.stack, "source": m.source, "mock": m.mock} for m in members]
 
     written: list[Path] = []
     if out is not None:
@@ -446,11 +473,11 @@ def _report(
             console,
             run,
             plan,
-            base_path=diff,
+            base_path=diff or diff_state,
             critical_path=critical_path,
             # a diff stays short: only the rehearsal's verdict; the full preview has the tables
             sections=[rehearsal.brief()]
-            if diff is not None
+            if base is not None
             else [capacity.renderable, advisories.renderable, rehearsal],
             written=written,
         )
@@ -484,10 +511,25 @@ def _print_human(
     sections: list[RenderableType],
     written: list[Path],
 ) -> None:
-    results = plan["policyResults"]
+    results = extension(plan)["policyResults"]
     mandatory = [r for r in results if r["enforcementLevel"] == "mandatory"]
     if base_path is not None:
         console.print(f"[bold]diff[/] of stack {run.stack} against {base_path}:")
+        ext = extension(plan)
+        if ext.get("secretsNotCompared"):
+            console.print(
+                f"{ext['secretsNotCompared']} secret input(s) not compared (offline a secret is a placeholder; "
+                "`pulumi preview` with the stack's secrets provider compares them)",
+                style="yellow",
+                markup=False,
+            )
+        if ext.get("notComparedOffline"):
+            console.print(
+                f"{len(ext['notComparedOffline'])} resource(s) of remote components not compared (the mocks register "
+                "no children of a remote component; `pulumi preview` shows them)",
+                style="yellow",
+                markup=False,
+            )
         for line in diff_lines(plan):
             style = {"+ ": "green", "~ ": "yellow", "+-": "red", "+?": "red", "- ": "red"}.get(line[:2], "")
             console.print(Text(line, style=style), soft_wrap=True)  # one finding, one line: grep finds it
@@ -555,6 +597,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json", action="store_true", help="print the plan (pulumi preview --json shape)")
     parser.add_argument("--diff", type=Path, metavar="BASE.json", help="compare with a saved plan; print only changes")
+    parser.add_argument(
+        "--diff-state",
+        type=Path,
+        metavar="EXPORT.json",
+        help="compare with a deployed stack's `pulumi stack export`: what the next `pulumi up` would do",
+    )
     parser.add_argument("--critical-path", action="store_true", help="print the longest chain of typical create times")
     parser.add_argument(
         "--graph", type=Path, help="write the resource graph: FILE.dot, FILE.mmd (Mermaid), FILE.svg/.png (Graphviz)"
@@ -574,6 +622,7 @@ def main(argv: list[str] | None = None) -> int:
         critical_path=args.critical_path,
         graph=args.graph,
         diff=args.diff,
+        diff_state=args.diff_state,
         member_outputs_file=args.member_outputs,
     )
 

@@ -2,8 +2,8 @@
 
 Each subcommand's options are the tool's own: hpi calls the tool's ``main`` once with argparse's ``parse_args``
 stopped at its first call, takes the parser the tool built, and grafts it under ``hpi <name>`` (argparse
-``parents=``) — so ``hpi preview --help`` and the completion scripts show exactly what ``python -m tools.preview``
-accepts, and no option is written twice. hpi then validates the whole command line with that tree and hands the
+``parents=``) — so ``hpi preview --help`` and the completion scripts show exactly the options of the tool's own
+parser, and no option is written twice. hpi then validates the whole command line with that tree and hands the
 subcommand's arguments to the tool's ``main`` unchanged; the tool's exit code (0 holds, 1 refused, 2 bad input)
 is hpi's. Only the chosen tool is imported (``hpi --help`` imports none; ``hpi completion`` imports them all).
 """

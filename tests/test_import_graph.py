@@ -1,7 +1,8 @@
 """The project's import graph (grimp, pinned in requirements-dev.txt): no import circle among its modules, and
 every import runs downward through the layers the brief fixes (components -> config, tools -> policies, never
-policies -> tools). ``if TYPE_CHECKING:`` imports count: a circle that only the type checker follows is still a
-circle in the design (the config sections read the stack through their own ``StackView`` protocols instead)."""
+policies -> tools; the ``hpi`` command line sits above the tools it runs). ``if TYPE_CHECKING:`` imports count: a
+circle that only the type checker follows is still a circle in the design (the config sections read the stack
+through their own ``StackView`` protocols instead)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ import pytest
 from components.config import StackConfig
 from components.config.checks import ADVISORIES, CHECKS
 
-PACKAGES = ("tests", "bench", "tools", "components", "policies")
+PACKAGES = ("tests", "bench", "hpi", "tools", "components", "policies")
 # Highest first: a module may import its own layer and those below it, never one above.
-LAYERS = ("tests", "bench", "tools", "components", "components.config", "policies")
+LAYERS = ("tests", "bench", "hpi", "tools", "components", "components.config", "policies")
 
 
 @functools.cache
@@ -96,6 +97,7 @@ def test_no_upward_import() -> None:
         ("components.endpoints", "components"),
         ("tools.rehearse.bench", "tools"),
         ("bench.run", "bench"),
+        ("hpi.app", "hpi"),
     ],
 )
 def test_layer_of(module: str, layer: str) -> None:

@@ -464,7 +464,9 @@ def real_crd_disagreements(crds_dir: Path) -> dict[str, list[str]]:
         later = [r for r in table.crd_releases if r.operator >= overlay.operator]
         if not later:
             continue
-        real = {code: spec_schema(crds_dir / rel) for code, rel in later[0].files.items()}
+        real: dict[str, dict[str, Any]] = {
+            str(code): spec_schema(crds_dir / rel) for code, rel in later[0].files.items()
+        }
         out[overlay.operator_version] = overlay_disagreements(overlay, real, core)
     return out
 

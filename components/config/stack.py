@@ -113,7 +113,7 @@ def _provides_every_view(cfg: StackConfig) -> tuple[object, ...]:
         observability.StackView,
         operator.StackView,
         vpc_endpoints.StackView,
-    ] = (cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg)
+    ] = (cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg)
     return views
 
 

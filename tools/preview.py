@@ -487,7 +487,7 @@ def _report(
         exit_code=code,
         resources=len(run.registrations),
         errors=len(mandatory) + len(rehearsal.findings),
-        advisories=len(plan["policyResults"]) - len(mandatory) + len(advisories.data),
+        advisories=len(ext["policyResults"]) - len(mandatory) + len(advisories.data),
         converges=rehearsal.converges,
     )
     if as_json:

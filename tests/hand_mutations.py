@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PJ = "tests/test_plan_json.py"
+PS = "tests/test_plan_state.py"
+PP = "tests/test_plan_propagation.py"
+TP = "tests/test_plan.py"
 
 
 @dataclass(frozen=True)
@@ -275,6 +279,135 @@ MUTATIONS: tuple[Mutation, ...] = (
         "        allocatable={r: max(0, seen[r]) for r in capacity},",
         ("tests/test_verify_cli.py::test_the_allocatable_verify_saw_changes_the_capacity_check",),
         "the observed allocatable forgets the DaemonSets' requests",
+    ),
+    # --- issues 35/38: the URN generator, the engine's JSON shape, --diff-state, propagation ---
+    Mutation(
+        "urn-keeps-root-stack-type",
+        "tools/mocks.py",
+        'qualified = f"{parent_type}${typ}" if parent_type and parent_type != ROOT_STACK_TYPE else typ',
+        'qualified = f"{parent_type}${typ}" if parent_type else typ',
+        (f"{PJ}::test_engine_urn_rule", f"{PJ}::test_every_urn_of_every_reference_stack_is_the_engines"),
+        "URNs of top-level resources start with pulumi:pulumi:Stack$ (the SDK mock monitor's rule)",
+    ),
+    Mutation(
+        "urn-parent-own-type-only",
+        "tools/mocks.py",
+        'return parts[2] if len(parts) >= 3 else ""',
+        'return parts[2].rsplit("$", 1)[-1] if len(parts) >= 3 else ""',
+        (f"{PJ}::test_engine_urn_rule", f"{PJ}::test_every_urn_of_every_reference_stack_is_the_engines"),
+        "a URN keeps only its parent's own type, not the whole chain",
+    ),
+    Mutation(
+        "urn-default-provider-dots",
+        "tools/plan.py",
+        "name = f\"default_{version.replace('.', '_')}\" if version else \"default\"",
+        'name = f"default_{version}" if version else "default"',
+        (f"{TP}::test_stack_step_first_and_default_providers_only_in_the_extension_block",),
+        "a default provider named default_7.51.1 instead of the engine's default_7_51_1",
+    ),
+    Mutation(
+        "json-empty-fields-written",
+        "tools/plan.py",
+        'or v not in (None, "", False, [], {})}',
+        "or v is not None}",
+        (f"{PJ}::test_the_project_plan_reads_with_the_same_reader",),
+        'ResourceV3\'s omitempty fields written empty (parent "", dependencies [])',
+    ),
+    Mutation(
+        "json-detailed-diff-omitted",
+        "tools/plan.py",
+        'out["detailedDiff"] = fields.get("detailedDiff") or None',
+        'if fields.get("detailedDiff"):\n        out["detailedDiff"] = fields["detailedDiff"]',
+        (f"{PJ}::test_the_project_plan_reads_with_the_same_reader",),
+        "detailedDiff left out on creates (the engine always writes it, null)",
+    ),
+    Mutation(
+        "json-no-root-stack-same",
+        "tools/plan_diff.py",
+        'steps = [s for s in shown if s["op"] != "same" or qualified_type(s["urn"]) == ROOT_STACK_TYPE]',
+        'steps = [s for s in shown if s["op"] != "same"]',
+        (f"{TP}::test_same_plan_diffs_to_nothing",),
+        "the root Stack's same step dropped (the engine always shows it)",
+    ),
+    Mutation(
+        "json-diagnostic-prefix",
+        "tools/plan.py",
+        '"message": f"{severity}: {message}", "severity": severity}',
+        '"message": message, "severity": severity}',
+        ("tests/test_preview_cli.py::test_json_on_a_config_error_prints_json",),
+        "a diagnostic's message without the prefix the engine writes into it",
+    ),
+    Mutation(
+        "state-unknown-compared",
+        "tools/plan_diff.py",
+        "                if new == UNKNOWN_ID:\n                    continue",
+        "                if new == UNKNOWN_ID and value_at(self.old_inputs, path) == UNKNOWN_ID:\n                    continue",
+        (f"{PS}::test_the_deployed_stack_itself_is_all_same",),
+        "a computed (unknown) value compared with the recorded one: every dependent of anything shows a change",
+    ),
+    Mutation(
+        "state-secret-structure",
+        "tools/plan_diff.py",
+        "== SECRET and contains_secret(new):",
+        "== SECRET and new == SECRET:",
+        (f"{PS}::test_the_deployed_stack_itself_is_all_same",),
+        "a recorded secret against a partly blinded new value (secret leaves inside) is a change",
+    ),
+    Mutation(
+        "state-secret-printed",
+        "tools/plan_state.py",
+        "        if sig == SIG_SECRET:\n            return SECRET",
+        '        if sig == SIG_SECRET:\n            return value.get("plaintext", SECRET)',
+        (f"{PS}::test_a_changed_plain_value_recorded_as_a_secret_is_an_update",),
+        "a --show-secrets export's plaintext printed in the diff",
+    ),
+    Mutation(
+        "state-local-components-skipped",
+        "tools/plan_state.py",
+        'if not (s.get("newState") or {}).get("custom") and s.get("provider")',
+        'if not (s.get("newState") or {}).get("custom")',
+        (f"{PS}::test_one_addon_version_changed_is_exactly_one_update",),
+        "every component counts as remote: nothing below HyperPodInference is compared",
+    ),
+    Mutation(
+        "state-remote-children-deleted",
+        "tools/plan_diff.py",
+        'if s.get("op") != "delete" and s["urn"] not in skipped}',
+        'if s.get("op") != "delete"}',
+        (f"{PS}::test_the_deployed_stack_itself_is_all_same",),
+        "a remote component's children in the state shown as deletes",
+    ),
+    Mutation(
+        "state-resource-reference",
+        "tools/plan_state.py",
+        "        if sig == SIG_RESOURCE_REFERENCE:",
+        '        if sig == SIG_SECRET + "x":',
+        (f"{PS}::test_state_values_as_the_plan_writes_them",),
+        "a resource reference in the state compared as its raw envelope",
+    ),
+    Mutation(
+        "spread-not-from-created",
+        "tools/plan_diff.py",
+        'if dep_op not in ("create", "replace", "may-replace"):',
+        'if dep_op not in ("replace", "may-replace"):',
+        (f"{PP}::test_a_renamed_vpc_is_created_and_its_subnet_replaced",),
+        "replacement does not spread from a dependency created anew (a renamed VPC)",
+    ),
+    Mutation(
+        "spread-provider-only-replaced",
+        "tools/plan_diff.py",
+        'ops.get(provider_urn) in ("replace", "may-replace")',
+        'ops.get(provider_urn) == "replace"',
+        (f"{PP}::test_every_object_behind_a_provider_whose_cluster_may_be_replaced",),
+        "objects behind a provider that may be replaced stay same (the prod guard relies on them)",
+    ),
+    Mutation(
+        "state-pending-delete-joined",
+        "tools/plan_state.py",
+        '        if r.get("delete"):\n            continue',
+        '        if r.get("delete") and False:\n            continue',
+        (f"{PS}::test_a_copy_pending_deletion_is_not_the_live_resource",),
+        "a resource pending deletion (delete: true) read as the live one (survived; test added)",
     ),
 )
 

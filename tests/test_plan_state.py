@@ -152,6 +152,20 @@ def test_one_resource_missing_from_the_export_is_one_create(tmp_path, prod_expor
     assert changed[0]["detailedDiff"] is None and "oldState" not in changed[0]
 
 
+def test_a_copy_pending_deletion_is_not_the_live_resource(tmp_path, prod_export) -> None:
+    """After an interrupted replacement the state holds the old copy with ``delete: true`` next to the live one
+    (same URN): the old copy is deleted by the engine either way and must not be compared."""
+    export = copy.deepcopy(prod_export)
+    addon = _resource(export, "aws:eks/addon:Addon::inference-operator-addon")
+    old = copy.deepcopy(addon)
+    old["inputs"]["addonVersion"] = "v0.9.0-eksbuild.1"
+    old["delete"] = True
+    export["deployment"]["resources"].append(old)
+    code, plan, _ = _preview(tmp_path, export)
+    assert code == 0
+    assert [s["op"] for s in plan["steps"]] == ["same"]
+
+
 def test_a_stateful_resource_only_in_the_state_is_a_mandatory_delete(tmp_path, prod_export) -> None:
     export = copy.deepcopy(prod_export)
     old = copy.deepcopy(_resource(export, "aws:elasticache/replicationGroup:ReplicationGroup::kv-cache-rg"))

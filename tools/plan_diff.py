@@ -1,12 +1,14 @@
 """``tools.preview --diff BASE.json``: compare this run's plan with a saved one, as ``pulumi preview --json --diff``.
 
 Every step of the head plan becomes ``same``, ``create``, ``update``, ``replace`` or ``may-replace`` (matched to
-the base by URN), and every base step without a head step a ``delete``. Changed steps carry ``diffReasons``
-(top-level input keys), ``replaceReasons`` (those that force or may force a replacement), ``detailedDiff``
-(``{property path: {kind, inputDiff}}``, kinds as Pulumi's ``DiffKind``: ``add``, ``update``, ``delete`` and
-their ``-replace`` forms), ``changes`` (each path with its old and new value, secrets as ``"[secret]"``) and,
-when another resource caused it, ``because`` (``replaced because subnet network-private-use1-az2 is replaced``).
-Field names: see :mod:`tools.plan`.
+the base by URN), and every base step without a head step a ``delete``; as ``pulumi preview --json`` without
+``--show-sames``, only the root Stack's ``same`` step is listed (``changeSummary`` counts them all). Changed steps
+carry ``diffReasons`` (top-level input keys), ``replaceReasons`` (those that force or may force a replacement),
+``detailedDiff`` (``{property path: {kind, inputDiff}}``, kinds as Pulumi's ``DiffKind``: ``add``, ``update``,
+``delete`` and their ``-replace`` forms); the extension block's ``stepDetails`` has, per URN, ``changes`` (each
+path with its old and new value, secrets as ``"[secret]"``) and, when another resource caused it, ``because``
+(``replaced because subnet network-private-use1-az2 is replaced``). Field names: see :mod:`tools.plan`. The base
+may also be a deployed stack's ``pulumi stack export`` (``--diff-state``, :mod:`tools.plan_state`).
 
 What a change does, offline (no provider plugin runs its ``Diff``), is decided by the type's rules in
 ``policies/replacement_rules.json`` (:mod:`tools.replacement_rules`: cfn-lint create-only properties,

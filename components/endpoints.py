@@ -241,7 +241,9 @@ class InferenceEndpoints(pulumi.ComponentResource):
             else:
                 spec = pulumi.Output.all(tls, address).apply(_spec)
             depends: list[pulumi.Resource] = list(args.depends_on)
-            depends.extend(self._namespace_deps(endpoint.namespace))
+            if endpoint.namespace in self.namespaces:
+                depends.append(self.namespaces[endpoint.namespace])
+            depends.extend(self._external.get(endpoint.namespace, ()))  # task governance's team namespaces
             if with_credentials:
                 # the kubelet resolves the worker's secretKeyRef when the pod starts: the Secret goes first
                 depends.append(self.secrets[endpoint.namespace])

@@ -146,9 +146,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "gateway-changed-tag-value",
-        "components/global_inference_gateway.py",
-        "changed = {k: v for k, v in new_tags.items() if old_tags.get(k) != v}",
-        "changed = {k: v for k, v in new_tags.items() if k not in old_tags}",
+        "components/dynamic_provider.py",
+        "changed = {k: v for k, v in sorted(new_tags.items()) if old_tags.get(k) != v}",
+        "changed = {k: v for k, v in sorted(new_tags.items()) if k not in old_tags}",
         ("tests/test_global_gateway.py::test_update_changes_the_value_of_an_existing_tag",),
         "a changed value of an existing tag on the Global Inference Gateway is never sent",
     ),

@@ -44,7 +44,10 @@ def test_every_object_validates_against_its_schema(stack, stack_runs, crds_dir) 
     assert invalid == []
     unknown = sorted({r.kind for r in results if r.outcome == "cannot-validate-offline"})
     assert unknown == [], unknown
-    assert {r.kind for r in results if r.outcome == "valid"} >= {"Namespace"}
+    assert {r.kind for r in results if r.outcome == "valid"} >= {
+        "Role",
+        "RoleBinding",
+    }  # core kinds every stack has (staging has no Namespace: its teams' come from task governance)
 
 
 @pytest.mark.parametrize("stack", [s for s in REGIONAL_STACKS if s in ("staging", "prod")])

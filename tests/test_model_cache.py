@@ -155,8 +155,8 @@ def test_instance_data_knows_instance_store_nvme() -> None:
 def test_capacity_table_shows_the_cache_daemonsets_on_the_target_group(stack_runs: dict[str, StackRun]) -> None:
     data = capacity_report(stack_runs["staging"].registrations).data
     by_group = {g["name"]: g for g in data["groups"]}
-    image = "model-image-cache (inference/llama-8b-prefix)"
-    weights = "model-weights-cache (inference/llama-8b-prefix)"
+    image = "model-image-cache (hyperpod-ns-serving/llama-8b-prefix)"
+    weights = "model-weights-cache (hyperpod-ns-serving/llama-8b-prefix)"
     assert {image, weights} <= set(by_group["gpu-p5"]["daemonSets"])
     assert {image, weights} <= set(by_group["gpu-p5"]["unknownDaemonSets"])  # requests unpublished: unknown
     assert image not in by_group["system"]["daemonSets"]

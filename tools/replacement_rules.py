@@ -48,7 +48,7 @@ RULES_FORMAT = 1
 # --- generation -------------------------------------------------------------------------------------------------
 
 # aws-native types the program registers (their rules come from cfn-lint's schemas).
-AWS_NATIVE_TYPES = ("aws-native:sagemaker:Cluster",)
+AWS_NATIVE_TYPES = ("aws-native:sagemaker:Cluster", "aws-native:sagemaker:ComputeQuota")
 
 # Kubernetes kinds -> fields a validating webhook (or the API server) refuses to change, with the source.
 LBC_WEBHOOK = (
@@ -376,6 +376,7 @@ def _probe(provider: Any, keys: list[str], probes: dict[str, tuple[Any, Any]]) -
 
 def _dynamic_rules() -> dict[str, dict[str, Any]]:
     """Rules of the boto3 dynamic providers, read off their own ``diff()`` by probing it key by key."""
+    from components import cluster_scheduler_config as scheduler
     from components import destroy_waits
     from components import global_inference_gateway as gateway
     from components import hyperpod_node_wait as node_wait
@@ -402,6 +403,23 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
                 *CREDENTIAL_KEYS,
             ],
             {"members": ([{**member, "clusterArn": "x"}], [{**member, "clusterArn": "y"}])},
+        ),
+        (
+            scheduler.RESOURCE_KIND,
+            scheduler.ClusterSchedulerConfigProvider,
+            "components/cluster_scheduler_config.py ClusterSchedulerConfigProvider.diff (probed key by key by the "
+            "generator; name, cluster and region are createOnly in AWS::SageMaker::ClusterSchedulerConfig)",
+            [
+                "name",
+                "clusterArn",
+                "region",
+                "schedulerConfig",
+                "description",
+                "tags",
+                "waitTimeoutSeconds",
+                *CREDENTIAL_KEYS,
+            ],
+            {"schedulerConfig": ({"FairShare": "Enabled"}, {"FairShare": "Disabled"})},
         ),
         (
             node_wait.RESOURCE_KIND,

@@ -23,6 +23,7 @@ from tests.verify_cluster import (
     ALB_DNS,
     GPU_ALLOC,
     OP_NS,
+    STAGING_NAMESPACES,
     TG_KVAWARE,
     TG_PREFIX,
     VPC,
@@ -51,7 +52,7 @@ OUTPUTS = {
     "frontDoorUrl": "https://api.staging.inference.example.internal",
     "vpcId": VPC,
 }
-ROUTER_PREFIX = f"/api/v1/namespaces/{OP_NS}/services/llama-8b-prefix-inference-routing-service"
+ROUTER_PREFIX = f"/api/v1/namespaces/{OP_NS}/services/llama-8b-prefix-hyperpod-ns-serving-routing-service"
 
 
 @pytest.fixture
@@ -88,13 +89,13 @@ def test_router_service_holds_and_records_the_ports(cluster: dict[str, Any], cli
     results, ctx, _ = run(traffic.router_service, cluster, clients)
     assert [r.status for r in results] == ["PASS", "PASS"]
     assert results[0].detail == (
-        "llama-8b-prefix: hyperpod-inference-system/llama-8b-prefix-inference-routing-service:8000 -> targetPort 8080, 1 pod(s)"
+        "llama-8b-prefix: hyperpod-inference-system/llama-8b-prefix-hyperpod-ns-serving-routing-service:8000 -> targetPort 8080, 1 pod(s)"
     )
     assert results[0].fix == "pin it: ingress.routes[0].servicePort: 8000"
     assert results[0].settles == ("router-service-port",)
     assert ctx.services["llama-8b-prefix"] == {
         "namespace": OP_NS,
-        "name": "llama-8b-prefix-inference-routing-service",
+        "name": "llama-8b-prefix-hyperpod-ns-serving-routing-service",
         "exists": True,
         "ports": [{"port": 8000, "targetPort": 8080, "name": "http"}],
     }
@@ -107,7 +108,7 @@ def test_router_service_on_another_port_fails_with_the_port_to_set(
     results, ctx, _ = run(traffic.router_service, cluster, clients)
     assert results[0].status == "FAIL"
     assert results[0].detail == (
-        "llama-8b-prefix: Service hyperpod-inference-system/llama-8b-prefix-inference-routing-service listens on 8080, "
+        "llama-8b-prefix: Service hyperpod-inference-system/llama-8b-prefix-hyperpod-ns-serving-routing-service listens on 8080, "
         "the binding uses 8000"
     )
     assert results[0].fix == "set ingress.routes[0].servicePort: 8080, the router Service listens there"
@@ -124,7 +125,7 @@ def test_a_missing_router_service_fails_naming_the_services_there(
     results, ctx, _ = run(traffic.router_service, cluster, clients)
     assert results[0].status == "FAIL"
     assert (
-        "which does not exist (Services there: llama-8b-prefix-router, llama-8b-kvaware-inference-routing-service)"
+        "which does not exist (Services there: llama-8b-prefix-router, llama-8b-kvaware-hyperpod-ns-research-routing-service)"
         in results[0].detail
     )
     assert (
@@ -133,7 +134,7 @@ def test_a_missing_router_service_fails_naming_the_services_there(
     )
     assert ctx.services["llama-8b-prefix"] == {
         "namespace": OP_NS,
-        "name": "llama-8b-prefix-inference-routing-service",
+        "name": "llama-8b-prefix-hyperpod-ns-serving-routing-service",
         "exists": False,
     }
 
@@ -143,7 +144,7 @@ def test_a_target_port_no_pod_exposes_fails(cluster: dict[str, Any], clients: St
     results, _, _ = run(traffic.router_service, cluster, clients)
     assert results[0].status == "FAIL"
     assert (
-        "targetPort 9000 of hyperpod-inference-system/llama-8b-prefix-inference-routing-service is a port no pod it selects exposes (they expose 8080, http)"
+        "targetPort 9000 of hyperpod-inference-system/llama-8b-prefix-hyperpod-ns-serving-routing-service is a port no pod it selects exposes (they expose 8080, http)"
         in results[0].detail
     )
 
@@ -448,7 +449,7 @@ def test_pruned_paths_walks_lists_maps_and_preserved_fields() -> None:
     assert list(operator.pruned_paths(value, schema, "spec")) == ["spec.a[0].z", "spec.m.k.w", "spec.gone"]
 
 
-IEC = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/inference/inferenceendpointconfigs/llama-8b-prefix"
+IEC = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/hyperpod-ns-serving/inferenceendpointconfigs/llama-8b-prefix"
 
 
 def test_endpoint_status_complete_holds_and_failed_fails_with_the_condition(
@@ -503,7 +504,7 @@ def test_endpoint_pods_recorded_and_a_missing_pod_fails(cluster: dict[str, Any],
     cluster["/api/v1/pods"]["items"] = [p for p in pods if not p["metadata"]["name"].startswith("llama-8b-kvaware-6c")]
     missing, _, _ = run(operator.endpoint_pods_check, cluster, clients)
     assert missing[1].status == "FAIL"
-    assert missing[1].detail == "llama-8b-kvaware: no pod named llama-8b-kvaware-* in inference"
+    assert missing[1].detail == "llama-8b-kvaware: no pod named llama-8b-kvaware-* in hyperpod-ns-research"
 
 
 def _prod_worker(env: list[dict[str, Any]]) -> dict[str, Any]:
@@ -545,7 +546,7 @@ def test_metric_names_are_recorded_and_no_metrics_warns(cluster: dict[str, Any],
     assert results[0].status == "PASS"
     assert ctx.facts["metricNames"]["llama-8b-prefix"] == ["lmcache:num_hit_tokens", "vllm:num_requests_running"]
     assert results[0].settles == ("lmcache-metrics", "request-limit-metrics")
-    del cluster["/api/v1/namespaces/inference/pods/llama-8b-prefix-6c7d8f9b5-x2x4z:8000/proxy/metrics"]
+    del cluster["/api/v1/namespaces/hyperpod-ns-serving/pods/llama-8b-prefix-6c7d8f9b5-x2x4z:8000/proxy/metrics"]
     silent, _, _ = run(operator.endpoint_metrics, cluster, clients)
     assert silent[0].status == "WARN"
 
@@ -687,7 +688,7 @@ def test_a_pending_pod_fails(cluster: dict[str, Any], clients: StubbedClients) -
     cluster["/api/v1/pods"]["items"][0]["status"]["phase"] = "Pending"
     results, _, _ = run(nodes.system_pods, cluster, clients)
     assert results[0].status == "FAIL"
-    assert results[0].detail == f"1 pod(s) Pending: {OP_NS}/llama-8b-prefix-inference-router-7d9f8b6c5-abcde"
+    assert results[0].detail == f"1 pod(s) Pending: {OP_NS}/llama-8b-prefix-hyperpod-ns-serving-router-7d9f8b6c5-abcde"
 
 
 # --- 4. a second door -------------------------------------------------------------------------------------------
@@ -786,7 +787,7 @@ def test_an_ingress_to_the_router_service_is_a_second_door(cluster: dict[str, An
     clients.queue("elbv2", "describe_load_balancers", {"LoadBalancers": []})
     cluster["/apis/networking.k8s.io/v1/ingresses"]["items"] = [
         {
-            "metadata": {"name": "alb-llama-8b-prefix-inference", "namespace": OP_NS},
+            "metadata": {"name": "alb-llama-8b-prefix-hyperpod-ns-serving", "namespace": OP_NS},
             "spec": {
                 "rules": [
                     {
@@ -797,7 +798,7 @@ def test_an_ingress_to_the_router_service_is_a_second_door(cluster: dict[str, An
                                     "pathType": "Prefix",
                                     "backend": {
                                         "service": {
-                                            "name": "llama-8b-prefix-inference-routing-service",
+                                            "name": "llama-8b-prefix-hyperpod-ns-serving-routing-service",
                                             "port": {"number": 8000},
                                         }
                                     },
@@ -812,7 +813,7 @@ def test_an_ingress_to_the_router_service_is_a_second_door(cluster: dict[str, An
     results, _, _ = run(second_door.second_door, cluster, clients)
     assert results[0].status == "FAIL"
     assert results[0].detail == (
-        f"Ingress {OP_NS}/alb-llama-8b-prefix-inference routes to Service {OP_NS}/llama-8b-prefix-inference-routing-service, "
+        f"Ingress {OP_NS}/alb-llama-8b-prefix-hyperpod-ns-serving routes to Service {OP_NS}/llama-8b-prefix-hyperpod-ns-serving-routing-service, "
         "which selects the pods of llama-8b-prefix"
     )
 
@@ -1225,8 +1226,8 @@ def test_a_weighted_forward_to_the_pods_is_a_second_door(cluster: dict[str, Any]
 
 def test_a_failing_row_settles_its_fact_too(cluster: dict[str, Any], clients: StubbedClients) -> None:
     """The router Service on another port is a FAIL, and the port is known now: the id is settled."""
-    for endpoint in ("llama-8b-prefix", "llama-8b-kvaware"):
-        cluster[f"/api/v1/namespaces/{OP_NS}/services/{endpoint}-inference-routing-service"]["spec"]["ports"][0][
+    for endpoint, namespace in STAGING_NAMESPACES.items():
+        cluster[f"/api/v1/namespaces/{OP_NS}/services/{endpoint}-{namespace}-routing-service"]["spec"]["ports"][0][
             "port"
         ] = 8080
     results, ctx, _ = run(traffic.router_service, cluster, clients)

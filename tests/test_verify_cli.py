@@ -216,7 +216,7 @@ def test_json_output_lists_each_result_with_its_fix(tmp_path: Path) -> None:
         {
             "check": "router-service",
             "status": "FAIL",
-            "detail": "llama-8b-prefix: Service hyperpod-inference-system/llama-8b-prefix-inference-routing-service "
+            "detail": "llama-8b-prefix: Service hyperpod-inference-system/llama-8b-prefix-hyperpod-ns-serving-routing-service "
             "listens on 8080, the binding uses 8000",
             "fix": "set ingress.routes[0].servicePort: 8080, the router Service listens there",
             "settles": ["router-service-port"],
@@ -235,7 +235,7 @@ def test_the_router_port_verify_saw_changes_the_next_offline_preview(tmp_path: P
     assert after.returncode == 2
     assert (
         "hyperpod-inference:ingress.routes[0].servicePort: the Service hyperpod-inference-system/"
-        f"llama-8b-prefix-inference-routing-service listens on 8080, not 8000 (observed {DAY} by verify): set "
+        f"llama-8b-prefix-hyperpod-ns-serving-routing-service listens on 8080, not 8000 (observed {DAY} by verify): set "
         "ingress.routes[0].servicePort: 8080, the Service listens there"
     ) in after.stdout
     assert "Traceback" not in after.stdout + after.stderr
@@ -248,7 +248,7 @@ def test_a_confirmed_port_replaces_the_guess_advisory(tmp_path: Path) -> None:
     assert code == 0
     after = [a for a in run_advisories(staging()) if a.path == "ingress.routes[1].servicePort"]
     assert [a.message for a in after] == [
-        "the Service hyperpod-inference-system/llama-8b-kvaware-inference-routing-service listens on 8000, the port "
+        "the Service hyperpod-inference-system/llama-8b-kvaware-hyperpod-ns-research-routing-service listens on 8000, the port "
         f"the binding uses (observed {DAY} by verify); pin it with servicePort: 8000"
     ]
     assert after[0].checked_by == "python -m tools.verify --stack staging"

@@ -38,6 +38,8 @@ from tools.verify.base import Context, HttpAnswer, Kube
 ACCOUNT = "111122223333"
 TODAY = date(2026, 12, 4)
 OP_NS = "hyperpod-inference-system"
+# stacks/Pulumi.staging.yaml: each endpoint runs in its team's namespace (task governance, hyperpod-ns-<team>)
+STAGING_NAMESPACES = {"llama-8b-prefix": "hyperpod-ns-serving", "llama-8b-kvaware": "hyperpod-ns-research"}
 TG_PREFIX = (
     f"arn:aws:elasticloadbalancing:eu-west-2:{ACCOUNT}:targetgroup/hpi-staging-llama-8b-prefix-8000/0123456789abcdef"
 )
@@ -239,12 +241,13 @@ def staging_cluster(crds_dir: Path) -> dict[str, Any]:
     pods, services = [], []
     out: dict[str, Any] = {}
     for ep, (router_ip, worker_ip) in routers.items():
-        app = f"{ep}-inference-router"
+        ns = STAGING_NAMESPACES[ep]
+        app = f"{ep}-{ns}-router"
         pods.append(
             _pod(OP_NS, f"{app}-7d9f8b6c5-abcde", {"app": app}, [{"containerPort": 8080, "name": "http"}], router_ip)
         )
         worker = _pod(
-            "inference",
+            ns,
             f"{ep}-6c7d8f9b5-x2x4z",
             {"app": ep, "sagemaker.amazonaws.com/endpoint": ep},
             [{"containerPort": 8000, "name": "http"}],
@@ -255,7 +258,7 @@ def staging_cluster(crds_dir: Path) -> dict[str, Any]:
         svc = {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": f"{ep}-inference-routing-service", "namespace": OP_NS},
+            "metadata": {"name": f"{ep}-{ns}-routing-service", "namespace": OP_NS},
             "spec": {
                 "selector": {"app": app},
                 "ports": [{"name": "http", "port": 8000, "targetPort": 8080, "protocol": "TCP"}],
@@ -266,27 +269,27 @@ def staging_cluster(crds_dir: Path) -> dict[str, Any]:
             {
                 "apiVersion": "v1",
                 "kind": "Service",
-                "metadata": {"name": ep, "namespace": "inference"},
+                "metadata": {"name": ep, "namespace": ns},
                 "spec": {"selector": {"app": ep}, "ports": [{"port": 8000, "targetPort": 8000}]},
             }
         )
-        out[f"/api/v1/namespaces/{OP_NS}/services/{ep}-inference-routing-service"] = svc
+        out[f"/api/v1/namespaces/{OP_NS}/services/{ep}-{ns}-routing-service"] = svc
         tg = TG_PREFIX if ep == "llama-8b-prefix" else TG_KVAWARE
         out[f"/apis/elbv2.k8s.aws/v1beta1/namespaces/{OP_NS}/targetgroupbindings/{ep}-front-door"] = {
             "apiVersion": "elbv2.k8s.aws/v1beta1",
             "kind": "TargetGroupBinding",
             "metadata": {"name": f"{ep}-front-door", "namespace": OP_NS, "generation": 1},
             "spec": {
-                "serviceRef": {"name": f"{ep}-inference-routing-service", "port": 8000},
+                "serviceRef": {"name": f"{ep}-{ns}-routing-service", "port": 8000},
                 "targetGroupARN": tg,
                 "targetType": "ip",
             },
             "status": {"observedGeneration": 1},
         }
-        out[f"/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/inference/inferenceendpointconfigs/{ep}"] = {
+        out[f"/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/{ns}/inferenceendpointconfigs/{ep}"] = {
             "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
             "kind": "InferenceEndpointConfig",
-            "metadata": {"name": ep, "namespace": "inference", "generation": 1},
+            "metadata": {"name": ep, "namespace": ns, "generation": 1},
             "status": {
                 "state": "DeploymentComplete",
                 "conditions": [
@@ -299,7 +302,7 @@ def staging_cluster(crds_dir: Path) -> dict[str, Any]:
                 ],
             },
         }
-        out[f"/api/v1/namespaces/inference/pods/{ep}-6c7d8f9b5-x2x4z:8000/proxy/metrics"] = (
+        out[f"/api/v1/namespaces/{ns}/pods/{ep}-6c7d8f9b5-x2x4z:8000/proxy/metrics"] = (
             "# HELP vllm:num_requests_running Number of requests running.\n# TYPE vllm:num_requests_running gauge\n"
             'vllm:num_requests_running{model_name="m"} 0.0\n'
             "# HELP lmcache:num_hit_tokens Tokens hit in the cache.\n# TYPE lmcache:num_hit_tokens counter\n"

@@ -210,3 +210,13 @@ def test_the_listing_shows_which_ids_verify_settled_for_which_stack(
     )
     assert "settled" not in next(x for x in lines if x.startswith("hyperpod-nvme-mount:"))
     assert lines[-1].endswith(", 1 settled by verify")
+
+
+def test_the_tools_own_module_name_is_not_a_claim() -> None:
+    from tools.unconfirmed import WORD
+
+    assert WORD.search("python -m tools.unconfirmed") is None
+    assert WORD.search("see tools/unconfirmed.py") is None
+    assert WORD.search("the port is unconfirmed") is not None
+    assert WORD.search("UNCONFIRMED [router-port]") is not None
+    assert WORD.search("not\n   confirmed by AWS") is not None

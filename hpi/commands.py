@@ -43,7 +43,6 @@ COMMANDS: tuple[Command, ...] = (
         "unconfirmed",
         "tools.unconfirmed",
         "list the UNCONFIRMED markers and check them against docs/first-deploy.md's checklist",
-        parser=False,
     ),
     Command("generate crd-models", "tools.crd_models", "components/config/crd.py and policies/crd_fields.json"),
     Command("generate replacement-rules", "tools.replacement_rules", "policies/replacement_rules.json"),
@@ -53,15 +52,11 @@ COMMANDS: tuple[Command, ...] = (
         "generate instance-types",
         "components.config.data.generate_instance_types",
         "components/config/data/instance_types.json: the hardware of each HyperPod instance type",
-        parser=False,
-        argv=False,
     ),
     Command(
         "generate config-namespaces",
         "components.config.data.generate_config_namespaces",
         "components/config/data/config_namespaces.json: the providers' config namespaces and keys",
-        parser=False,
-        argv=False,
     ),
     Command(
         "generate ci-matrix", "tools.ci_matrix", "the pull-request workflow's stack matrix", parser=False, argv=False

@@ -167,3 +167,9 @@ def remote_component_children(base: dict[str, Any], head: dict[str, Any]) -> set
             seen.add(parent)
             parent = parents.get(parent)
     return out
+
+
+if __name__ == "__main__":
+    from tools.cli import not_a_command
+
+    not_a_command("tools.plan_state", "python -m tools.preview --stack <name> --diff-state STATE.json")

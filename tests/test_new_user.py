@@ -357,7 +357,7 @@ def test_a_repeated_finding_refers_to_the_first() -> None:
     assert out.count("a stray destroy would delete its state") == 2  # the cluster's and the first bucket's
     assert "aws:s3/bucket:Bucket::front-door-logs: as access-logs-bucket above" in out
     plan = json.loads(_preview("--stack", "staging", "--json").stdout)
-    full = [r for r in plan["policyResults"] if r["resourceName"] == "front-door-logs"]
+    full = [r for r in plan["hyperpodInference"]["policyResults"] if r["resourceName"] == "front-door-logs"]
     assert full and full[0]["message"].endswith("a stray destroy would delete its state")  # --json: in full
 
 

@@ -24,6 +24,26 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return run_module("tools.preview", *args)
 
 
+def _unwrap_tree(text: str) -> str:
+    """The tree with each wrapped row joined again: a continuation row is the tree's guides (``│``, spaces), then
+    text that is no new node (no ``├──``/``└──``)."""
+    rows: list[str] = []
+    for line in text.splitlines():
+        guides = len(line) - len(line.lstrip("│ "))
+        rest = line[guides:]
+        if (
+            rows
+            and guides
+            and rest
+            and not rest.startswith(("├", "└"))
+            and rows[-1].lstrip("│ ").startswith(("├", "└"))
+        ):
+            rows[-1] = f"{rows[-1].rstrip()} {rest}"
+        else:
+            rows.append(line)
+    return "\n".join(rows)
+
+
 def _piped(*args: str) -> subprocess.CompletedProcess[str]:
     """A real process whose stdout is a pipe: what a CI log or `| less` gets."""
     return subprocess.run(
@@ -178,7 +198,9 @@ def test_zero_replicas_still_accepted() -> None:
 def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
     result = _piped("--stack", "prod")
     assert result.returncode == 0, result.stdout + result.stderr
-    out = result.stdout
+    # A long line wraps onto a continuation line (the tree's guides, then the rest): never cut off.
+    assert all(len(line) <= 170 for line in result.stdout.splitlines())
+    out = _unwrap_tree(result.stdout)
     # Long names that used to be cut at 80 columns when piped.
     assert "aws:ec2/routeTableAssociation:RouteTableAssociation network-public-use1-az2-rta" in out
     assert (

@@ -205,6 +205,10 @@ class _Names:
     def __init__(self, registrations: Sequence[Registration], account: str) -> None:
         self.account = account
         self.logical = {r.name for r in registrations}
+        # The stack's own EKS cluster (``{eks_cluster}``): the cluster a HyperPod API acts on with the caller's
+        # credentials (compute quotas, the scheduler config). None when the stack adopts one or has several.
+        eks = {str(r.inputs.get("name")) for r in registrations if r.type == "aws:eks/cluster:Cluster"}
+        self.eks_cluster = next(iter(eks)) if len(eks) == 1 and "None" not in eks else None
         self.patterns: dict[str, str] = {}
         for r in registrations:
             concrete, pattern = physical_name(r.type, r.name, r.inputs), name_pattern(r.type, r.name, r.inputs)
@@ -252,6 +256,8 @@ def render_arn(
             return names.account
         if key == "name":
             return name
+        if key == "eks_cluster":
+            return names.clean(names.eks_cluster)
         if key.startswith("input."):
             return names.clean(input_value(inputs, key[len("input.") :]))
         raise ValueError(f"unknown field {{{key}}} in ARN template {template!r}")

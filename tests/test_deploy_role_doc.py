@@ -8,8 +8,11 @@ boundary) must be one the commands create. The boundary document goes through pa
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from pathlib import Path
+
+from parliament import analyze_policy_string, enhance_finding
 
 from tests.conftest import StackRun, registered
 from tests.iam_lint import assert_policy_clean
@@ -65,5 +68,20 @@ def test_deployer_policy_complete_row_names_the_verify_check() -> None:
     assert "`deploy-role-denials`" in row
 
 
-def test_parliament_reports_nothing_above_low_on_the_boundary() -> None:
+def _all_findings(doc: dict) -> list[str]:
+    """Every parliament finding, LOW included: in a boundary a misspelt Deny action (LOW ``UNKNOWN_ACTION``)
+    silently denies nothing, so the boundary is held to no finding at all."""
+    policy = analyze_policy_string(json.dumps(doc), include_community_auditors=False)
+    return [f"{enhance_finding(f).severity} {f.issue}: {f.detail}" for f in policy.findings]
+
+
+def test_parliament_reports_nothing_on_the_boundary() -> None:
     assert_policy_clean(dp.boundary_document(), "boundary.json")
+    assert _all_findings(dp.boundary_document()) == []
+
+
+def test_a_misspelt_deny_in_the_boundary_is_a_finding() -> None:
+    doc = dp.boundary_document()
+    deny = next(s for s in doc["Statement"] if s["Effect"] == "Deny")
+    deny["Action"] = [*deny["Action"], "iam:CreateRolez"]
+    assert any("UNKNOWN_ACTION" in f and "iam:CreateRolez" in f for f in _all_findings(doc))

@@ -499,6 +499,8 @@ def test_endpoint_pods_recorded_and_a_missing_pod_fails(cluster: dict[str, Any],
     assert ctx.facts["podLabels"]["llama-8b-prefix"] == {
         "app": "llama-8b-prefix",
         "sagemaker.amazonaws.com/endpoint": "llama-8b-prefix",
+        "kueue.x-k8s.io/queue-name": "hyperpod-ns-serving-localqueue",
+        "kueue.x-k8s.io/priority-class": "inference-priority",
     }
     pods = cluster["/api/v1/pods"]["items"]
     cluster["/api/v1/pods"]["items"] = [p for p in pods if not p["metadata"]["name"].startswith("llama-8b-kvaware-6c")]

@@ -24,12 +24,15 @@ from tests.test_verify import KV_HOST, OUTPUTS, ROUTER_PREFIX, Door
 from tests.verify_cluster import (
     ALB_ARN,
     ALB_DNS,
+    ALB_LOG_BUCKET,
+    ALB_LOG_OBJECT,
     TG_KVAWARE,
     TG_PREFIX,
     VPC,
     Recorded,
     StubbedClients,
     addon,
+    alb_log_attributes,
     cluster_nodes,
     healthy_targets,
     kube_server,
@@ -91,6 +94,23 @@ def aws_of_a_staging_run() -> StubbedClients:
                 }
             ]
         },
+    )
+    # alb-access-logs: the ALB again, its log attributes, one object under alb/AWSLogs/<account>/
+    clients.queue(
+        "elbv2",
+        "describe_load_balancers",
+        {
+            "LoadBalancers": [
+                {"LoadBalancerArn": ALB_ARN, "DNSName": ALB_DNS, "LoadBalancerName": "hpi-staging-front-door"}
+            ]
+        },
+    )
+    clients.queue("elbv2", "describe_load_balancer_attributes", alb_log_attributes(), {"LoadBalancerArn": ALB_ARN})
+    clients.queue(
+        "s3",
+        "list_objects_v2",
+        {"KeyCount": 1, "Contents": [{"Key": f"alb/AWSLogs/111122223333/{ALB_LOG_OBJECT}"}]},
+        {"Bucket": ALB_LOG_BUCKET, "Prefix": "alb/AWSLogs/111122223333/", "MaxKeys": 1},
     )
     return clients
 

@@ -40,6 +40,11 @@ TODAY = date(2026, 12, 4)
 OP_NS = "hyperpod-inference-system"
 # stacks/Pulumi.staging.yaml: each endpoint runs in its team's namespace (task governance, hyperpod-ns-<team>)
 STAGING_NAMESPACES = {"llama-8b-prefix": "hyperpod-ns-serving", "llama-8b-kvaware": "hyperpod-ns-research"}
+# ... and its pods carry the Kueue labels of its team and priority class (as AWS's task-governance page labels them)
+STAGING_KUEUE = {
+    "llama-8b-prefix": ("hyperpod-ns-serving-localqueue", "inference-priority"),
+    "llama-8b-kvaware": ("hyperpod-ns-research-localqueue", "experimentation-priority"),
+}
 TG_PREFIX = (
     f"arn:aws:elasticloadbalancing:eu-west-2:{ACCOUNT}:targetgroup/hpi-staging-llama-8b-prefix-8000/0123456789abcdef"
 )
@@ -249,7 +254,12 @@ def staging_cluster(crds_dir: Path) -> dict[str, Any]:
         worker = _pod(
             ns,
             f"{ep}-6c7d8f9b5-x2x4z",
-            {"app": ep, "sagemaker.amazonaws.com/endpoint": ep},
+            {
+                "app": ep,
+                "sagemaker.amazonaws.com/endpoint": ep,
+                "kueue.x-k8s.io/queue-name": STAGING_KUEUE[ep][0],
+                "kueue.x-k8s.io/priority-class": STAGING_KUEUE[ep][1],
+            },
             [{"containerPort": 8000, "name": "http"}],
             worker_ip,
             container="worker",
@@ -362,6 +372,32 @@ def staging_cluster(crds_dir: Path) -> dict[str, Any]:
             "/apis/apps/v1/daemonsets": _list("DaemonSet", daemonsets, "apps/v1"),
             "/apis/apps/v1/deployments": _list("Deployment", deployments, "apps/v1"),
             "/apis/networking.k8s.io/v1/ingresses": _list("Ingress", [], "networking.k8s.io/v1"),
+            # task governance (stacks/Pulumi.staging.yaml: three priority classes, the add-on's Kueue controller)
+            "/apis/kueue.x-k8s.io/v1beta1/workloadpriorityclasses": _list(
+                "WorkloadPriorityClass",
+                [
+                    {"metadata": {"name": f"{n}-priority"}, "value": v}
+                    for n, v in (("inference", 100), ("experimentation", 50), ("training", 10))
+                ],
+                "kueue.x-k8s.io/v1beta1",
+            ),
+            "/apis/apps/v1/namespaces/kueue-system/deployments/kueue-controller-manager": {
+                "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system"},
+                "spec": {
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "manager", "resources": {"requests": {"cpu": "500m", "memory": "512Mi"}}}
+                            ],
+                            "tolerations": [
+                                {"key": "sagemaker.amazonaws.com/node-health-status", "operator": "Exists"}
+                            ],
+                        }
+                    },
+                },
+                "status": {"readyReplicas": 1},
+            },
         }
     )
     return out
@@ -419,3 +455,18 @@ def context(cfg: Any, kube: Kube, clients: Clients, **kwargs: Any) -> Context:
 
 def mutated(responses: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(responses)
+
+
+ALB_LOG_BUCKET = "hpi-staging-alb-logs-20261203075512345600000001"
+ALB_LOG_OBJECT = "elasticloadbalancing/eu-west-2/2026/12/03/ELBAccessLogTestFile"
+
+
+def alb_log_attributes(enabled: str = "true") -> dict[str, Any]:
+    """DescribeLoadBalancerAttributes of the front door: access logs to the stack's bucket under ``alb``."""
+    return {
+        "Attributes": [
+            {"Key": "access_logs.s3.enabled", "Value": enabled},
+            {"Key": "access_logs.s3.bucket", "Value": ALB_LOG_BUCKET},
+            {"Key": "access_logs.s3.prefix", "Value": "alb"},
+        ]
+    }

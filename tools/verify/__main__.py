@@ -46,7 +46,7 @@ from . import report, traffic
 from .base import CHECKS, CannotRun, Check, Context, Http, Kube, Result
 
 EXIT_OK, EXIT_FAIL, EXIT_CANNOT = 0, 1, 2
-GROUPS = ("traffic", "operator", "nodes", "second_door", "report")
+GROUPS = ("traffic", "operator", "nodes", "governance", "second_door", "report")
 RETRY_SECONDS = 30
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from components.config.endpoints import CR_GROUP_VERSION
 from components.config.gateway import gateway_namespace
 from components.inference_gateway import API_VERSION as GATEWAY_API_VERSION
+from policies import crd_overlays
 from tools.preflight_checks import INFERENCE_ADDON, call
 
 from .base import Context, HttpAnswer, Result, check, condition, labels
@@ -98,6 +99,7 @@ def pruned_paths(value: Any, schema: dict[str, Any], path: str) -> Iterator[str]
 @check(
     "crd-fields",
     "the installed CRDs against the stack's custom resources",
+    settles=tuple(dict.fromkeys(cid for _, cid in crd_overlays.checklist_ids())),
     reads=("apiextensions.k8s.io/v1 customresourcedefinitions list",),
 )
 def crd_fields(ctx: Context) -> list[Result]:
@@ -127,6 +129,15 @@ def crd_fields(ctx: Context) -> list[Result]:
             continue
         spec_schema = (schema.get("properties") or {}).get("spec") or {}
         lost = list(pruned_paths(cr["spec"], spec_schema, "spec"))
+        # A field of a later release whose path no source states: the installed CRD answers where it goes (kept or
+        # pruned at that path), so its checklist row is settled either way.
+        unsourced = tuple(
+            dict.fromkeys(
+                f.checklist_id
+                for _, f in crd_overlays.used(cr["spec"], crd_overlays.active_fields(cr["kind"]))
+                if f.checklist_id
+            )
+        )
         if lost:
             shown = ", ".join(lost)
             gateway = (
@@ -142,10 +153,19 @@ def crd_fields(ctx: Context) -> list[Result]:
                     f"{'it' if len(lost) == 1 else 'them'}{gateway}",
                     f"raise operator.addonVersion to a release whose CRD has {lost[0]} (policies/compatibility.yaml), "
                     f"or remove it from endpoints[{i}].spec",
+                    unsourced,
                 )
             )
         else:
-            out.append(Result("crd-fields", "PASS", f"{ep.name}: every field the stack sets is in the installed CRD"))
+            out.append(
+                Result(
+                    "crd-fields",
+                    "PASS",
+                    f"{ep.name}: every field the stack sets is in the installed CRD",
+                    "",
+                    unsourced,
+                )
+            )
     if ctx.cfg.gateway.enabled and "InferenceGatewayConfig" not in by_kind:
         out.append(
             Result(

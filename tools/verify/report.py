@@ -38,6 +38,7 @@ BY_HAND: dict[str, str] = {
     "lmcache-url-expansion": "needs `kubectl exec` into a worker to read the expanded variable: not a read-only call",
     "global-gateway-iam-propagation": "the first up of the global stack, by whoever watches it",
     "global-gateway-progress-display": "how the CLI shows progress lines: a person watching the global stack's up",
+    "governance-namespace-lifecycle": "needs a destroy (of a test stack): verify reads a stack that is up",
     "global-gateway-token-forwarding": "an invoke through the Global Inference Gateway (SigV4, another stack): "
     "verify checks regional stacks",
 }
@@ -120,6 +121,7 @@ def _ready_time(node: dict[str, Any]) -> datetime | None:
         "operator-webhook-ready",
         "lifecycle-failure-visibility",
         "elasticache-user-wait",
+        "governance-policy-create-time",
     ),
     reads=("the --event-log file", "core/v1 nodes list"),
 )
@@ -164,6 +166,9 @@ def create_times(ctx: Context) -> list[Result]:
     elasticache = [s for s in creates if s.type.startswith("aws:elasticache/user") and s.seconds is not None]
     if elasticache:
         settled.append("elasticache-user-wait")
+    policy = [s for s in creates if s.name.endswith("governance-policy") and s.seconds is not None]
+    if policy:  # the cluster scheduler config (components/cluster_scheduler_config.py) waits for Created
+        settled.append("governance-policy-create-time")
     waits = [s for s in creates if "nodewait" in s.name.replace("-", "").lower() and s.seconds is not None]
     if waits:
         settled.append("hyperpod-node-join-time")
@@ -186,7 +191,7 @@ def create_times(ctx: Context) -> list[Result]:
             else f"; every node was Ready when the HyperPod create ({hyperpod.seconds} s) returned"
         )
         settled.append("hyperpod-create-completion")
-    shown = ", ".join(f"{s.name} {s.seconds} s" for s in [*amp, *elasticache, *waits])
+    shown = ", ".join(f"{s.name} {s.seconds} s" for s in [*amp, *elasticache, *policy, *waits])
     out.append(
         Result(
             "create-times",
@@ -322,6 +327,61 @@ def web_acl(ctx: Context) -> list[Result]:
             )
         )
     return out
+
+
+@check(
+    "alb-access-logs",
+    "the front door's access logs in their bucket",
+    settles=("alb-log-delivery-source-account",),
+    reads=(
+        "elasticloadbalancing:DescribeLoadBalancers",
+        "elasticloadbalancing:DescribeLoadBalancerAttributes",
+        "s3:ListBucket",
+    ),
+)
+def alb_access_logs(ctx: Context) -> list[Result]:
+    """ELB writes a log object under ``<prefix>/AWSLogs/<account>/`` only if the bucket policy's
+    ``aws:SourceAccount`` condition admits its log delivery (components/ingress.py): one object proves it does."""
+    if not ctx.cfg.ingress.enabled:
+        return [Result("alb-access-logs", "SKIP", "the stack has no front door")]
+    dns = str(ctx.outputs.get("frontDoorAlbDnsName") or "").lower().rstrip(".")
+    lbs = call(ctx.aws("elbv2"), "describe_load_balancers").get("LoadBalancers") or []
+    alb = next((lb for lb in lbs if str(lb.get("DNSName", "")).lower() == dns), None)
+    if alb is None:
+        return [Result("alb-access-logs", "SKIP", "the front door's ALB is unknown", "pass --outputs FILE")]
+    attrs = call(ctx.aws("elbv2"), "describe_load_balancer_attributes", LoadBalancerArn=alb["LoadBalancerArn"])
+    values = {a.get("Key"): a.get("Value") for a in attrs.get("Attributes") or []}
+    bucket = values.get("access_logs.s3.bucket")
+    if values.get("access_logs.s3.enabled") != "true" or not bucket:
+        return [
+            Result(
+                "alb-access-logs",
+                "FAIL",
+                f"{alb['LoadBalancerName']} writes no access logs (access_logs.s3.enabled is not true)",
+                "run pulumi up again: the stack turns them on",
+            )
+        ]
+    account = ctx.aws.account_id
+    prefix = "/".join(p for p in (values.get("access_logs.s3.prefix"), "AWSLogs", account) if p) + "/"
+    listed = call(ctx.aws("s3"), "list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
+    if listed.get("KeyCount") or listed.get("Contents"):
+        return [
+            Result(
+                "alb-access-logs",
+                "PASS",
+                f"ELB delivers {alb['LoadBalancerName']}'s logs to s3://{bucket}/{prefix} (the bucket policy admits it)",
+                "",
+                ("alb-log-delivery-source-account",),
+            )
+        ]
+    return [
+        Result(
+            "alb-access-logs",
+            "WARN",
+            f"no log object under s3://{bucket}/{prefix} yet (ELB delivers every 5 minutes, after traffic)",
+            "send a request through the front door, then rerun in 5 minutes",
+        )
+    ]
 
 
 @check(

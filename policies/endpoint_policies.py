@@ -65,6 +65,7 @@ DEFAULT_REPORT_LEVELS: Mapping[str, tuple[str, ...]] = {"image-compatible-with-o
 
 SEVERITY: Mapping[str, Severity] = {
     "kvaware-requires-vllm-completions": Severity.HIGH,
+    "engine-matches-image": Severity.HIGH,
     "kv-cache-requires-vllm": Severity.HIGH,
     "gateway-excludes-intelligent-routing": Severity.HIGH,
     "request-limits-require-metrics": Severity.MEDIUM,

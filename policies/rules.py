@@ -114,6 +114,32 @@ def image_engine(image: str) -> str | None:
     return next(iter(names)) if len(names) == 1 else None
 
 
+def engine_image_mismatch(engine: str, image: str) -> str | None:
+    """Why ``engine`` and the worker image disagree (the image's repository names another engine), or None. The one
+    rule behind the config check (``endpoints[i].engine``) and the pack rule ``engine-matches-image``: the engine
+    decides which checks apply, so an SGLang image declared vLLM would pass every vLLM-only check."""
+    named = image_engine(image)
+    if named is None or named == engine:
+        return None
+    return (
+        f"is {engine} but the worker image {image} is a {named} image (its repository names {named}); "
+        f"set engine: {named}, or use a {engine} image: the engine decides which checks apply "
+        "(the KV cache and kvaware routing need vLLM)"
+    )
+
+
+def engine_matches_image(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
+    """The stack's ``engine`` (the ``hyperpod-inference/engine`` label) against the worker image's repository. A
+    resource without the label (written by hand) has only the image to go by: nothing to compare."""
+    labels = get(cr, "metadata.labels", {}) or {}
+    engine = labels.get(ENGINE_LABEL) if isinstance(labels, dict) else None
+    image = get(spec_of(cr), "worker.image")
+    if not isinstance(engine, str) or not isinstance(image, str):
+        return []
+    why = engine_image_mismatch(engine, image)
+    return [Violation(f"engine {why}", "worker.image")] if why else []
+
+
 def instance_types_of(cr: Mapping[str, Any]) -> list[tuple[str, str]]:
     """``(spec path, instance type)`` for every instance type the resource asks for."""
     spec = spec_of(cr)
@@ -674,6 +700,13 @@ _CATALOGUE = (
         kvaware_requires_vllm_completions,
         "kvaware routing works only with vLLM and invocationEndpoint /completions, not /v1/chat/completions "
         "(AWS docs: HyperPod caching and routing; seed: kvaware constraints).",
+    ),
+    Rule(
+        "engine-matches-image",
+        engine_matches_image,
+        "The endpoint's engine (label hyperpod-inference/engine) must be the one the worker image's repository names "
+        '(lmsysorg/sglang, vllm/vllm-openai on Docker Hub; lmcache/vllm-openai, LMCache docs "Docker"); the engine '
+        "decides which checks apply (AWS docs: HyperPod caching and routing need vLLM). A private repository names none.",
     ),
     Rule(
         "kv-cache-requires-vllm",

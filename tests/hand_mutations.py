@@ -409,6 +409,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         (f"{PS}::test_a_copy_pending_deletion_is_not_the_live_resource",),
         "a resource pending deletion (delete: true) read as the live one (survived; test added)",
     ),
+    # --- the governance and add-on checks of verify (after the merges) ---
+    Mutation(
+        "verify-labels-presence-only",
+        "tools/verify/governance.py",
+        "            if got.get(k) != v\n",
+        "            if k not in got\n",
+        ("tests/test_verify_governance.py::test_labels_the_operator_dropped_fail_and_settle",),
+        "a Kueue label with another value (another queue or priority) counts as propagated",
+    ),
+    Mutation(
+        "verify-controller-not-ready-passes",
+        "tools/verify/governance.py",
+        'status: Status = "PASS" if ready >= replicas else "FAIL"',
+        'status: Status = "PASS"',
+        ("tests/test_verify_governance.py::test_kueue_controller_recorded",),
+        "a Kueue controller with no ready replica passes",
+    ),
+    Mutation(
+        "verify-dynamo-any-deployment",
+        "tools/verify/governance.py",
+        "dynamo = [d for d in listed if labels(d).get(key) == value]",
+        "dynamo = listed",
+        ("tests/test_verify_governance.py::test_no_dynamo_operator_and_no_fluent_bit",),
+        "every Deployment the list returns is taken for the Dynamo operator (the label selector trusted blindly)",
+    ),
+    Mutation(
+        "verify-alb-logs-empty-passes",
+        "tools/verify/report.py",
+        'if listed.get("KeyCount") or listed.get("Contents"):',
+        "if True:",
+        ("tests/test_verify_governance.py::test_alb_access_logs_delivered_or_not_yet",),
+        "an empty log prefix proves the bucket policy admits ELB's delivery",
+    ),
 )
 
 

@@ -37,6 +37,7 @@ IGC_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1alpha1:InferenceGate
 ENV = {"dev": "dev", "prod": "prod"}
 TABLE_NAMES = [
     "kvaware-requires-vllm-completions",
+    "engine-matches-image",
     "kv-cache-requires-vllm",
     "gateway-excludes-intelligent-routing",
     "request-limits-require-metrics",
@@ -437,6 +438,14 @@ ENDPOINT_CASES["endpoint-tags-valid"] = (
     "mandatory",
     lambda: _edit(prod_kvaware, lambda s: s.update(tags=[{"name": "aws:cost-center", "value": "ml"}])),
     lambda: _edit(prod_kvaware, lambda s: s.update(tags=[{"name": "cost-center", "value": "ml"}])),
+    "vllm",
+)
+# an SGLang image declared vLLM: every vLLM-only check would pass it
+ENDPOINT_CASES["engine-matches-image"] = (
+    "prod",
+    "mandatory",
+    lambda: _edit(_plain_endpoint, lambda s: s["worker"].update(image=SGLANG_IMAGE)),
+    _plain_endpoint,
     "vllm",
 )
 ENDPOINT_CASES["request-limits-require-metrics"] = (
@@ -1386,3 +1395,32 @@ def test_config_files_validate_against_each_policys_schema(env: str) -> None:
             continue
         schema = {"type": "object", "properties": policy.config_schema.properties, "additionalProperties": False}
         jsonschema.validate(props, schema)
+
+
+def test_engine_matches_image_in_the_pack() -> None:
+    """The pack applies the config check's function to a rendered resource: an SGLang image labelled vLLM is
+    refused naming both; a matching image, a private repository and an unlabelled resource pass."""
+    from policies import rules
+
+    def cr(engine: str | None, image: str) -> dict[str, Any]:
+        labels = {"hyperpod-inference/engine": engine} if engine else {}
+        return {"kind": "InferenceEndpointConfig", "metadata": {"labels": labels}, "spec": {"worker": {"image": image}}}
+
+    ctx = rules.RuleContext(environment="prod", addon_version="v1.5.0-eksbuild.1")
+    wrong = rules.engine_matches_image(cr("vllm", "docker.io/lmsysorg/sglang:v0.5.3-cu126"), ctx)
+    assert [(str(v), v.path) for v in wrong] == [
+        (
+            "engine is vllm but the worker image docker.io/lmsysorg/sglang:v0.5.3-cu126 is a sglang image (its "
+            "repository names sglang); set engine: sglang, or use a vllm image: the engine decides which checks "
+            "apply (the KV cache and kvaware routing need vLLM)",
+            "worker.image",
+        )
+    ]
+    assert rules.engine_matches_image(cr("vllm", "lmcache/vllm-openai:v0.3.9"), ctx) == []
+    assert rules.engine_matches_image(cr("sglang", "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1"), ctx) == []
+    assert rules.engine_matches_image(cr(None, "docker.io/lmsysorg/sglang:v0.5.3-cu126"), ctx) == []
+    assert rules.RULES["engine-matches-image"].enforcement == {
+        "dev": "mandatory",
+        "staging": "mandatory",
+        "prod": "mandatory",
+    }

@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from policies.rules import image_engine
+from policies.rules import engine_image_mismatch
 
 from .base import ConfigIssue, join_path
 from .checks import cross_check
@@ -119,11 +119,6 @@ def _engine_matches_image(cfg: StackView) -> Iterator[ConfigIssue]:
         image = ((ep.spec_dict().get("worker") or {}).get("image")) if ep.kind == "InferenceEndpointConfig" else None
         if not isinstance(image, str):
             continue
-        named = image_engine(image)
-        if named is not None and named != ep.engine:
-            yield ConfigIssue(
-                join_path("endpoints", i, "engine"),
-                f"is {ep.engine} but the worker image {image} is a {named} image (its repository names {named}); "
-                f"set engine: {named}, or use a {ep.engine} image: the engine decides which checks apply "
-                "(the KV cache and kvaware routing need vLLM)",
-            )
+        why = engine_image_mismatch(ep.engine, image)
+        if why:
+            yield ConfigIssue(join_path("endpoints", i, "engine"), why)

@@ -121,6 +121,16 @@ CASES: list[tuple[str, RuleContext, Mutation, Mutation, str, str]] = [
         "'invocations'",
     ),
     (
+        "engine-matches-image",
+        PROD,
+        _all(
+            _set("metadata.labels", {rules.ENGINE_LABEL: "vllm"}), _set("spec.worker.image", "lmsysorg/sglang:v0.5.2")
+        ),
+        _set("metadata.labels", {rules.ENGINE_LABEL: "vllm"}),
+        "worker.image",
+        "is a sglang image (its repository names sglang)",
+    ),
+    (
         "kv-cache-requires-vllm",
         DEV,
         _set("spec.worker.image", "lmsysorg/sglang:v0.5.2"),

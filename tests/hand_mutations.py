@@ -442,6 +442,47 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_verify_governance.py::test_alb_access_logs_delivered_or_not_yet",),
         "an empty log prefix proves the bucket policy admits ELB's delivery",
     ),
+    # --- issue 31: the deploy policy, judged by moto's IAM evaluation on the plan's own ARNs ---
+    Mutation(
+        "deployer-bucket-prefix-as-name-prefix",
+        "policies/physical_names.yaml",
+        '"aws:s3/bucket:Bucket": {name: bucket, prefix: bucketPrefix,',
+        '"aws:s3/bucket:Bucket": {name: bucket, prefix: namePrefix,',
+        (
+            "tests/test_deployer_policy_eval.py::test_bucket_prefix_not_name_prefix_names_the_bucket",
+            "tests/test_deployer_policy_eval.py::test_prod_bucket_names_are_the_prefixes_the_program_gives",
+        ),
+        "S3's bucketPrefix read as namePrefix (last round's bug): the moto evaluation on the mocks' ARNs alone lets "
+        "it through (the mocks name buckets by the same table); the literal names kill it",
+    ),
+    Mutation(
+        "deployer-passrole-any-service",
+        "tools/deployer_policy.py",
+        'if action == "iam:PassRole" and self.passed_to:',
+        'if action == "iam:PassRole" and False:',
+        ("tests/test_deployer_policy_eval.py::test_each_role_can_be_passed_only_to_the_service_that_trusts_it",),
+        "iam:PassRole without iam:PassedToService",
+    ),
+    Mutation(
+        "deployer-boundary-not-required",
+        "tools/deployer_policy.py",
+        "        if action in self.table.boundary_actions:\n",
+        "        if action in () and self.table.boundary_actions:\n",
+        (
+            "tests/test_deployer_policy_eval.py::test_roles_only_with_the_boundary_and_service_linked_roles_only_for_the_stacks_services",
+        ),
+        "iam:CreateRole/PutRolePolicy allowed without the permissions boundary",
+    ),
+    Mutation(
+        "deployer-quota-any-eks-cluster",
+        "policies/deploy_actions.yaml",
+        '"arn:{partition}:eks:{region}:{account}:cluster/{eks_cluster}"}\n    # cluster-scheduler-config',
+        '"arn:{partition}:eks:{region}:{account}:cluster/*"}\n    # cluster-scheduler-config',
+        (
+            "tests/test_deployer_policy_eval.py::test_another_stacks_buckets_roles_policies_clusters_and_keys_are_denied",
+        ),
+        "the scheduler config's EKS actions on every cluster of the region (staging's role could delete dev's)",
+    ),
 )
 
 

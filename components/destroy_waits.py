@@ -24,8 +24,8 @@ so that ``pulumi destroy`` (which deletes in reverse dependency order) runs thei
   groups (``python -m tools.guardduty_cleanup`` runs the same function by hand).
 
 At create each makes one of its delete's read calls (a missing permission shows at ``up``). Both make their boto3
-clients on first use, in the resource's ``region``, from the process credential chain and
-``awsProfile`` (as the node wait does); ``client_factory``/``sleep``/``clock``/``log`` are for tests.
+clients on first use, in the resource's ``region``, on the stack's credential chain (``aws:profile`` and
+``aws:assumeRoles``, as the node wait and the gateway provider do: ``components/dynamic_provider.py``); ``client_factory``/``sleep``/``clock``/``log`` are for tests.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ import pulumi
 from pulumi import dynamic
 
 from policies.readiness import load_readiness
+
+from .dynamic_provider import chain_of, session_for
 
 DRAIN_KIND = "hyperpod:LoadBalancerControllerDrain"
 CLEANUP_KIND = "hyperpod:GuardDutyEndpointCleanup"
@@ -223,23 +225,24 @@ class _AwsProvider(dynamic.ResourceProvider):
         self._sleep = sleep
         self._clock = clock
         self._log = log
-        self._clients: dict[tuple[str, str], Any] = {}
+        self._clients: dict[tuple[str, str, str], Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_clients"] = {}
         return state
 
-    def _client(self, service: str, region: str, profile: str | None) -> Any:
-        key = (service, region)
+    def _client(self, service: str, region: str, props: Mapping[str, Any]) -> Any:
+        """A client on the resource's credential chain (``aws:profile``, then each ``aws:assumeRoles`` entry: the
+        same principal and account as the rest of the stack; ``components/dynamic_provider.py``)."""
+        chain = chain_of(props)
+        key = (service, region, repr(chain))
         if key not in self._clients:
             if self._client_factory is not None:
                 self._clients[key] = self._client_factory(service, region)
             else:
-                import boto3
-
-                session = boto3.Session(profile_name=profile) if profile else boto3.Session()
-                self._clients[key] = session.client(service, region_name=region)
+                profile, roles, sts_region = chain
+                self._clients[key] = session_for(profile, roles, region, sts_region).client(service, region_name=region)
         return self._clients[key]
 
     def _now(self) -> float:
@@ -273,21 +276,20 @@ class LoadBalancerControllerDrainProvider(_AwsProvider):
     """Delete: wait until the LB controller has removed every load balancer and security group it tracks."""
 
     def probe(self, props: Mapping[str, Any]) -> None:
-        region, profile = str(props["region"]), props.get("awsProfile") or None
-        self._client("elbv2", region, profile).describe_load_balancers(PageSize=1)
-        self._client("ec2", region, profile).describe_security_groups(
+        region = str(props["region"])
+        self._client("elbv2", region, props).describe_load_balancers(PageSize=1)
+        self._client("ec2", region, props).describe_security_groups(
             Filters=[{"Name": f"tag:{LBC_CLUSTER_TAG}", "Values": [str(props["clusterName"])]}]
         )
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         region, cluster = str(props["region"]), str(props["clusterName"])
-        profile = props.get("awsProfile") or None
         timeout = float(props.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS)
         poll = float(props.get("pollSeconds") or 15)
         started = self._now()
         while True:
             left = controller_leftovers(
-                self._client("elbv2", region, profile), self._client("ec2", region, profile), cluster
+                self._client("elbv2", region, props), self._client("ec2", region, props), cluster
             )
             if not any(left.values()):
                 self._info(f"{cluster}: the load balancer controller has removed its load balancers and groups")
@@ -309,12 +311,12 @@ class GuardDutyEndpointCleanupProvider(_AwsProvider):
 
     def probe(self, props: Mapping[str, Any]) -> None:
         region = str(props["region"])
-        ec2 = self._client("ec2", region, props.get("awsProfile") or None)
+        ec2 = self._client("ec2", region, props)
         guardduty_endpoints(ec2, str(props["vpcId"]), region)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         region, vpc = str(props["region"]), str(props["vpcId"])
-        ec2 = self._client("ec2", region, props.get("awsProfile") or None)
+        ec2 = self._client("ec2", region, props)
         cleanup(
             ec2,
             vpc,
@@ -327,7 +329,8 @@ class GuardDutyEndpointCleanupProvider(_AwsProvider):
 
 
 class LoadBalancerControllerDrain(dynamic.Resource):
-    """Inputs: ``region``, ``clusterName``, ``timeoutSeconds``, ``pollSeconds``, ``awsProfile`` (or None)."""
+    """Inputs: ``region``, ``clusterName``, ``timeoutSeconds``, ``pollSeconds`` and the credential chain
+    (:func:`components.dynamic_provider.credential_inputs`)."""
 
     def __init__(
         self,
@@ -341,8 +344,8 @@ class LoadBalancerControllerDrain(dynamic.Resource):
 
 
 class GuardDutyEndpointCleanup(dynamic.Resource):
-    """Inputs: ``region``, ``vpcId``, ``subnetIds`` (so it is deleted before them), ``timeoutSeconds``,
-    ``awsProfile`` (or None)."""
+    """Inputs: ``region``, ``vpcId``, ``subnetIds`` (so it is deleted before them), ``timeoutSeconds`` and the
+    credential chain (:func:`components.dynamic_provider.credential_inputs`)."""
 
     def __init__(
         self,

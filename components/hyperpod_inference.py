@@ -33,6 +33,7 @@ from .destroy_waits import (
     LoadBalancerControllerDrain,
     delete_timeout_seconds,
 )
+from .dynamic_provider import credential_inputs
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -249,7 +250,7 @@ class HyperPodInference(pulumi.ComponentResource):
                 "clusterName": eks.cluster_name,
                 "timeoutSeconds": delete_timeout_seconds(DRAIN_KIND),
                 "pollSeconds": 15,
-                "awsProfile": pulumi.Config("aws").get("profile"),
+                **credential_inputs(),
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[inference_operator, operator_prereqs]),
         )
@@ -554,7 +555,7 @@ class HyperPodInference(pulumi.ComponentResource):
                         "vpcId": network.vpc_id,
                         "subnetIds": list(network.private_subnet_ids.values()),
                         "timeoutSeconds": delete_timeout_seconds(CLEANUP_KIND),
-                        "awsProfile": pulumi.Config("aws").get("profile"),
+                        **credential_inputs(),
                     },
                     opts=pulumi.ResourceOptions(parent=self),
                 )

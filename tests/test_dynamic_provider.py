@@ -88,8 +88,9 @@ def test_the_chain_reaches_every_dynamic_resource(run: Any) -> None:
     mapping["aws:assumeRoles"] = [{"roleArn": ROLE_A, "sessionName": "ci"}, {"roleArn": ROLE_B, "externalId": "e"}]
     mapping["aws:stsRegion"] = "us-east-1"
     result = registered(run("dev", mapping))
-    waits = [r for r in result.of_type(DYNAMIC) if r.inputs.get("resourceKind") == "hyperpod:HyperPodNodeWait"]
-    assert waits, "the node wait is not registered"
+    kinds = {"hyperpod:HyperPodNodeWait", "hyperpod:LoadBalancerControllerDrain", "hyperpod:GuardDutyEndpointCleanup"}
+    waits = [r for r in result.of_type(DYNAMIC) if r.inputs.get("resourceKind") in kinds]
+    assert {r.inputs["resourceKind"] for r in waits} == kinds, "a wait is not registered"
     for reg in waits:
         assert reg.inputs["awsProfile"] == "inference-admin"
         assert reg.inputs["awsAssumeRoles"] == [
@@ -223,3 +224,33 @@ def test_throttling_is_retried_then_one_error() -> None:
         provider._call("us-east-1", "ListClusters")
     assert slept == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
     stub.assert_no_pending_responses()
+
+
+def test_the_destroy_waits_call_aws_on_the_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LB-controller drain's and GuardDuty cleanup's clients come from the resource's chain (issue 33 item 3):
+    the profile first, then each role; the same chain reuses its client, another one makes a new one."""
+    from components import destroy_waits
+
+    made: list[tuple[Any, ...]] = []
+
+    class _Session:
+        def client(self, service: str, region_name: str) -> tuple[str, str]:
+            return (service, region_name)
+
+    def session_for(profile: Any, roles: Any, region: str, sts_region: Any = None) -> _Session:
+        made.append((profile, roles, region, sts_region))
+        return _Session()
+
+    monkeypatch.setattr(destroy_waits, "session_for", session_for)
+    provider = destroy_waits.GuardDutyEndpointCleanupProvider()
+    props = {
+        "region": "eu-west-2",
+        "awsProfile": "deployer",
+        "awsAssumeRoles": [{"roleArn": ROLE_A}],
+        "awsStsRegion": None,
+    }
+    assert provider._client("ec2", "eu-west-2", props) == ("ec2", "eu-west-2")
+    provider._client("ec2", "eu-west-2", props)
+    assert made == [("deployer", ({"roleArn": ROLE_A},), "eu-west-2", None)]
+    provider._client("ec2", "eu-west-2", {**props, "awsAssumeRoles": [{"roleArn": ROLE_B}]})
+    assert made[-1] == ("deployer", ({"roleArn": ROLE_B},), "eu-west-2", None)

@@ -443,7 +443,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
             destroy_waits.LoadBalancerControllerDrainProvider,
             "components/destroy_waits.py _AwsProvider.diff (probed key by key by the generator; it owns nothing in "
             "AWS: every change updates in place)",
-            ["region", "clusterName", "timeoutSeconds", "pollSeconds", "awsProfile"],
+            ["region", "clusterName", "timeoutSeconds", "pollSeconds", *CREDENTIAL_KEYS],
             {},
         ),
         (
@@ -451,7 +451,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
             destroy_waits.GuardDutyEndpointCleanupProvider,
             "components/destroy_waits.py _AwsProvider.diff (probed key by key by the generator; it owns nothing in "
             "AWS: every change updates in place)",
-            ["region", "vpcId", "subnetIds", "timeoutSeconds", "awsProfile"],
+            ["region", "vpcId", "subnetIds", "timeoutSeconds", *CREDENTIAL_KEYS],
             {},
         ),
     ]

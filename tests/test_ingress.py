@@ -921,3 +921,28 @@ def test_outside_prod_defaults_apply_without_config(run) -> None:
     tgb = _tgb(run("dev", mapping), "llama-8b")
     assert tgb["metadata"]["namespace"] == "inference"
     assert tgb["spec"]["serviceRef"] == {"name": "llama-8b", "port": 8000}
+
+
+def test_the_operators_own_ingress_is_an_advisory_naming_verify() -> None:
+    """Issue 33 item 4: the operator's own ALB Ingress per routed endpoint is a second door no offline check can
+    judge (the CRD has no scheme field); the advisory names each Ingress and the verify check that reads it."""
+    from components.config.checks import run_advisories
+    from components.config.loader import parse_stack_mapping
+
+    found = [
+        a
+        for a in run_advisories(parse_stack_mapping("staging", stack_mapping("staging")))
+        if a.rule == "operator-own-ingress"
+    ]
+    assert len(found) == 1
+    assert found[0].path == "endpoints"
+    assert (
+        "(hyperpod-inference-system/alb-llama-8b-prefix-hyperpod-ns-serving, "
+        "hyperpod-inference-system/alb-llama-8b-kvaware-hyperpod-ns-research)" in found[0].message
+    )
+    assert found[0].checked_by.startswith("python -m tools.verify --stack staging (check second-door")
+    mapping = stack_mapping("staging")
+    for ep in mapping["hyperpod-inference:endpoints"]:
+        ep["spec"].pop("intelligentRoutingSpec", None)
+    cfg = parse_stack_mapping("staging", mapping)
+    assert not [a for a in run_advisories(cfg) if a.rule == "operator-own-ingress"]

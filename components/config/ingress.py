@@ -841,6 +841,28 @@ cross_check(_ingress_checks)
 
 
 @advisory_check
+def _operator_ingresses(cfg: StackView) -> Iterable[ConfigAdvisory]:
+    """A second door the stack does not own (issue 33 item 4): for an endpoint with intelligent routing the operator
+    reconciles its own ALB Ingress ``alb-<name>-<namespace>`` in hyperpod-inference-system (see ``OPERATOR_NAMESPACE``
+    above). It is not behind the front door's authentication, and the CRD gives no field for its scheme
+    (v3.3 ``spec.loadBalancer``: healthCheckPath, idleTimeoutSeconds, routingAlgorithm only), so whether it answers
+    from the internet is known only on the cluster."""
+    routed = [e for e in cfg.endpoints if e.kind == "InferenceEndpointConfig" and e.intelligent_routing]
+    if not routed:
+        return
+    names = ", ".join(f"{OPERATOR_NAMESPACE}/alb-{e.name}-{e.namespace}" for e in routed)
+    yield ConfigAdvisory(
+        "endpoints",
+        f"the operator creates its own ALB Ingress for each endpoint with intelligent routing ({names}), beside the "
+        "front door and without its authentication; the CRD has no field for its scheme, so whether that load "
+        "balancer is reachable, and by whom, is not known offline",
+        "operator-own-ingress",
+        f"python -m tools.verify --stack {cfg.stack} (check second-door: any load balancer or Ingress that forwards "
+        "to the endpoint pods without authentication)",
+    )
+
+
+@advisory_check
 def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """Outside prod a route may leave the bound Service to the defaults, which no source confirms (see
     ``OPERATOR_NAMESPACE`` above): the binding then targets a guess, known only once the endpoint is deployed."""

@@ -287,11 +287,13 @@ def test_advisories_are_printed_with_the_capacity_and_rehearsal_tables(capsys) -
     out = capsys.readouterr().out
     capacity, advisories, rehearsal = (
         out.index("capacity per instance group"),
-        out.index("cannot be checked offline: 1 advisory (the exit code does not depend on them)"),
+        out.index("cannot be checked offline: 2 advisories (the exit code does not depend on them)"),
         out.index("rehearsal (deploy) of dev"),
     )
     assert capacity < advisories < rehearsal
     assert "hyperpod-inference:endpoints[0].spec.nodeAffinity" in out[advisories:rehearsal]
+    # dev's endpoint routes: the operator's own Ingress is a second door (the advisory operator-own-ingress)
+    assert "(hyperpod-inference-system/alb-llama-8b-inference)" in out[advisories:rehearsal]
 
 
 def test_sglang_metrics_are_advisory_in_dev_and_staging_mandatory_in_prod(stack_runs) -> None:

@@ -483,6 +483,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
         "the scheduler config's EKS actions on every cluster of the region (staging's role could delete dev's)",
     ),
+    # --- issues 34/38: the operator 3.4-3.7 overlays and their release gating ---
+    Mutation(
+        "overlay-inferred-mapping-trusted",
+        "policies/crd_overlays.py",
+        "    if release.operator_version_inferred and o.operator > _documented_operator():\n        return None\n",
+        "",
+        ("tests/test_crd_overlays.py::test_a_new_field_is_accepted_or_advised_where_the_pin_may_have_it",),
+        "an inferred add-on -> operator mapping is trusted: a later field passes instead of being advised",
+    ),
+    Mutation(
+        "overlay-gate-off-by-one",
+        "policies/crd_overlays.py",
+        "    return release.operator >= o.operator\n",
+        "    return release.operator >= o.operator[:1]\n",
+        ("tests/test_crd_overlays.py::test_a_new_field_is_refused_on_an_older_operator_naming_the_release",),
+        "release gating compares only the major version (3.3 has every 3.x field)",
+    ),
+    Mutation(
+        "overlay-null-counts-as-set",
+        "policies/crd_overlays.py",
+        "        if found and value is not None:\n            out.append((o, f))",
+        "        if found:\n            out.append((o, f))",
+        ("tests/test_crd_overlays.py::test_a_field_written_as_null_is_not_set",),
+        "a field written as null counts as set (survived the existing tests; test added)",
+    ),
+    Mutation(
+        "overlay-minimum-addon-ignored",
+        "policies/crd_overlays.py",
+        "    if f.minimum_addon is not None and _addon_index(addon_version) >= _addon_index(f.minimum_addon):",
+        "    if False:",
+        ("tests/test_crd_overlays.py::test_the_gateway_opt_in_holds_on_the_add_on_d4_names_without_an_advisory",),
+        "the add-on builds a source names for a field (D4: inferenceGateway) are ignored: prod's gateway opt-in is advised",
+    ),
 )
 
 

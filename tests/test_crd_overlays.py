@@ -737,3 +737,16 @@ def test_fetch_crds_finds_a_newer_release_in_a_snapshot(tmp_path: Path) -> None:
         f'  - {{operator: "3.4", chart: 2.4.0, commit: {commits[1]}, files: {{IEC: v3.4/{fetch_crds._IEC}}}'
     )
     assert fetch_crds.find_newer(tmp_path / ".git", "3.4") == []
+
+
+def test_a_field_written_as_null_is_not_set() -> None:
+    """A key with a null value sets nothing (the API server drops it): it is not gated as a later release's field.
+    (Hand mutation ``overlay-null-counts-as-set`` survived every other test.)"""
+    from policies import compatibility as compat
+    from policies import crd_overlays
+
+    oldest = compat.addon_versions()[0]
+    spec: dict[str, Any] = {"tolerations": None, "metricsSidecarResources": None}
+    assert crd_overlays.gate(spec, oldest, compat.IEC) == ([], [])
+    refused, _ = crd_overlays.gate({"tolerations": [{"key": "k", "operator": "Exists"}]}, oldest, compat.IEC)
+    assert [f.path for _, f in refused] == ["tolerations"]

@@ -207,8 +207,8 @@ class _Names:
         self.logical = {r.name for r in registrations}
         # The stack's own EKS cluster (``{eks_cluster}``): the cluster a HyperPod API acts on with the caller's
         # credentials (compute quotas, the scheduler config). None when the stack adopts one or has several.
-        eks = {str(r.inputs.get("name")) for r in registrations if r.type == "aws:eks/cluster:Cluster"}
-        self.eks_cluster = next(iter(eks)) if len(eks) == 1 and "None" not in eks else None
+        eks = {r.inputs.get("name") for r in registrations if r.type == "aws:eks/cluster:Cluster"}
+        self.eks_cluster = next(iter(eks)) if len(eks) == 1 else None  # None in the set: a name not known offline
         self.patterns: dict[str, str] = {}
         for r in registrations:
             concrete, pattern = physical_name(r.type, r.name, r.inputs), name_pattern(r.type, r.name, r.inputs)

@@ -276,6 +276,13 @@ def deploy_role_denials(ctx: Context) -> list[Result]:
     ]
 
 
+def _front_door_alb(ctx: Context) -> dict[str, Any] | None:
+    """The front door's load balancer: the one whose DNS name is the stack output ``frontDoorAlbDnsName``."""
+    dns = str(ctx.outputs.get("frontDoorAlbDnsName") or "").lower().rstrip(".")
+    lbs = call(ctx.aws("elbv2"), "describe_load_balancers").get("LoadBalancers") or []
+    return next((lb for lb in lbs if str(lb.get("DNSName", "")).lower() == dns), None)
+
+
 @check(
     "web-acl",
     "the WebACL association and its log group's resource policy",
@@ -286,9 +293,7 @@ def web_acl(ctx: Context) -> list[Result]:
     ing = ctx.cfg.ingress
     if not ing.enabled or not (ing.waf.enabled or ing.waf_web_acl_arn):
         return [Result("web-acl", "SKIP", "no WebACL on the front door")]
-    dns = str(ctx.outputs.get("frontDoorAlbDnsName") or "").lower().rstrip(".")
-    lbs = call(ctx.aws("elbv2"), "describe_load_balancers").get("LoadBalancers") or []
-    alb = next((lb for lb in lbs if str(lb.get("DNSName", "")).lower() == dns), None)
+    alb = _front_door_alb(ctx)
     if alb is None:
         return [Result("web-acl", "SKIP", "the front door's ALB is unknown", "pass --outputs FILE")]
     acl = call(ctx.aws("wafv2"), "get_web_acl_for_resource", ResourceArn=alb["LoadBalancerArn"]).get("WebACL")
@@ -344,9 +349,7 @@ def alb_access_logs(ctx: Context) -> list[Result]:
     ``aws:SourceAccount`` condition admits its log delivery (components/ingress.py): one object proves it does."""
     if not ctx.cfg.ingress.enabled:
         return [Result("alb-access-logs", "SKIP", "the stack has no front door")]
-    dns = str(ctx.outputs.get("frontDoorAlbDnsName") or "").lower().rstrip(".")
-    lbs = call(ctx.aws("elbv2"), "describe_load_balancers").get("LoadBalancers") or []
-    alb = next((lb for lb in lbs if str(lb.get("DNSName", "")).lower() == dns), None)
+    alb = _front_door_alb(ctx)
     if alb is None:
         return [Result("alb-access-logs", "SKIP", "the front door's ALB is unknown", "pass --outputs FILE")]
     attrs = call(ctx.aws("elbv2"), "describe_load_balancer_attributes", LoadBalancerArn=alb["LoadBalancerArn"])

@@ -766,8 +766,8 @@ _CATALOGUE = (
         "feature-in-installed-crd",
         feature_in_installed_crd,
         "Fields of operators 3.4-3.7 that no offline source vouches for (an add-on whose operator is inferred; a "
-        "path no source states) are checked against the installed CRD by `python -m tools.verify` "
-        "(operator-crd-fields); policies/crd_overlays.",
+        f"path no source states) are checked against the installed CRD by {crd_overlays.VERIFY_TEXT}; "
+        "policies/crd_overlays.",
         _ADVISORY,
     ),
     Rule(

@@ -33,9 +33,9 @@ What AWS documents, and where each fact comes from:
   ``../shared/crds/v3.3``) has **no field for pod labels** (``spec.kubernetes`` holds initContainers, schedulerName,
   serviceAccountName and volumes; 3.6 adds ``podTemplateAnnotations``, annotations only), so the labels go on the
   custom resource's ``metadata.labels``; whether the operator copies them onto the Deployment's pods is
-  UNCONFIRMED [governance-labels-propagated] and the verify check ``governance-labels-propagated`` reads them off the
+  UNCONFIRMED [governance-labels-propagated] and the verify check ``governance-labels`` reads them off the
   pods. The WorkloadPriorityClass that task governance creates for a priority class is named
-  ``<name>-priority``: UNCONFIRMED [governance-priority-class-name] (same verify check).
+  ``<name>-priority``: UNCONFIRMED [governance-priority-class-name] (verify check ``governance-priority-classes``).
 
 Checks, each with its three outcomes: an endpoint's peak (autoscaling max replicas x accelerators per pod) within its
 team's quota, or, when the team borrows, an advisory that the pods above the quota are preemptible; inference
@@ -75,7 +75,7 @@ LOCAL_QUEUE_SUFFIX = "-localqueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 PRIORITY_CLASS_SUFFIX = "-priority"  # UNCONFIRMED [governance-priority-class-name] (module docstring)
-VERIFY_LABELS = "python -m tools.verify (check governance-labels-propagated)"
+VERIFY_LABELS = "python -m tools.verify (check governance-labels)"
 PREFLIGHT_ADDON = f"python -m tools.preflight (aws eks describe-addon-versions --addon-name {ADDON_NAME})"
 # botocore sagemaker ClusterSchedulerPriorityClassName / ComputeQuotaTargetTeamName: [a-z0-9]([-a-z0-9]*[a-z0-9]){0,39}
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"

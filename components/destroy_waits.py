@@ -262,8 +262,13 @@ class _AwsProvider(dynamic.ResourceProvider):
         return dynamic.CreateResult(str(props.get("clusterName") or props.get("vpcId")), dict(props))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
+        """Never replace (the waits own nothing); update when an input changes, so the state holds the inputs (and
+        the credential chain) the delete will run with. An empty value and a missing one are the same, as in
+        :meth:`DynamicProviderBase.diff_keys`: a state written before the chain inputs existed is no change."""
         keys = sorted((set(olds) | set(news)) - {"__provider"})
-        return dynamic.DiffResult(changes=any(olds.get(k) != news.get(k) for k in keys), replaces=[])
+        return dynamic.DiffResult(
+            changes=any((olds.get(k) or None) != (news.get(k) or None) for k in keys), replaces=[]
+        )
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
         return dynamic.UpdateResult(dict(news))

@@ -516,6 +516,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_crd_overlays.py::test_the_gateway_opt_in_holds_on_the_add_on_d4_names_without_an_advisory",),
         "the add-on builds a source names for a field (D4: inferenceGateway) are ignored: prod's gateway opt-in is advised",
     ),
+    Mutation(
+        "destroy-wait-empty-chain-changes",
+        "components/destroy_waits.py",
+        "changes=any((olds.get(k) or None) != (news.get(k) or None) for k in keys)",
+        "changes=any(olds.get(k) != news.get(k) for k in keys)",
+        ("tests/test_destroy_waits.py::test_an_empty_credential_value_is_no_change_but_a_real_one_updates_in_place",),
+        "a state written before the chain inputs existed shows an update of both destroy waits on the next preview",
+    ),
 )
 
 

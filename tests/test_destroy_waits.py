@@ -277,3 +277,19 @@ def test_the_cleanup_deletes_guarddutys_tagged_endpoint_and_group() -> None:
         provider.delete(vpc, {"region": "us-east-1", "vpcId": vpc, "timeoutSeconds": 600})
         ec2.assert_no_pending_responses()
     assert f"{vpc}: deleting GuardDuty VPC endpoints {vpce}" in logs
+
+
+@pytest.mark.parametrize("provider_cls", [LoadBalancerControllerDrainProvider, GuardDutyEndpointCleanupProvider])
+@pytest.mark.parametrize("key", ["awsProfile", "awsAssumeRoles", "awsStsRegion"])
+def test_an_empty_credential_value_is_no_change_but_a_real_one_updates_in_place(provider_cls: type, key: str) -> None:
+    olds = {"region": "us-east-1", "clusterName": CLUSTER, "vpcId": "vpc-1"}  # state written before the chain
+    real = {
+        "awsProfile": "deploy",
+        "awsAssumeRoles": [{"roleArn": "arn:aws:iam::111122223333:role/deployer"}],
+        "awsStsRegion": "us-east-1",
+    }[key]
+    changed = provider_cls().diff("id", olds, {**olds, key: real})
+    assert (changed.changes, changed.replaces) == (True, [])
+    for empty in (None, "", []):
+        assert provider_cls().diff("id", olds, {**olds, key: empty}).changes is False, empty
+        assert provider_cls().diff("id", {**olds, key: empty}, olds).changes is False, empty

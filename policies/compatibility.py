@@ -160,6 +160,15 @@ class Defect(_Strict):
         return hits
 
 
+class PrerequisiteBuilds(_Strict):
+    """The builds of one prerequisite add-on EKS lists for one Kubernetes version, and where that was read."""
+
+    addon: str
+    kubernetes_version: str = Field(alias="kubernetesVersion", pattern=r"^1\.[0-9]+$")
+    builds: tuple[str, ...] = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
 class CompatibilityTable(_Strict):
     sources: dict[str, str]
     crd_releases: tuple[CrdRelease, ...] = Field(alias="crdReleases")
@@ -167,6 +176,7 @@ class CompatibilityTable(_Strict):
     addons: tuple[AddonRelease, ...]
     features: tuple[Feature, ...]
     defects: tuple[Defect, ...]
+    prerequisite_builds: tuple[PrerequisiteBuilds, ...] = Field(default=(), alias="prerequisiteBuilds")
 
     @model_validator(mode="after")
     def _cross_refs(self) -> CompatibilityTable:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel, Policy
 
+from .addon_builds import ADDON_BUILD_POLICIES
 from .baselines import BASELINE_POLICIES
 from .capacity import CAPACITY_POLICIES
 from .cluster_versions import CLUSTER_VERSION_POLICIES
@@ -29,6 +30,7 @@ POLICIES: list[Policy] = [
     *ENDPOINT_POLICIES,
     *BASELINE_POLICIES,
     *CLUSTER_VERSION_POLICIES,
+    *ADDON_BUILD_POLICIES,
     *SECURITY_BASELINE_POLICIES,
     *GLOBAL_POLICIES,
     *CAPACITY_POLICIES,

@@ -524,6 +524,33 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_destroy_waits.py::test_an_empty_credential_value_is_no_change_but_a_real_one_updates_in_place",),
         "a state written before the chain inputs existed shows an update of both destroy waits on the next preview",
     ),
+    Mutation(
+        "addon-build-unknown-passes",
+        "policies/addon_builds.py",
+        '    if not rows:\n        return BuildVerdict(\n            "unknown",',
+        '    if not rows:\n        return BuildVerdict(\n            "holds",',
+        (
+            "tests/test_addon_builds.py::test_no_row_for_the_add_on_and_version_is_unknown_not_a_pass",
+            "tests/test_addon_builds.py::test_without_a_source_every_installed_prerequisite_is_advised_with_its_key",
+        ),
+        "a Kubernetes version no source lists builds for is judged as holding (unknown turned into ok)",
+    ),
+    Mutation(
+        "addon-build-any-region",
+        "components/config/observed.py",
+        "if seen is None or seen.region != region:",
+        "if seen is None:",
+        ("tests/test_addon_builds.py::test_an_observation_from_another_region_says_nothing",),
+        "a listing verify read in another region judges this stack's pins",
+    ),
+    Mutation(
+        "addon-build-gitversion-unparsed",
+        "tools/verify/operator.py",
+        "    k8s = minor.group(1)",
+        '    k8s = str(ctx.facts.get("kubernetesVersion"))',
+        ("tests/test_addon_builds.py::test_verify_passes_listed_pins_and_records_the_listing",),
+        "verify asks EKS for the API server's gitVersion (v1.34.2-eks-...) instead of the minor it lists builds for",
+    ),
 )
 
 

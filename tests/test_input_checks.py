@@ -287,7 +287,7 @@ def test_advisories_are_printed_with_the_capacity_and_rehearsal_tables(capsys) -
     out = capsys.readouterr().out
     capacity, advisories, rehearsal = (
         out.index("capacity per instance group"),
-        out.index("cannot be checked offline: 2 advisories (the exit code does not depend on them)"),
+        out.index("cannot be checked offline: 6 advisories (the exit code does not depend on them)"),
         out.index("rehearsal (deploy) of dev"),
     )
     assert capacity < advisories < rehearsal

@@ -110,7 +110,12 @@ def test_one_create_step_with_inputs_per_registration(prod_plan, stack_runs) -> 
         assert state.get("dependencies", []) == sorted(set(reg.dependencies))
     ext = prod_plan[EXTENSION]
     assert ext["stack"] == "prod" and ext["region"] == "us-east-1" and ext["environment"] == "prod"
-    assert ext["configErrors"] == [] and ext["policyResults"] == []
+    assert ext["configErrors"] == []
+    # prod's only policy results: no offline source lists the prerequisite builds for 1.34 (policies/addon_builds.py)
+    assert {(r["policyName"], r["enforcementLevel"]) for r in ext["policyResults"]} == {
+        ("prerequisite-build-listed-offline", "advisory")
+    }
+    assert len(ext["policyResults"]) == 4
 
 
 @pytest.fixture(scope=cached_scope("module"))

@@ -69,6 +69,8 @@ TABLE_NAMES = [
     "stateful-resources-protected",
     "eks-kubernetes-standard-support",
     "eks-kubernetes-version-listed",
+    "prerequisite-build-listed",
+    "prerequisite-build-listed-offline",
     *SECURITY_LEVELS,  # issue 17's FSBP controls: levels in policies/security_baselines.py, tests in test_edge.py
     # the global stack (policies/global_policies.py, tests/test_global_gateway.py)
     "global-gateway-routing-weights",
@@ -234,6 +236,7 @@ def test_prod_levels_in_code_match_the_table() -> None:
         "image-meets-release-requirement-offline",
         "eks-kubernetes-standard-support",
         "eks-kubernetes-version-listed",
+        "prerequisite-build-listed-offline",
     }
     advisory |= CAPACITY_ADVISORY
     for policy in POLICIES:
@@ -253,10 +256,20 @@ def test_reference_stacks_have_no_mandatory_violation(stack_runs: dict[str, Stac
 
 def test_reference_prod_stack_is_clean_and_dev_only_advises_protection(stack_runs: dict[str, StackRun]) -> None:
     prod = evaluate(POLICIES, stack_runs["prod"].registrations, "prod")
-    assert [r.render() for r in prod] == []
+    # the only advisories: no offline source lists the prerequisite builds for Kubernetes 1.34 (policies/addon_builds.py)
+    assert sorted((r.policy, r.resource_name) for r in prod) == [
+        ("prerequisite-build-listed-offline", "operator-prereqs-aws-fsx-csi-driver"),
+        ("prerequisite-build-listed-offline", "operator-prereqs-aws-mountpoint-s3-csi-driver"),
+        ("prerequisite-build-listed-offline", "operator-prereqs-cert-manager"),
+        ("prerequisite-build-listed-offline", "operator-prereqs-metrics-server"),
+    ]
     dev = evaluate(POLICIES, stack_runs["dev"].registrations, "dev")
     # interface VPC endpoints are off by default outside prod (billed per AZ-hour): advised, not required
-    assert {r.policy for r in dev} <= {"stateful-resources-protected", "vpc-interface-endpoints"}
+    assert {r.policy for r in dev} <= {
+        "stateful-resources-protected",
+        "vpc-interface-endpoints",
+        "prerequisite-build-listed-offline",
+    }
     assert all(r.level == "advisory" for r in dev)
 
 
@@ -1364,6 +1377,8 @@ def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun]
             # the one cluster here runs 1.33 for eks-kubernetes-standard-support; the unlisted 1.35 case is
             # tests/test_cluster_config.py::test_unlisted_kubernetes_version_needs_the_explicit_key
             "eks-kubernetes-version-listed",
+            # refuses only where a prerequisiteBuilds row exists (none is sourced yet): tests/test_addon_builds.py
+            "prerequisite-build-listed",
         }
     )
     expected -= {n for n in TABLE_NAMES if n.startswith("global-gateway-")}  # tests/test_global_gateway.py

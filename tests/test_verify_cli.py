@@ -36,6 +36,7 @@ from tests.verify_cluster import (
     cluster_nodes,
     healthy_targets,
     kube_server,
+    queue_prerequisite_builds,
     staging,
     staging_cluster,
 )
@@ -80,6 +81,7 @@ def aws_of_a_staging_run() -> StubbedClients:
         },
     )
     clients.queue("eks", "describe_addon", addon())
+    queue_prerequisite_builds(clients)
     clients.queue("sagemaker", "list_cluster_nodes", cluster_nodes({"system": 2, "gpu-p5": 3}))
     clients.queue(
         "elbv2",

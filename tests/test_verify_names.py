@@ -18,7 +18,8 @@ from tools.verify.__main__ import listing
 
 ROOT = Path(__file__).resolve().parent.parent
 # "check `x-y`", "check **`x-y`**", "check ``x-y``", "(check x-y)", "check x-y:" on a line that mentions verify.
-REFERENCE = re.compile(r"\bcheck\s+\*{0,2}`{0,2}([a-z][a-z0-9]*(?:-[a-z0-9]+)+)")
+# The name ends at a backtick or punctuation: "check `add-on versions`" (a preflight check) is not a verify name.
+REFERENCE = re.compile(r"\bcheck\s+\*{0,2}`{0,2}([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?=[`*):;,.]|$)")
 SCANNED = ("README.md", "docs", "policies", "components", "tools")
 SUFFIXES = {".md", ".py", ".yaml", ".yml", ".json"}
 

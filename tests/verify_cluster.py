@@ -470,3 +470,23 @@ def alb_log_attributes(enabled: str = "true") -> dict[str, Any]:
             {"Key": "access_logs.s3.prefix", "Value": "alb"},
         ]
     }
+
+
+# The builds EKS lists for staging's prerequisites on Kubernetes 1.34 (check prerequisite-builds): its pins.
+STAGING_PREREQUISITE_PINS = {
+    "aws-mountpoint-s3-csi-driver": "v1.14.1-eksbuild.1",
+    "aws-fsx-csi-driver": "v1.6.0-eksbuild.1",
+    "metrics-server": "v0.7.2-eksbuild.4",
+    "cert-manager": "v1.18.2-eksbuild.2",
+}
+
+
+def queue_prerequisite_builds(clients: StubbedClients, kubernetes_version: str = "1.34") -> None:
+    """DescribeAddonVersions for each of staging's prerequisites, listing its pin."""
+    for addon_name, build in STAGING_PREREQUISITE_PINS.items():
+        clients.queue(
+            "eks",
+            "describe_addon_versions",
+            {"addons": [{"addonName": addon_name, "addonVersions": [{"addonVersion": build}]}]},
+            {"addonName": addon_name, "kubernetesVersion": kubernetes_version},
+        )

@@ -10,7 +10,8 @@ from rich.console import Console
 
 # Piped output (CI logs, `| less`, the job summary) gets this width instead of rich's 80 columns: wide enough
 # for the tables' numbers on one line, narrow enough to read; longer cells and lines wrap (tables fold their
-# cells, findings fold), and ``--json`` carries every text in full. On a terminal, the terminal's width.
+# cells; a policy finding or a plan diff line stays one line, so grep finds it whole), and ``--json`` carries
+# every text in full. On a terminal, the terminal's width.
 PIPED_WIDTH = 160
 
 

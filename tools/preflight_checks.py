@@ -333,6 +333,22 @@ def _iam_mode(eks: Any, addon: str, version: str, requires_iam: bool) -> str:
     return "IAM: none required"
 
 
+def addon_versions_for(eks: Any, addon: str, kubernetes_version: str) -> list[dict[str, Any]]:
+    """Every ``addonVersions`` entry EKS lists for ``addon`` on ``kubernetes_version`` (all pages)."""
+    versions: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"addonName": addon, "kubernetesVersion": kubernetes_version}
+        if token:
+            kwargs["nextToken"] = token
+        page = call(eks, "describe_addon_versions", **kwargs)
+        for info in page.get("addons", []):
+            versions.extend(info.get("addonVersions", []))
+        token = page.get("nextToken")
+        if not token:
+            return versions
+
+
 @check("add-on versions")
 def check_addon_versions(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     """Pinned add-on versions must exist for the cluster's Kubernetes version; also say how each wants IAM."""
@@ -347,18 +363,7 @@ def check_addon_versions(clients: Clients, cfg: StackConfig) -> list[CheckResult
     out: list[CheckResult] = []
     for addon, version in pins.items():
         name = f"add-on {addon}"
-        versions: list[dict[str, Any]] = []
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {"addonName": addon, "kubernetesVersion": k8s}
-            if token:
-                kwargs["nextToken"] = token
-            page = call(eks, "describe_addon_versions", **kwargs)
-            for info in page.get("addons", []):
-                versions.extend(info.get("addonVersions", []))
-            token = page.get("nextToken")
-            if not token:
-                break
+        versions = addon_versions_for(eks, addon, k8s)
         match = next((v for v in versions if v.get("addonVersion") == version), None)
         if match is None:
             available = [v["addonVersion"] for v in versions if "addonVersion" in v]

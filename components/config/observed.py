@@ -10,6 +10,9 @@ unverified, and says so ("observed 2026-12-04 by verify"):
 * each instance group's node ``status.allocatable`` (UNCONFIRMED [nodeadm-defaults]): the capacity checks use it
   instead of the computed kube-reserved (:func:`allocatable_for`, ``policies/capacity_rules.ObservedAllocatable``).
 
+* the builds EKS lists for each prerequisite add-on on the cluster's Kubernetes version (check ``prerequisite-builds``):
+  every stack of the same region is then judged by them (:func:`addon_build_listings`, ``policies/addon_builds.py``).
+
 ``settled_by_stack`` tells the checklist's marker listing which checklist ids a run settled for which stack. The
 directory is ``verified/`` at the repository root, or ``$HPI_VERIFIED_DIR`` (the tests point it elsewhere).
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from policies import addon_builds
 from policies import capacity_rules as cap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +69,14 @@ class ObservedGroup(_Model):
     taints: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ObservedAddonBuilds(_Model):
+    """The builds EKS listed (DescribeAddonVersions) for the cluster's Kubernetes version, per prerequisite add-on."""
+
+    region: str
+    kubernetes_version: str = Field(alias="kubernetesVersion")
+    builds: dict[str, list[str]]  # add-on name -> builds listed for that version
+
+
 class Observations(_Model):
     """``verified/<stack>.json`` (the keys this module reads; a run may write more, under ``facts``)."""
 
@@ -74,6 +86,7 @@ class Observations(_Model):
     settled: list[str] = Field(default_factory=list)
     services: dict[str, ObservedService] = Field(default_factory=dict)  # key: endpoint name
     groups: dict[str, ObservedGroup] = Field(default_factory=dict)  # key: instance group name
+    addon_builds: ObservedAddonBuilds | None = Field(default=None, alias="addonBuilds")
     facts: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -126,3 +139,26 @@ def allocatable_for(stack: str | None) -> dict[str, cap.ObservedAllocatable]:
         name: cap.ObservedAllocatable({r: cap.amount(r, v) for r, v in g.allocatable.items()}, obs.note)
         for name, g in obs.groups.items()
     }
+
+
+def addon_build_listings(region: str) -> tuple[addon_builds.Listing, ...]:
+    """What verify read of DescribeAddonVersions in ``region``, over every ``verified/*.json`` (any stack: the
+    builds EKS lists for a Kubernetes version are the region's, not the stack's). A malformed file gives nothing
+    here; the ingress checks report it as a config error."""
+    folder = verified_dir()
+    out: list[addon_builds.Listing] = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            obs = parse(path)
+        except ObservationsError:
+            continue
+        seen = obs.addon_builds
+        if seen is None or seen.region != region:
+            continue
+        source = f"observed {obs.observed_on} by verify ({obs.stack}, {seen.region})"
+        out.extend(
+            addon_builds.Listing(addon, seen.kubernetes_version, tuple(builds), source)
+            for addon, builds in sorted(seen.builds.items())
+            if builds
+        )
+    return tuple(out)

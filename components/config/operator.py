@@ -8,15 +8,18 @@ pin below the minimum is a config error here rather than a failed 45-minute add-
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pydantic import Field
 
-from .base import ConfigIssue, Model
-from .checks import cross_check
+from policies import addon_builds
+
+from . import observed
+from .base import ConfigAdvisory, ConfigIssue, Model
+from .checks import advisory_check, cross_check
+from .cluster import ClusterConfig
 
 
 class StackView(Protocol):
@@ -24,6 +27,10 @@ class StackView(Protocol):
 
     @property
     def operator(self) -> OperatorConfig: ...
+    @property
+    def cluster(self) -> ClusterConfig: ...
+    @property
+    def region(self) -> str: ...
 
 
 AddonVersion = str
@@ -53,13 +60,8 @@ _BY_KEY = {p.config_key: p for p in PREREQUISITES}
 PrerequisiteName = Literal["aws-mountpoint-s3-csi-driver", "aws-fsx-csi-driver", "metrics-server", "cert-manager"]
 
 
-def parse_eks_version(version: str) -> tuple[int, int, int, int]:
-    """``v1.14.1-eksbuild.2`` -> ``(1, 14, 1, 2)`` for ordering add-on versions."""
-    m = re.match(r"^v([0-9]+)\.([0-9]+)\.([0-9]+)-eksbuild\.([0-9]+)$", version)
-    if m is None:
-        raise ValueError(f"not an EKS add-on version: {version!r}")
-    major, minor, patch, build = (int(g) for g in m.groups())
-    return major, minor, patch, build
+# One parser for EKS add-on builds, shared with the policy pack (policies/addon_builds.py).
+parse_eks_version = addon_builds.parse_eks_build
 
 
 class BundledChart(Model):
@@ -161,3 +163,47 @@ def _operator_checks(cfg: StackView) -> Iterable[ConfigIssue]:
 
 
 cross_check(_operator_checks)
+
+
+def _build_verdicts(cfg: StackView) -> Iterable[tuple[Prerequisite, addon_builds.BuildVerdict | None, str | None]]:
+    """(prerequisite, verdict, Kubernetes version) for each prerequisite this stack installs; verdict None where
+    the cluster is adopted (its version is the cluster's, read by preflight, not a pin of this stack)."""
+    k8s = None if cfg.cluster.existing is not None else cfg.cluster.kubernetes_version
+    listings = (*addon_builds.table_listings(), *observed.addon_build_listings(cfg.region))
+    for pre in PREREQUISITES:
+        if not cfg.operator.installs(pre):
+            continue
+        if k8s is None:
+            yield pre, None, None
+        else:
+            yield pre, addon_builds.verdict(pre.addon_name, cfg.operator.pinned(pre), k8s, listings), k8s
+
+
+def _build_listed(cfg: StackView) -> Iterable[ConfigIssue]:
+    """Refused: a source lists the builds EKS offers for the cluster's version and the pin is not one of them."""
+    for pre, found, _ in _build_verdicts(cfg):
+        if found is not None and found.outcome == "refused":
+            yield ConfigIssue(f"operator.{pre.config_key}", found.text)
+
+
+def _build_unknown(cfg: StackView) -> Iterable[ConfigAdvisory]:
+    """Cannot be known offline: no source lists the version's builds, or the cluster (and so its version) is
+    adopted."""
+    for pre, found, k8s in _build_verdicts(cfg):
+        key = f"operator.{pre.config_key}"
+        if found is None:
+            yield ConfigAdvisory(
+                key,
+                f"{pre.addon_name} {cfg.operator.pinned(pre)} on the adopted cluster: whether EKS lists it for the "
+                "cluster's Kubernetes version is known only from the cluster",
+                addon_builds.POLICY_OFFLINE,
+                addon_builds.checked_by(pre.addon_name, "<the cluster's version>"),
+            )
+        elif found.outcome == "unknown" and k8s is not None:
+            yield ConfigAdvisory(
+                key, found.text, addon_builds.POLICY_OFFLINE, addon_builds.checked_by(pre.addon_name, k8s)
+            )
+
+
+cross_check(_build_listed)
+advisory_check(_build_unknown)

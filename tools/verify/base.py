@@ -116,6 +116,7 @@ class Context:
     facts: dict[str, Any] = field(default_factory=dict)  # written to verified/<stack>.json under "facts"
     services: dict[str, dict[str, Any]] = field(default_factory=dict)  # endpoint -> ObservedService
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # instance group -> ObservedGroup
+    addon_builds: dict[str, Any] = field(default_factory=dict)  # ObservedAddonBuilds (check prerequisite-builds)
     _cache: dict[str, Any] = field(default_factory=dict)
 
     def once(self, key: str, read: Callable[[], Any]) -> Any:

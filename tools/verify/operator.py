@@ -18,9 +18,10 @@ from typing import Any
 
 from components.config.endpoints import CR_GROUP_VERSION
 from components.config.gateway import gateway_namespace
+from components.config.operator import PREREQUISITES
 from components.inference_gateway import API_VERSION as GATEWAY_API_VERSION
-from policies import crd_overlays
-from tools.preflight_checks import INFERENCE_ADDON, call
+from policies import addon_builds, crd_overlays
+from tools.preflight_checks import INFERENCE_ADDON, addon_versions_for, call
 
 from .base import Context, HttpAnswer, Result, check, condition, labels
 from .traffic import _completion
@@ -68,6 +69,51 @@ def operator_addon(ctx: Context) -> list[Result]:
             )
         ]
     return [Result("operator-addon", "PASS", f"{INFERENCE_ADDON} {version} ACTIVE")]
+
+
+@check(
+    addon_builds.VERIFY_CHECK,
+    "the prerequisite add-on builds EKS lists for the cluster's Kubernetes version",
+    reads=("eks:DescribeAddonVersions",),
+)
+def prerequisite_builds(ctx: Context) -> list[Result]:
+    """Read what EKS lists for each prerequisite this stack installs, judge the pin by it, and record the listing
+    in ``verified/<stack>.json`` (``addonBuilds``): the offline checks of every stack in the region then refuse a
+    pin EKS does not list for that version (policies/addon_builds.py)."""
+    name = addon_builds.VERIFY_CHECK
+    # the API server's version (``v1.34.2-eks-3025e55``) -> the minor EKS lists builds for (``1.34``)
+    minor = re.match(r"^v?([0-9]+\.[0-9]+)", str(ctx.facts.get("kubernetesVersion") or ""))
+    if minor is None:
+        return [Result(name, "SKIP", "the cluster's Kubernetes version was not read")]
+    k8s = minor.group(1)
+    eks = ctx.aws("eks")
+    listed: dict[str, list[str]] = {}
+    out = []
+    for pre in PREREQUISITES:
+        if not ctx.cfg.operator.installs(pre):
+            continue
+        builds = [str(v["addonVersion"]) for v in addon_versions_for(eks, pre.addon_name, k8s) if "addonVersion" in v]
+        listed[pre.addon_name] = builds
+        pinned = ctx.cfg.operator.pinned(pre)
+        source = f"DescribeAddonVersions in {ctx.cfg.region}"
+        found = addon_builds.verdict(
+            pre.addon_name, pinned, k8s, [addon_builds.Listing(pre.addon_name, k8s, tuple(builds), source)]
+        )
+        if not builds:
+            out.append(
+                Result(
+                    name,
+                    "FAIL",
+                    f"EKS lists no {pre.addon_name} build for Kubernetes {k8s} in {ctx.cfg.region}",
+                    "install it another way and list it in operator.existingPrerequisites",
+                )
+            )
+        elif found.outcome == "holds":
+            out.append(Result(name, "PASS", found.text))
+        else:
+            out.append(Result(name, "FAIL", found.text, f"set operator.{pre.config_key} to one of the listed builds"))
+    ctx.addon_builds = {"region": ctx.cfg.region, "kubernetesVersion": k8s, "builds": listed}
+    return out or [Result(name, "SKIP", "the stack installs no prerequisite add-on (operator.existingPrerequisites)")]
 
 
 def _schema_of(crd: dict[str, Any], version: str) -> dict[str, Any] | None:

@@ -514,6 +514,8 @@ def observations(ctx: Context, results: list[Result]) -> dict[str, Any]:
         "groups": {k: v for k, v in ctx.groups.items() if "allocatable" in v},
         "facts": ctx.facts,
     }
+    if ctx.addon_builds:
+        doc["addonBuilds"] = ctx.addon_builds
     observed.Observations.model_validate(doc)  # what the reading side accepts, or a bug here
     return doc
 

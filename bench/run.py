@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.rehearse.bench import endpoint_stack
+from tools.cli.bench import endpoint_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -66,10 +66,10 @@ def measure(cmd: list[str], runs: int) -> Sample:
 
 _IN_PROCESS = r"""
 import contextlib, gc, io, json, statistics, sys, time, yaml
-from tools.preview import preview
+from tools.cli.preview import preview
 mapping = yaml.safe_load(open(sys.argv[1]))["config"]
 runs = int(sys.argv[2])
-gc.collect(); gc.freeze(); gc.set_threshold(100_000, 50, 50)  # as tools.preview's main() does
+gc.collect(); gc.freeze(); gc.set_threshold(100_000, 50, 50)  # as tools.cli.preview's main() does
 times = []
 for i in range(runs + 1):
     t = time.perf_counter()
@@ -96,7 +96,7 @@ def sdk_modules_of_prod_preview() -> list[str]:
     """The SDK modules (pulumi*) a real prod preview ends up loading, collected from a real run."""
     code = (
         "import sys, json, contextlib, io\n"
-        "from tools.preview import preview\n"
+        "from tools.cli.preview import preview\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    preview('prod', as_json=True)\n"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0].startswith('pulumi'))))\n"
@@ -180,14 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     results: dict[str, Sample] = {"import floor": floor}
     for stack in ("dev", "prod"):
-        results[f"preview {stack}"] = measure([PY, "-m", "tools.preview", "--stack", stack, "--json"], args.runs)
+        results[f"preview {stack}"] = measure([PY, "-m", "tools.cli.preview", "--stack", stack, "--json"], args.runs)
     in_process: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         # The pull-request path: the prod plan diffed against a saved one (here: itself, every step compared).
         base = Path(tmp) / "prod-plan.json"
         base.write_text(
             subprocess.run(
-                [PY, "-m", "tools.preview", "--stack", "prod", "--json"],
+                [PY, "-m", "tools.cli.preview", "--stack", "prod", "--json"],
                 cwd=ROOT,
                 capture_output=True,
                 text=True,
@@ -196,12 +196,12 @@ def main(argv: list[str] | None = None) -> int:
             encoding="utf-8",
         )
         results["preview prod --diff"] = measure(
-            [PY, "-m", "tools.preview", "--stack", "prod", "--diff", str(base), "--json"], args.runs
+            [PY, "-m", "tools.cli.preview", "--stack", "prod", "--diff", str(base), "--json"], args.runs
         )
         for n in (1, 50, 200):
             path = Path(tmp) / f"Pulumi.bench{n}.yaml"
             path.write_text(yaml.safe_dump(endpoint_stack(n)), encoding="utf-8")
-            cmd = [PY, "-m", "tools.preview", "--stack", f"bench{n}", "--stack-file", str(path), "--json"]
+            cmd = [PY, "-m", "tools.cli.preview", "--stack", f"bench{n}", "--stack-file", str(path), "--json"]
             results[f"{n} endpoints"] = measure(cmd, args.runs)
             in_process[n] = run_seconds(path, args.runs)
     # Marginal cost: least-squares slope of the in-process run time through the three sizes.
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             results["200 endpoints"].rss_mb < TARGET_RSS_MB_AT_200,
         ),
     ]
-    from tools.rehearse.bench import rehearsal_table
+    from tools.cli.bench import rehearsal_table
 
     rehearsal_rows, prod_share = rehearsal_table(args.runs)
     checks.append(("rehearsal of prod / its preview", f"{prod_share:.1f} %", "<= 10 %", prod_share <= 10))
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "## The deploy rehearsal next to the preview",
         "",
-        "In-process medians after a warm-up (`python -m tools.rehearse.bench`): the preview (which now runs the",
+        "In-process medians after a warm-up (`python -m tools.cli.bench`): the preview (which now runs the",
         "rehearsal and the capacity checks itself) and the rehearsal alone on the same graph.",
         "",
         *rehearsal_rows,
@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         "  (~1 s); the data file is now located without executing the package (`components/config/regions.py`).",
         "- The SDK's per-resource source-position capture (`traceback.extract_stack` with an `os.stat` per frame,",
         "  ~3 ms a resource) is discarded by the mock monitor; the harness skips it during mock runs.",
-        "- Garbage collection re-scanned the ~1M objects of the imported SDK modules: `tools.preview` freezes them",
+        "- Garbage collection re-scanned the ~1M objects of the imported SDK modules: `tools.cli.preview` freezes them",
         "  after import and enlarges the young generation for its short run (9.3 -> 7.2 ms per endpoint).",
         "- The graph monitor deserialized every resource's inputs a second time; the policy engine re-normalised",
         "  every resource's props once per policy. Both now happen once.",

@@ -1,7 +1,7 @@
 """ObservabilityDashboards: a CloudWatch dashboard (one row per endpoint) and the front door's alarms, as code.
 
 The dashboard body is a pure function of the stack (:func:`dashboard_body`) — the endpoints, the ALB and
-target groups the front door created, the WebACL — so it is reviewed like any other input (``tools.preview
+target groups the front door created, the WebACL — so it is reviewed like any other input (``tools.cli.preview
 --out`` writes every ``aws.cloudwatch.Dashboard`` body under ``dashboards/``).
 
 Per endpoint row: ALB requests and 4xx/5xx of its target group, target response time (p50/p90/p99), healthy

@@ -11,7 +11,7 @@ in the same ``pulumi up`` has no transit-gateway attachment or peering connectio
   ``cidr -> transit gateway`` in every route table it is given, after the attachment (a route to a transit gateway needs
   the VPC's attachment to it; without it the route's create is refused: UNCONFIRMED [tgw-route-needs-attachment]). Whether the transit gateway accepts the
   attachment by itself (a shared gateway may need its owner to accept it) and routes ``cidr`` back to this VPC is
-  its owner's configuration: UNCONFIRMED [deployer-route-far-side], ``python -m tools.preflight`` checks that it exists and is available.
+  its owner's configuration: UNCONFIRMED [deployer-route-far-side], ``python -m tools.preflight.regional`` checks that it exists and is available.
 * ``peerVpcId``: one peering connection to that VPC (same account and region, so this stack accepts it:
   ``auto_accept``) and a route ``cidr -> peering connection`` in every route table it is given. The peer VPC's route
   back to this VPC's CIDR is its owner's.

@@ -21,7 +21,7 @@ so that ``pulumi destroy`` (which deletes in reverse dependency order) runs thei
   ``scripts/guardduty-cleanup.sh`` at destroy for this reason). Its delete runs after the EKS cluster (and so the
   HyperPod cluster, which depends on it) is gone and before the subnets: :func:`cleanup` deletes the endpoints
   tagged ``GuardDutyManaged`` for those services, waits for their interfaces, then deletes their tagged security
-  groups (``python -m tools.guardduty_cleanup`` runs the same function by hand).
+  groups (``python -m tools.preflight.guardduty_cleanup`` runs the same function by hand).
 
 At create each makes one of its delete's read calls (a missing permission shows at ``up``). Both make their boto3
 clients on first use, in the resource's ``region``, on the stack's credential chain (``aws:profile`` and
@@ -70,7 +70,7 @@ def _plain_call(client: Any, method: str, **kwargs: Any) -> Any:
     return getattr(client, method)(**kwargs)
 
 
-# --- GuardDuty's endpoint (also python -m tools.guardduty_cleanup) ---------------------------------------------
+# --- GuardDuty's endpoint (also python -m tools.preflight.guardduty_cleanup) ---------------------------------------------
 
 
 def guardduty_services(region: str) -> list[str]:

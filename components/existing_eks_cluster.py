@@ -18,7 +18,7 @@ Compatibility (HyperPod EKS prerequisites page, Requirements 1-2): the authentic
 API_AND_CONFIG_MAP and the version one HyperPod supports. The data source is read at deploy time, so an
 incompatible cluster is reported as a :class:`~components.config.ConfigError` (``hyperpod-inference:cluster
 .existing.eksClusterName: ...``) when the read resolves, before any resource that needs the cluster is
-registered; preflight reports the same earlier (``tools/preflight_checks.py``).
+registered; preflight reports the same earlier (``tools/preflight/checks.py``).
 """
 
 from __future__ import annotations

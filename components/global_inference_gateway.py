@@ -250,7 +250,7 @@ class GlobalInferenceGatewayProvider(DynamicProviderBase):
             return GatewayError(
                 f"{operation}: resource in use — the name {params.get('Name')!r} is taken in this account and "
                 f"Region, or a member gateway already belongs to another global inference gateway "
-                f"(`python -m tools.preflight --stack <global stack>` finds which): {message}"
+                f"(`python -m tools.preflight.regional --stack <global stack>` finds which): {message}"
             )
         if code == "ResourceInUse":
             member = f"{params.get('Namespace')}/{params.get('Name')} on {params.get('ClusterArn')}"

@@ -101,7 +101,7 @@ def execution_role_trust_policy() -> dict[str, Any]:
     ``sagemaker_iam_role``), and SageMaker's cross-service confused-deputy page does not list HyperPod. A condition
     the service does not satisfy makes CreateCluster fail late (after the EKS cluster is up), so the package follows
     the templates. The role stays scoped by what it grants (the inline policy below) and by who may pass it
-    (``iam:PassRole`` of the deployer, tools.deployer_policy).
+    (``iam:PassRole`` of the deployer, tools.cli.deployer_policy).
     """
     return {
         "Version": "2012-10-17",

@@ -5,7 +5,7 @@ a cluster created through the APIs must first get the Helm chart ``helm_chart/Hy
 aws/sagemaker-hyperpod-cli, released as ``hyperpod-dependencies`` in ``kube-system``; without it HyperPod
 may fail to create or run. It is not published to a Helm repository, so it is installed from a local
 checkout of a reviewed commit (``cluster.hyperpodDependencies.gitCommit``, fetched by
-``python -m tools.vendor_chart``).
+``python -m tools.fetch.chart``).
 
 **No waiting.** The release is created before the HyperPod cluster, which provides the cluster's only nodes, so
 nothing it installs can run yet. Helm's wait (``atomic`` turns it on) would wait for Deployments that cannot

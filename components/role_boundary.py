@@ -1,9 +1,9 @@
 """The permissions boundary every IAM role of a stack carries (``hpi-<stack>-role-boundary``).
 
 The deploy role may create and change only roles that carry this boundary (its policy requires it with a
-condition on ``iam:PermissionsBoundary``, ``tools.deployer_policy``), so whatever the deploy role writes into a
+condition on ``iam:PermissionsBoundary``, ``tools.cli.deployer_policy``), so whatever the deploy role writes into a
 role's policies, the role can never do more than the boundary allows: the deploy role cannot make a role more
-powerful than itself and assume it. ``python -m tools.preview --stack S --out DIR`` writes the boundary's document
+powerful than itself and assume it. ``python -m tools.cli.preview --stack S --out DIR`` writes the boundary's document
 (``DIR/iam/boundary-S.json``); an administrator creates it once as a customer managed policy of that name before
 the first ``pulumi up`` (docs/first-deploy.md).
 

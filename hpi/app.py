@@ -24,7 +24,7 @@ from rich.console import Console
 from hpi.commands import BY_PATH, COMMANDS, GROUPS, Command
 from hpi.project import NoProject, enter, find_project
 
-EXIT_INPUT = 2  # as tools.cli.EXIT_INPUT: hpi cannot import the project's tools before it has found the project
+EXIT_INPUT = 2  # as tools.report.cli.EXIT_INPUT: hpi cannot import the project's tools before it has found the project
 SHELLS = ("bash", "zsh", "tcsh")
 COMPLETION = ("completion",)
 

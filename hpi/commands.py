@@ -30,23 +30,35 @@ GROUPS: dict[str, str] = {
 }
 
 COMMANDS: tuple[Command, ...] = (
-    Command("preview", "tools.preview", "offline preview: the program under mocks, policy pack, capacity, rehearsal"),
+    Command(
+        "preview", "tools.cli.preview", "offline preview: the program under mocks, policy pack, capacity, rehearsal"
+    ),
     Command("rehearse", "tools.rehearse.__main__", "the deploy rehearsal of pulumi up (--destroy: pulumi destroy)"),
-    Command("capacity", "tools.capacity", "the capacity table: what each instance group's nodes fit"),
-    Command("preflight", "tools.preflight", "read-only AWS checks before pulumi up (a global stack: its checks)"),
-    Command("preflight-global", "tools.preflight_global", "read-only AWS checks of a global stack and its members"),
+    Command("capacity", "tools.cli.capacity", "the capacity table: what each instance group's nodes fit"),
+    Command(
+        "preflight", "tools.preflight.regional", "read-only AWS checks before pulumi up (a global stack: its checks)"
+    ),
+    Command(
+        "preflight-global", "tools.preflight.global_stack", "read-only AWS checks of a global stack and its members"
+    ),
     Command("verify", "tools.verify", "post-deploy checks of a stack against the live account"),
-    Command("policy", "tools.policy", "the CrossGuard policy pack: its results for a stack, or its policies"),
-    Command("deployer-policy", "tools.deployer_policy", "the least-privilege IAM policy to deploy one stack"),
-    Command("guardduty-cleanup", "tools.guardduty_cleanup", "remove GuardDuty's VPC endpoint before pulumi destroy"),
+    Command("policy", "tools.cli.policy", "the CrossGuard policy pack: its results for a stack, or its policies"),
+    Command("deployer-policy", "tools.cli.deployer_policy", "the least-privilege IAM policy to deploy one stack"),
+    Command(
+        "guardduty-cleanup",
+        "tools.preflight.guardduty_cleanup",
+        "remove GuardDuty's VPC endpoint before pulumi destroy",
+    ),
     Command(
         "unconfirmed",
-        "tools.unconfirmed",
+        "tools.generate.unconfirmed",
         "list the UNCONFIRMED markers and check them against docs/first-deploy.md's checklist",
     ),
-    Command("generate crd-models", "tools.crd_models", "components/config/crd.py and policies/crd_fields.json"),
-    Command("generate replacement-rules", "tools.replacement_rules", "policies/replacement_rules.json"),
-    Command("generate config-reference", "tools.config_reference", "docs/configuration.md"),
+    Command(
+        "generate crd-models", "tools.generate.crd_models", "components/config/crd.py and policies/crd_fields.json"
+    ),
+    Command("generate replacement-rules", "tools.generate.replacement_rules", "policies/replacement_rules.json"),
+    Command("generate config-reference", "tools.generate.config_reference", "docs/configuration.md"),
     Command("generate config-schema", "components.config.schema", "stacks/schema.json and stacks/global.schema.json"),
     Command(
         "generate instance-types",
@@ -59,10 +71,14 @@ COMMANDS: tuple[Command, ...] = (
         "components/config/data/config_namespaces.json: the providers' config namespaces and keys",
     ),
     Command(
-        "generate ci-matrix", "tools.ci_matrix", "the pull-request workflow's stack matrix", parser=False, argv=False
+        "generate ci-matrix",
+        "tools.generate.ci_matrix",
+        "the pull-request workflow's stack matrix",
+        parser=False,
+        argv=False,
     ),
-    Command("fetch crds", "tools.fetch_crds", "the CRDs the schema tests validate against, at pinned commits"),
-    Command("fetch chart", "tools.vendor_chart", "the pinned HyperPod dependencies chart, into vendor/"),
+    Command("fetch crds", "tools.fetch.crds", "the CRDs the schema tests validate against, at pinned commits"),
+    Command("fetch chart", "tools.fetch.chart", "the pinned HyperPod dependencies chart, into vendor/"),
 )
 
 BY_PATH: dict[tuple[str, ...], Command] = {c.path: c for c in COMMANDS}

@@ -18,7 +18,7 @@ No public source lists the builds of these four add-ons per Kubernetes version (
 
 Three outcomes, one function for the stack-config check and the policy pack: the build is listed (holds), a source
 lists the version's builds and this one is not among them (refused, naming the builds that are), or no source lists
-the version's builds (cannot be known offline: ``python -m tools.preflight`` check ``add-on versions`` asks EKS).
+the version's builds (cannot be known offline: ``python -m tools.preflight.regional`` check ``add-on versions`` asks EKS).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def table_listings() -> tuple[Listing, ...]:
 def checked_by(addon: str, kubernetes_version: str) -> str:
     """What settles an unknown verdict: the preflight check that asks EKS (and the call it makes)."""
     return (
-        "python -m tools.preflight (check add-on versions: aws eks describe-addon-versions "
+        "python -m tools.preflight.regional (check add-on versions: aws eks describe-addon-versions "
         f"--addon-name {addon} --kubernetes-version {kubernetes_version})"
     )
 
@@ -181,7 +181,7 @@ prerequisite_build_listed = StackValidationPolicy(
 prerequisite_build_listed_offline = StackValidationPolicy(
     name=POLICY_OFFLINE,
     description="A prerequisite EKS add-on build for a Kubernetes version no offline source lists builds for: "
-    "whether EKS accepts it is decided by DescribeAddonVersions (python -m tools.preflight check add-on versions). "
+    "whether EKS accepts it is decided by DescribeAddonVersions (python -m tools.preflight.regional check add-on versions). "
     "AWS docs: EKS 'addon-compat'.",
     validate=_listed_offline,
     enforcement_level=EnforcementLevel.ADVISORY,

@@ -3,7 +3,7 @@
 Two callers use exactly these functions, as with ``policies/rules.py``: the stack-config cross-checks
 (``components/config/capacity.py``, exit 2 before anything is registered) and the policy pack
 (``policies/capacity.py``, over the registered ``aws-native:sagemaker:Cluster`` and the operator's custom
-resources). ``tools/capacity_report.py`` renders the same :class:`Plan` as a table.
+resources). ``tools/plan/capacity_table.py`` renders the same :class:`Plan` as a table.
 
 How a node's allocatable is computed (every number cited; see docs/capacity.md for where it can be wrong):
 
@@ -380,7 +380,7 @@ def selector_matches(selector: Mapping[str, Any], labels: Mapping[str, str]) -> 
 # Node labels whose values exist only on real nodes: the node name (``kubernetes.io/hostname``: a well-known label
 # the kubelet sets to the node's name, kubernetes.io docs "Well-Known Labels, Annotations and Taints"), zone names
 # (``topology.kubernetes.io/zone``: AWS maps zone *names* to zone *IDs* differently in each account, EC2 User Guide
-# "Availability Zone IDs"; the stack file knows only AZ IDs, tools.preflight maps them with
+# "Availability Zone IDs"; the stack file knows only AZ IDs, tools.preflight.regional maps them with
 # DescribeAvailabilityZones), and any label no instance group of the stack declares (set by someone else, or
 # nowhere). An expression on such a label is neither true nor false offline: the group stays a candidate, and the
 # expression is reported as cannot-be-checked-offline (rule ``endpoint-node-selection-offline``).
@@ -404,7 +404,7 @@ def unknowable_label(key: str, declared: Iterable[str]) -> str | None:
     if key == HOSTNAME_LABEL:
         return "the cluster: node names exist once the nodes join (`kubectl get nodes -L kubernetes.io/hostname`)"
     if key in ZONE_LABELS:
-        return "tools.preflight (DescribeAvailabilityZones maps the zone names to this account's AZ IDs)"
+        return "tools.preflight.regional (DescribeAvailabilityZones maps the zone names to this account's AZ IDs)"
     if key not in set(declared):
         return f"the cluster: `kubectl get nodes -L {key}` (no instance group declares the label {key})"
     return None
@@ -1205,11 +1205,11 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
                 "",
                 f"{w.label}: {why}; its {pod.role} pods stay Pending until instances are running"
                 + (
-                    " (the plan must be Active: python -m tools.preflight checks it)"
+                    " (the plan must be Active: python -m tools.preflight.regional checks it)"
                     if any(g.training_plan_arn for g in non_empty)
                     else ""
                 ),
-                "tools.preflight (ListTrainingPlans: the plan must be Active)"
+                "tools.preflight.regional (ListTrainingPlans: the plan must be Active)"
                 if any(g.training_plan_arn for g in non_empty)
                 else "",
             )
@@ -1682,7 +1682,7 @@ CAPACITY_RULES: tuple[CapacityRule, ...] = (
         "advisory",
         "An endpoint's node selection on labels whose values exist only on real nodes cannot be checked offline: "
         "kubernetes.io/hostname (node names), topology.kubernetes.io/zone (zone names map to AZ IDs per account: "
-        "tools.preflight resolves them), labels no instance group declares (Kubernetes docs: well-known labels; "
+        "tools.preflight.regional resolves them), labels no instance group declares (Kubernetes docs: well-known labels; "
         "CRD nodeAffinity). The pods are sized against the groups the rest of the selection allows.",
     ),
 )

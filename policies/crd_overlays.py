@@ -11,7 +11,7 @@ checklist of docs/first-deploy.md).
 What an overlay is worth is said wherever it is used:
 
 - a spec validated with overlay fields is ``valid-against-docs-schema`` (sources listed), never ``valid``; one
-  that sets a field whose path no source states is ``cannot-validate-offline`` (``tools/crd_schema.py``);
+  that sets a field whose path no source states is ``cannot-validate-offline`` (``tools/plan/crd_schema.py``);
 - a field newer than the pinned add-on's operator is refused naming its release, and where the add-on → operator
   mapping is inferred (``operatorVersionBasis: inferred``) it is an advisory naming the verify check
   :data:`VERIFY_CHECK`, which reads the installed CRD (``policies/compatibility.py``, ``policies/rules.py``).

@@ -1,7 +1,7 @@
 """The deploy-actions table: which IAM actions each resource type's create, read, update and delete call.
 
 The data lives in ``policies/deploy_actions.yaml`` (one file, every row with its source); this module is its typed,
-cached loader. Reader: ``tools.deployer_policy``, which turns the types one stack registers into that stack's
+cached loader. Reader: ``tools.cli.deployer_policy``, which turns the types one stack registers into that stack's
 least-privilege deploy policy.
 
 * :func:`load_deploy_actions` -> :class:`DeployActions` (cached);

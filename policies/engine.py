@@ -2,7 +2,7 @@
 
 The CLI's analyzer sees every registered resource and applies ``--policy-pack-config`` on top of the
 policies' own enforcement levels. This module does the same offline: it turns each registration the
-offline harness records (``tools.mocks.Registration``, duck-typed: policies never import ``tools``) into the
+offline harness records (``tools.plan.mocks.Registration``, duck-typed: policies never import ``tools``) into the
 ``ResourceValidationArgs`` / ``PolicyResource`` objects the
 pulumi-policy SDK defines, calls the very policy objects ``policies/__main__.py`` packs, and resolves
 enforcement from ``policies/config.<environment>.json``.

@@ -16,7 +16,7 @@ Facts the rules rely on, with their sources:
   be in a different Region, but not in an opt-in Region." — documentation of
   ``GlobalInferenceGatewayMember.ClusterArn`` in the same model.
 - Opt-in Regions: AWS Account Management Reference, "Enable or disable AWS Regions in your account"
-  (manage-acct-regions): Regions launched after 2019-03-20 are disabled by default. ``tools.preflight_global``
+  (manage-acct-regions): Regions launched after 2019-03-20 are disabled by default. ``tools.preflight.global_stack``
   confirms each member Region live (``ec2:DescribeRegions`` ``OptInStatus``).
 - A gateway without ``spec.auth.jwt`` accepts any request (AWS docs,
   sagemaker-hyperpod-model-deployment-inference-gateway); the global gateway forwards the caller's

@@ -1,4 +1,4 @@
-"""The policies of the hyperpod-inference pack, importable by tests and by ``tools.preview``.
+"""The policies of the hyperpod-inference pack, importable by tests and by ``tools.cli.preview``.
 
 ``policies/__main__.py`` wraps exactly this list in a ``PolicyPack``; never import that file (its
 constructor starts a gRPC server and blocks).

@@ -4,10 +4,10 @@ The data is ``policies/physical_names.yaml`` (one table per provider, each with 
 functions over the same rule:
 
 * :func:`physical_name` — the concrete name AWS will give the resource (a deterministic stand-in for the random
-  part): ``tools.mocks`` reports it, so every name that flows into other inputs (a bucket policy's ``bucket``) is
+  part): ``tools.plan.mocks`` reports it, so every name that flows into other inputs (a bucket policy's ``bucket``) is
   the real one, and the evaluation test checks the deploy policy on those concrete ARNs;
 * :func:`name_pattern` — the IAM pattern that covers every name the resource can get (``prefix*``,
-  ``<logical>-*``), which ``tools.deployer_policy`` puts in ARNs.
+  ``<logical>-*``), which ``tools.cli.deployer_policy`` puts in ARNs.
 
 ``None`` from either: the type is not in the table (its name is not known from its inputs).
 """

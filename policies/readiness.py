@@ -2,7 +2,7 @@
 
 The data lives in ``policies/readiness.yaml`` (one file, every entry with its source); this module is its
 typed, cached loader. Readers: ``tools.rehearse`` (the offline ``pulumi up`` / ``destroy`` simulation),
-``tools.graph`` (critical path, graph picture) and the capacity checks (DaemonSet overhead per node, "every
+``tools.rehearse.graph`` (critical path, graph picture) and the capacity checks (DaemonSet overhead per node, "every
 controller needs a group it can run on").
 
 Stable API (other components rely on it):

@@ -1,7 +1,7 @@
 """Replacement rules: what replaces a resource, per type, from ``policies/replacement_rules.json``.
 
-The data is written by ``python -m tools.replacement_rules --write`` (the generator documents where each
-type's rules come from) and read here, once per process, lazily. ``tools.plan_diff`` judges every changed
+The data is written by ``python -m tools.generate.replacement_rules --write`` (the generator documents where each
+type's rules come from) and read here, once per process, lazily. ``tools.plan.diff`` judges every changed
 property with :func:`rules_for`; components read the paths they must mirror in ``replace_on_changes``.
 """
 

@@ -45,7 +45,7 @@ class Violation(str):
     """A violation message; ``path`` is the dotted spec path it concerns ("" for the resource as a whole).
 
     ``checked_by`` set means the rule *cannot be checked offline* here: it names what decides it (the cluster,
-    ``tools.preflight``). The rule's level still applies: where the level is mandatory the unknown is refused (the
+    ``tools.preflight.regional``). The rule's level still applies: where the level is mandatory the unknown is refused (the
     stack must make it knowable, e.g. pin an image version), elsewhere it is an advisory, never "holds".
     """
 

@@ -22,7 +22,7 @@ import sys
 import traceback
 import warnings
 
-from tools.harness import ROOT
+from tools.plan.harness import ROOT
 
 
 def _exit_status(exc: SystemExit, stderr: io.StringIO) -> int:

@@ -1,7 +1,7 @@
 """Shared fixtures.
 
 ``run`` runs the real program for a stack under mocks (fresh event loop, ``preview=False``, the stack's
-config) through :func:`tools.harness.run_stack`: the same path ``tools.preview`` takes. Tests that inspect
+config) through :func:`tools.plan.harness.run_stack`: the same path ``tools.cli.preview`` takes. Tests that inspect
 resources must assert that resources were registered — use ``registered(run)``.
 """
 
@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from components.config.stackfile import STACKS_DIR, list_stacks, load_stack_file, stack_path
-from tools.fetch_crds import DEST as VENDORED_CRDS
-from tools.fetch_crds import SHARED_CRDS, find_crds
-from tools.harness import StackRun, run_stack
+from tools.fetch.crds import DEST as VENDORED_CRDS
+from tools.fetch.crds import SHARED_CRDS, find_crds
+from tools.plan.harness import StackRun, run_stack
 
 # The support calendar is an input (policies/cluster_versions.py `today`): every test, and every CLI a test starts
 # (they inherit the environment), evaluates on the same day, whatever day the suite runs. Tests of the calendar
@@ -52,11 +52,11 @@ _parse_botocore_models_once()
 CRDS = find_crds() or SHARED_CRDS
 CRDS_MISSING = (
     f"the operator's CRDs are needed: neither ../shared/crds ({SHARED_CRDS}) nor a complete vendor/crds "
-    f"({VENDORED_CRDS}) exists; run `python -m tools.fetch_crds` to fetch them at their pinned commits"
+    f"({VENDORED_CRDS}) exists; run `python -m tools.fetch.crds` to fetch them at their pinned commits"
 )
 AWS_DOCS_SAMPLES_MISSING = (
     "samples/aws-docs/ are transcriptions of AWS documentation pages that only ../shared/crds carries "
-    "(`python -m tools.fetch_crds` fetches files of git repositories only)"
+    "(`python -m tools.fetch.crds` fetches files of git repositories only)"
 )
 
 

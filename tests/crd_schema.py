@@ -1,6 +1,6 @@
-"""Re-export of :mod:`tools.crd_schema` (the CRD validation helpers moved there so ``--out`` can use them)."""
+"""Re-export of :mod:`tools.plan.crd_schema` (the CRD validation helpers moved there so ``--out`` can use them)."""
 
-from tools.crd_schema import (  # noqa: F401
+from tools.plan.crd_schema import (  # noqa: F401
     CRD_FILES,
     classify_cr,
     classify_spec,

@@ -130,7 +130,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "preflight-no-orchestrator",
-        "tools/preflight_checks.py",
+        "tools/preflight/checks.py",
         "it is orchestrated by {orchestrator or 'no EKS cluster'}, not {eks_arn}",
         "it is orchestrated by {orchestrator}, not {eks_arn}",
         ("tests/test_preflight.py::test_existing_hyperpod_orchestrated_by_no_eks_cluster",),
@@ -138,7 +138,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "scaling-group-current-count",
-        "tools/preflight_checks.py",
+        "tools/preflight/checks.py",
         'target = real.get("TargetCount", real.get("CurrentCount"))',
         'target = real.get("CurrentCount", real.get("TargetCount"))',
         ("tests/test_preflight.py::test_scaling_group_is_judged_by_its_target_count",),
@@ -283,7 +283,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- issues 35/38: the URN generator, the engine's JSON shape, --diff-state, propagation ---
     Mutation(
         "urn-keeps-root-stack-type",
-        "tools/mocks.py",
+        "tools/plan/mocks.py",
         'qualified = f"{parent_type}${typ}" if parent_type and parent_type != ROOT_STACK_TYPE else typ',
         'qualified = f"{parent_type}${typ}" if parent_type else typ',
         (f"{PJ}::test_engine_urn_rule", f"{PJ}::test_every_urn_of_every_reference_stack_is_the_engines"),
@@ -291,7 +291,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "urn-parent-own-type-only",
-        "tools/mocks.py",
+        "tools/plan/mocks.py",
         'return parts[2] if len(parts) >= 3 else ""',
         'return parts[2].rsplit("$", 1)[-1] if len(parts) >= 3 else ""',
         (f"{PJ}::test_engine_urn_rule", f"{PJ}::test_every_urn_of_every_reference_stack_is_the_engines"),
@@ -299,7 +299,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "urn-default-provider-dots",
-        "tools/plan.py",
+        "tools/plan/writer.py",
         "name = f\"default_{version.replace('.', '_')}\" if version else \"default\"",
         'name = f"default_{version}" if version else "default"',
         (f"{TP}::test_stack_step_first_and_default_providers_only_in_the_extension_block",),
@@ -307,7 +307,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "json-empty-fields-written",
-        "tools/plan.py",
+        "tools/plan/writer.py",
         'or v not in (None, "", False, [], {})}',
         "or v is not None}",
         (f"{PJ}::test_the_project_plan_reads_with_the_same_reader",),
@@ -315,7 +315,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "json-detailed-diff-omitted",
-        "tools/plan.py",
+        "tools/plan/writer.py",
         'out["detailedDiff"] = fields.get("detailedDiff") or None',
         'if fields.get("detailedDiff"):\n        out["detailedDiff"] = fields["detailedDiff"]',
         (f"{PJ}::test_the_project_plan_reads_with_the_same_reader",),
@@ -323,7 +323,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "json-no-root-stack-same",
-        "tools/plan_diff.py",
+        "tools/plan/diff.py",
         'steps = [s for s in shown if s["op"] != "same" or qualified_type(s["urn"]) == ROOT_STACK_TYPE]',
         'steps = [s for s in shown if s["op"] != "same"]',
         (f"{TP}::test_same_plan_diffs_to_nothing",),
@@ -331,7 +331,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "json-diagnostic-prefix",
-        "tools/plan.py",
+        "tools/plan/writer.py",
         '"message": f"{severity}: {message}", "severity": severity}',
         '"message": message, "severity": severity}',
         ("tests/test_preview_cli.py::test_json_on_a_config_error_prints_json",),
@@ -339,7 +339,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "state-unknown-compared",
-        "tools/plan_diff.py",
+        "tools/plan/diff.py",
         "                if new == UNKNOWN_ID:\n                    continue",
         "                if new == UNKNOWN_ID and value_at(self.old_inputs, path) == UNKNOWN_ID:\n                    continue",
         (f"{PS}::test_the_deployed_stack_itself_is_all_same",),
@@ -347,7 +347,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "state-secret-structure",
-        "tools/plan_diff.py",
+        "tools/plan/diff.py",
         "== SECRET and contains_secret(new):",
         "== SECRET and new == SECRET:",
         (f"{PS}::test_the_deployed_stack_itself_is_all_same",),
@@ -355,7 +355,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "state-secret-printed",
-        "tools/plan_state.py",
+        "tools/plan/state.py",
         "        if sig == SIG_SECRET:\n            return SECRET",
         '        if sig == SIG_SECRET:\n            return value.get("plaintext", SECRET)',
         (f"{PS}::test_a_changed_plain_value_recorded_as_a_secret_is_an_update",),
@@ -363,7 +363,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "state-local-components-skipped",
-        "tools/plan_state.py",
+        "tools/plan/state.py",
         'if not (s.get("newState") or {}).get("custom") and s.get("provider")',
         'if not (s.get("newState") or {}).get("custom")',
         (f"{PS}::test_one_addon_version_changed_is_exactly_one_update",),
@@ -371,7 +371,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "state-remote-children-deleted",
-        "tools/plan_diff.py",
+        "tools/plan/diff.py",
         'if s.get("op") != "delete" and s["urn"] not in skipped}',
         'if s.get("op") != "delete"}',
         (f"{PS}::test_the_deployed_stack_itself_is_all_same",),
@@ -379,7 +379,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "state-resource-reference",
-        "tools/plan_state.py",
+        "tools/plan/state.py",
         "        if sig == SIG_RESOURCE_REFERENCE:",
         '        if sig == SIG_SECRET + "x":',
         (f"{PS}::test_state_values_as_the_plan_writes_them",),
@@ -387,7 +387,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "spread-not-from-created",
-        "tools/plan_diff.py",
+        "tools/plan/diff.py",
         'if dep_op not in ("create", "replace", "may-replace"):',
         'if dep_op not in ("replace", "may-replace"):',
         (f"{PP}::test_a_renamed_vpc_is_created_and_its_subnet_replaced",),
@@ -395,7 +395,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "spread-provider-only-replaced",
-        "tools/plan_diff.py",
+        "tools/plan/diff.py",
         'ops.get(provider_urn) in ("replace", "may-replace")',
         'ops.get(provider_urn) == "replace"',
         (f"{PP}::test_every_object_behind_a_provider_whose_cluster_may_be_replaced",),
@@ -403,7 +403,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "state-pending-delete-joined",
-        "tools/plan_state.py",
+        "tools/plan/state.py",
         '        if r.get("delete"):\n            continue',
         '        if r.get("delete") and False:\n            continue',
         (f"{PS}::test_a_copy_pending_deletion_is_not_the_live_resource",),
@@ -457,7 +457,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "deployer-passrole-any-service",
-        "tools/deployer_policy.py",
+        "tools/cli/deployer_policy.py",
         'if action == "iam:PassRole" and self.passed_to:',
         'if action == "iam:PassRole" and False:',
         ("tests/test_deployer_policy_eval.py::test_each_role_can_be_passed_only_to_the_service_that_trusts_it",),
@@ -465,7 +465,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "deployer-boundary-not-required",
-        "tools/deployer_policy.py",
+        "tools/cli/deployer_policy.py",
         "        if action in self.table.boundary_actions:\n",
         "        if action in () and self.table.boundary_actions:\n",
         (
@@ -575,7 +575,7 @@ def run(mutation: Mutation) -> str:
         shared = ROOT.parent / "shared"
         if shared.is_dir():
             (Path(tmp) / "shared").symlink_to(shared)
-        vendored = ROOT / "vendor" / "crds"  # python -m tools.fetch_crds (gitignored, so not copied)
+        vendored = ROOT / "vendor" / "crds"  # python -m tools.fetch.crds (gitignored, so not copied)
         if vendored.is_dir():
             (work / "vendor").mkdir(exist_ok=True)
             (work / "vendor" / "crds").symlink_to(vendored)

@@ -23,7 +23,7 @@ waived — each narrowly matched, each with its reason (anything else above LOW 
   (Service Authorization Reference, Elastic Load Balancing V2 condition keys) and used verbatim by the
   AWS Load Balancer Controller's own policy; parliament's bundled action data does not list it.
 - ``RESOURCE_POLICY_PRIVILEGE_ESCALATION`` on a named S3 bucket ARN (not ``*``): whoever may write a bucket's
-  policy can grant itself anything on that bucket. The deploy policy (``tools.deployer_policy``) must write the
+  policy can grant itself anything on that bucket. The deploy policy (``tools.cli.deployer_policy``) must write the
   TLS-only policies of the stack's buckets, so it holds ``s3:PutBucketPolicy`` on exactly those buckets; the
   finding restates that and is waived only for scoped bucket ARNs.
 """

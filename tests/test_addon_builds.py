@@ -24,7 +24,7 @@ from policies.engine import evaluate
 from policies.pack import POLICIES
 from tests.conftest import stack_mapping
 from tests.verify_cluster import STAGING_PREREQUISITE_PINS, StubbedClients, context, staging
-from tools.harness import StackRun
+from tools.plan.harness import StackRun
 from tools.verify import operator, report
 
 FSX = "aws-fsx-csi-driver"
@@ -121,7 +121,7 @@ def test_without_a_source_every_installed_prerequisite_is_advised_with_its_key(v
         "hyperpod-inference:operator.fsxCsiDriverVersion: no source lists the aws-fsx-csi-driver builds EKS offers "
         "for Kubernetes 1.34 (policies/compatibility.yaml prerequisiteBuilds, or a verify run): whether EKS accepts "
         "v1.6.0-eksbuild.1 is not known offline [prerequisite-build-listed-offline; checked by python -m "
-        "tools.preflight (check add-on versions: aws eks describe-addon-versions --addon-name aws-fsx-csi-driver "
+        "tools.preflight.regional (check add-on versions: aws eks describe-addon-versions --addon-name aws-fsx-csi-driver "
         "--kubernetes-version 1.34)]"
     )
 

@@ -1,7 +1,7 @@
 """Adoption modes: an existing EKS cluster, an existing HyperPod cluster, existing prerequisites, external Redis.
 
 Each mode asserts what is and is not registered and how the adopted values are wired. The program runs two
-ways: through ``__main__`` (``tools.harness.run_stack``, as ``pulumi up`` would) and by building
+ways: through ``__main__`` (``tools.plan.harness.run_stack``, as ``pulumi up`` would) and by building
 :class:`HyperPodInference` directly (as another Pulumi program would), with the same mocks.
 """
 
@@ -24,10 +24,10 @@ from components import HyperPodInference, HyperPodInferenceArgs
 from components.config import PROJECT, ConfigError, StackConfig, parse_stack_config
 from components.endpoints import OwnedValues, render_endpoint
 from tests.conftest import CRDS, CRDS_MISSING, cached_scope, registered, stack_mapping
-from tools.harness import StackRun, run_stack
-from tools.mocks import GraphMonitor, RecordingMocks, Registration, eks_cluster_read
-from tools.preflight import load_config
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.plan.harness import StackRun, run_stack
+from tools.plan.mocks import GraphMonitor, RecordingMocks, Registration, eks_cluster_read
+from tools.preflight.regional import load_config
 
 ATTACH_EKS = "ml-platform"
 ATTACH_HYPERPOD = "arn:aws:sagemaker:us-west-2:123456789012:cluster/a1b2c3d4e5f6"
@@ -89,7 +89,7 @@ def run_component(cfg: StackConfig, mocks: RecordingMocks | None = None) -> Dire
     asyncio.set_event_loop(loop)
     mocks = mocks or RecordingMocks(region=cfg.region)
     monitor = GraphMonitor(mocks)
-    settings.ROOT.set(None)  # a fresh root stack, as tools.harness does
+    settings.ROOT.set(None)  # a fresh root stack, as tools.plan.harness does
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=cfg.stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config({}, [])
     exports: dict[str, Any] = {}

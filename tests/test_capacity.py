@@ -23,9 +23,9 @@ from policies import capacity_rules as cap
 from policies.engine import PolicyResult, evaluate
 from policies.pack import POLICIES
 from tests.conftest import stack_mapping
-from tools.capacity_report import capacity_report
-from tools.harness import StackRun
-from tools.mocks import Registration, unwrap_secrets
+from tools.plan.capacity_table import capacity_report
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration, unwrap_secrets
 
 EPS = "hyperpod-inference:endpoints"
 CLUSTER = "hyperpod-inference:cluster"
@@ -110,7 +110,7 @@ def system_pods(monkeypatch: pytest.MonkeyPatch) -> list[cap.SystemPod]:
 
 
 def issues(stack: str, mutate: Callable[[dict[str, Any]], Any] | None = None) -> list[str]:
-    """The config errors of a reference stack after ``mutate`` (what tools.preview prints before exit 2)."""
+    """The config errors of a reference stack after ``mutate`` (what tools.cli.preview prints before exit 2)."""
     m = stack_mapping(stack)
     if mutate is not None:
         mutate(m)
@@ -778,7 +778,7 @@ def test_training_plan_groups_are_advised_not_refused(stack_runs: dict[str, Stac
             "endpoint-on-empty-group",
             f"InferenceEndpointConfig inference/llama-8b: group gpu-p5 takes its instances from training plan {plan}; "
             "its worker pods stay Pending until instances are running (the plan must be Active: python -m "
-            "tools.preflight checks it) (cannot be checked offline; checked by tools.preflight (ListTrainingPlans: "
+            "tools.preflight.regional checks it) (cannot be checked offline; checked by tools.preflight.regional (ListTrainingPlans: "
             "the plan must be Active))",
         )
     ]

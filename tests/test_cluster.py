@@ -14,9 +14,9 @@ from components.config.cluster import HYPERPOD_CLI_COMMIT, REVIEWED_CHART_COMMIT
 from components.hyperpod_cluster import LIFECYCLE_DIR, execution_role_policy
 from components.hyperpod_dependencies import RELEASE_NAME
 from tests.conftest import STACKS, registered, stack_mapping
-from tools.harness import StackRun
-from tools.mocks import Registration
-from tools.render import cloudformation_template
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
+from tools.plan.render import cloudformation_template
 
 REGIONS = {"dev": "us-west-2", "prod": "us-east-1", "staging": "eu-west-2"}
 SG = "aws:ec2/securityGroup:SecurityGroup"
@@ -296,7 +296,7 @@ def test_public_access_cidrs_are_none_in_prod_whatever_the_config_lists() -> Non
     """The component's own prod guard (the config refuses public CIDRs in prod first, so no valid stack reaches
     it): given the dev cluster's CIDRs, prod still gets a private-only endpoint."""
     from components.eks_cluster import public_access_cidrs
-    from tools.preflight import load_config
+    from tools.preflight.regional import load_config
 
     cluster = load_config("dev", stack_mapping("dev")).cluster
     assert public_access_cidrs(cluster, is_prod=False) == ["203.0.113.0/24", "198.51.100.7/32"]

@@ -10,7 +10,7 @@ import pytest
 from components.config.cluster import is_accelerated
 from components.config.regions import az_id_in_region, az_id_prefix, hyperpod_instance_types
 from tests.conftest import stack_mapping
-from tools.preview import preview
+from tools.cli.preview import preview
 
 CLUSTER = "hyperpod-inference:cluster"
 NETWORK = "hyperpod-inference:network"

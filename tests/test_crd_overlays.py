@@ -22,8 +22,8 @@ from policies import compatibility as compat
 from policies import crd_overlays
 from tests.conftest import REGIONAL_STACKS, stack_mapping
 from tests.crd_schema import classify_spec, crd_spec_schema, strict
-from tools.k8s_schema import validate_manifests
-from tools.render import kubernetes_manifests
+from tools.plan.k8s_schema import validate_manifests
+from tools.plan.render import kubernetes_manifests
 
 IEC = "InferenceEndpointConfig"
 JSM = "JumpStartModel"
@@ -613,7 +613,7 @@ def _many(path: str, n: int) -> Callable[[dict[str, Any]], None]:
 def test_gateway_docs_schema_and_model_agree_at_each_limit(path: str, at_limit: int, over: int) -> None:
 
     from components.config.gateway_spec import InferenceGatewayConfigSpec
-    from tools.k8s_schema import _gateway_validator
+    from tools.plan.k8s_schema import _gateway_validator
 
     docs = crd_overlays.gateway_config_schema()
     assert docs.sources == ("D4",) and docs.minimum_addon == GATEWAY_ADDON
@@ -647,7 +647,7 @@ def test_the_rendered_gateway_config_is_valid_against_the_docs_schema(stack_runs
 
 
 def test_the_overlays_agree_with_every_published_crd_of_their_release(crds_dir: Path) -> None:
-    from tools.crd_models import real_crd_disagreements
+    from tools.generate.crd_models import real_crd_disagreements
 
     found = real_crd_disagreements(crds_dir)
     if not found:
@@ -661,8 +661,8 @@ def test_the_overlays_agree_with_every_published_crd_of_their_release(crds_dir: 
 
 def test_the_comparison_finds_each_kind_of_disagreement(crds_dir: Path) -> None:
     """A made-up 'real' 3.7 CRD: the v3.3 CRD with the overlay's fields (they agree), then with one changed."""
-    from tools.crd_models import overlay_disagreements
-    from tools.crd_schema import core_schema_of
+    from tools.generate.crd_models import overlay_disagreements
+    from tools.plan.crd_schema import core_schema_of
 
     core = core_schema_of(crds_dir)
     overlay = crd_overlays.load_overlays()[-1]
@@ -698,7 +698,7 @@ def test_the_comparison_finds_each_kind_of_disagreement(crds_dir: Path) -> None:
 def test_fetch_crds_finds_a_newer_release_in_a_snapshot(tmp_path: Path) -> None:
     import subprocess
 
-    from tools import fetch_crds
+    from tools.fetch import crds as fetch_crds
 
     env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
 

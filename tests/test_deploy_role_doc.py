@@ -1,7 +1,7 @@
 """The deploy role's set-up in docs/first-deploy.md against what the generator writes (issue 31).
 
 The doc is the consumer of the generator's file names: every ``out/prod/...`` path its commands read must be a
-file ``tools.deployer_policy`` writes, and every managed-policy file the generator writes (the parts and the
+file ``tools.cli.deployer_policy`` writes, and every managed-policy file the generator writes (the parts and the
 boundary) must be one the commands create. The boundary document goes through parliament like the deploy policy.
 """
 
@@ -16,7 +16,7 @@ from parliament import analyze_policy_string, enhance_finding
 
 from tests.conftest import StackRun, registered
 from tests.iam_lint import assert_policy_clean
-from tools import deployer_policy as dp
+from tools.cli import deployer_policy as dp
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "first-deploy.md"
 
@@ -64,7 +64,7 @@ def test_deployer_policy_complete_row_names_the_verify_check() -> None:
     (row,) = [
         ln for ln in DOC.read_text(encoding="utf-8").splitlines() if ln.startswith("| `deployer-policy-complete`")
     ]
-    assert "python -m tools.verify --stack <s> --deploy-session <session>" in row
+    assert "hpi verify --stack <s> --deploy-session <session>" in row
     assert "`deploy-role-denials`" in row
 
 

@@ -1,4 +1,4 @@
-"""The deploy policy of each stack (``tools.deployer_policy``, written by ``tools.preview --out``) and its table.
+"""The deploy policy of each stack (``tools.cli.deployer_policy``, written by ``tools.cli.preview --out``) and its table.
 
 For every reference stack: each AWS type it registers (remote components expanded) has a row in
 ``policies/deploy_actions.yaml`` with create and delete actions, every one of them is granted by the written
@@ -22,11 +22,11 @@ import pytest
 from policies.deploy_actions import DYNAMIC, DeployActions, load_deploy_actions
 from tests.conftest import ALL_STACKS, REGIONAL_STACKS, cached_scope, registered
 from tests.iam_lint import assert_policy_clean
-from tools import deployer_policy as dp
-from tools.harness import StackRun, run_stack
-from tools.mocks import ACCOUNT_ID, Registration
+from tools.cli import deployer_policy as dp
+from tools.plan.harness import StackRun, run_stack
+from tools.plan.mocks import ACCOUNT_ID, Registration
+from tools.plan.render import cfn_type, resource_schema
 from tools.rehearse.model import expand
-from tools.render import cfn_type, resource_schema
 
 TABLE = load_deploy_actions()
 

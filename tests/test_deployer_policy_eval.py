@@ -20,11 +20,11 @@ from policies.deploy_actions import DeployActions, load_deploy_actions
 from policies.physical_names import physical_name
 from tests.conftest import REGIONAL_STACKS, cached_scope
 from tests.iam_eval import allowed
-from tools import deployer_policy as dp
-from tools.harness import StackRun
-from tools.mocks import ACCOUNT_ID, Registration
+from tools.cli import deployer_policy as dp
+from tools.plan.harness import StackRun
+from tools.plan.mocks import ACCOUNT_ID, Registration
+from tools.plan.render import cfn_type, resource_schema
 from tools.rehearse.model import expand
-from tools.render import cfn_type, resource_schema
 
 TABLE = load_deploy_actions()
 STACK_TAG = "hyperpod-inference:stack"

@@ -20,8 +20,8 @@ from components.destroy_waits import (
     LoadBalancerControllerDrainProvider,
 )
 from tests.conftest import stack_mapping
-from tools.harness import StackRun
-from tools.mocks import Registration
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
 from tools.rehearse import rehearse
 
 DYNAMIC = "pulumi-python:dynamic:Resource"

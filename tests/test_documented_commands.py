@@ -17,8 +17,9 @@ from functools import cache
 
 import pytest
 
+from hpi.commands import COMMANDS
 from tests.cli_runner import run_module
-from tools.harness import ROOT
+from tools.plan.harness import ROOT
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PROJECT_PACKAGES = ("tools", "components", "policies", "tests", "bench")
@@ -28,7 +29,10 @@ _PYTHON = re.compile(
     r"(?<![\w/.-])(?:venv/bin/)?python3?[ \t]+(?:-m[ \t]+(?P<module>[A-Za-z_][\w.]*[\w])|(?P<script>[\w/]+\.py))"
     r"(?P<args>[^\n`|&;>#]*)"
 )
-_VENV_TOOL = re.compile(r"(?<![\w/.-])venv/bin/(?P<tool>(?!python)[a-z][\w-]*)")
+_VENV_TOOL = re.compile(r"(?<![\w/.-])venv/bin/(?P<tool>(?!python|hpi\b)[a-z][\w-]*)")
+# `hpi preview --stack X`, `venv/bin/hpi generate crd-models`: the subcommand is the longest name hpi/commands.py has
+_HPI = re.compile(r"(?<![\w/.-])(?:venv/bin/)?hpi(?P<args>(?:[ \t]+[^\s`|&;>#]+)*)")
+_HPI_NAMES = sorted((c.name for c in COMMANDS), key=len, reverse=True)
 _OPTION = re.compile(r"(?<![\w-])--[a-z][\w-]*")
 
 
@@ -46,12 +50,22 @@ def documented() -> dict[str, dict[str, set[str]]]:
                 options.setdefault("", set()).add(where)
                 for option in _OPTION.findall(m["args"]):
                     options.setdefault(option, set()).add(where)
+            for m in _HPI.finditer(line):
+                words = m["args"].split()
+                name = next((n for n in _HPI_NAMES if words[: len(n.split())] == n.split()), None)
+                command = f"hpi {name}" if name else "hpi"
+                options = found.setdefault(command, {})
+                options.setdefault("", set()).add(where)
+                for option in _OPTION.findall(m["args"]):
+                    options.setdefault(option, set()).add(where)
             for m in _VENV_TOOL.finditer(line):
                 found.setdefault(f"venv/bin/{m['tool']}", {}).setdefault("", set()).add(where)
     return found
 
 
 def _help(command: str) -> subprocess.CompletedProcess[str]:
+    if command == "hpi" or command.startswith("hpi "):
+        return run_module("hpi", *command.split()[1:], "--help")  # in this process, as `python -m hpi`
     if command.startswith("venv/bin/"):
         args = [str(ROOT / command), "--help"]
     elif command.endswith(".py"):
@@ -66,9 +80,9 @@ def _help(command: str) -> subprocess.CompletedProcess[str]:
 def test_the_docs_name_the_commands_a_reader_runs() -> None:
     """The extraction finds what the README's walkthrough uses (else every test below would pass vacuously)."""
     commands = documented()
-    for expected in ("tools.preview", "tools.rehearse", "tools.preflight", "components.config.schema", "pytest"):
+    for expected in ("hpi preview", "hpi rehearse", "hpi preflight", "hpi verify", "hpi fetch crds", "pytest"):
         assert expected in commands, sorted(commands)
-    assert {"--stack", "--json", "--diff", "--out", "--critical-path", "--graph"} <= set(commands["tools.preview"])
+    assert {"--stack", "--json", "--diff", "--out", "--critical-path", "--graph"} <= set(commands["hpi preview"])
     assert "venv/bin/ruff" in commands and "venv/bin/mypy" in commands
 
 

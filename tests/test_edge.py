@@ -18,8 +18,8 @@ from policies.pack import POLICIES
 from tests.conftest import cached_scope, registered, stack_mapping
 from tests.test_ingress import _dev_with_ingress, inputs
 from tests.test_policies import _analyzer_results
-from tools.harness import StackRun
-from tools.mocks import Registration
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
 
 WEBACL = "aws:wafv2/webAcl:WebAcl"
 ASSOC = "aws:wafv2/webAclAssociation:WebAclAssociation"

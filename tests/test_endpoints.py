@@ -27,7 +27,7 @@ from components.endpoints import (
 )
 from tests.conftest import CRDS, CRDS_MISSING, STACKS, stack_mapping
 from tests.crd_schema import crd_path, validate_cr, validate_spec
-from tools.harness import StackRun
+from tools.plan.harness import StackRun
 
 REDIS_ADDRESS = "rediss://master.hpi-x-kv.abc123.use1.cache.amazonaws.com:6379"
 # What l2CacheLocalUrl holds when the Redis takes credentials: references the kubelet expands, no credential.

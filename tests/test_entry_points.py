@@ -18,8 +18,8 @@ import pytest
 from components.config.schema import SCHEMA_PATH
 from tests.cli_runner import run_module
 from tests.conftest import stack_mapping
-from tools.harness import ROOT
-from tools.mocks import hyperpod_cluster_arn
+from tools.plan.harness import ROOT
+from tools.plan.mocks import hyperpod_cluster_arn
 
 BROKEN = "config:\n  aws:region: us-west-2\n  hyperpod-inference:environment: [dev\n"
 
@@ -53,18 +53,22 @@ def broken(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(
-    "module", ["tools.preview", "tools.rehearse", "tools.preflight", "tools.preflight_global"], ids=lambda m: m
+    "module",
+    ["tools.cli.preview", "tools.rehearse", "tools.preflight.regional", "tools.preflight.global_stack"],
+    ids=lambda m: m,
 )
 def test_yaml_error_is_file_line_exit_2(module: str, broken: Path) -> None:
-    """tools.rehearse and tools.preflight printed a traceback and exited 1 on a YAML error."""
+    """tools.rehearse and tools.preflight.regional printed a traceback and exited 1 on a YAML error."""
     _clean_exit_2(_run(module, "--stack", "broken", "--stack-file", str(broken)), f"{broken}:4:1: YAML syntax error")
 
 
 @pytest.mark.parametrize(
-    "module", ["tools.preview", "tools.rehearse", "tools.preflight", "tools.preflight_global"], ids=lambda m: m
+    "module",
+    ["tools.cli.preview", "tools.rehearse", "tools.preflight.regional", "tools.preflight.global_stack"],
+    ids=lambda m: m,
 )
 def test_unknown_stack_lists_the_stacks(module: str) -> None:
-    """tools.preflight_global --stack nosuch gave a traceback."""
+    """tools.preflight.global_stack --stack nosuch gave a traceback."""
     _clean_exit_2(
         _run(module, "--stack", "nosuch"),
         "no stack 'nosuch'",
@@ -72,7 +76,7 @@ def test_unknown_stack_lists_the_stacks(module: str) -> None:
     )
 
 
-@pytest.mark.parametrize("module", ["tools.preflight", "tools.preflight_global"])
+@pytest.mark.parametrize("module", ["tools.preflight.regional", "tools.preflight.global_stack"])
 def test_one_flag_name_for_the_stack_file(module: str, broken: Path) -> None:
     """preflight took --file while preview and rehearse take --stack-file; --file is gone everywhere."""
     result = _run(module, "--stack", "broken", "--file", str(broken))
@@ -82,17 +86,17 @@ def test_one_flag_name_for_the_stack_file(module: str, broken: Path) -> None:
 @pytest.mark.parametrize(
     ("module", "instead"),
     [
-        ("tools.plan", "python -m tools.preview --stack <name> --json"),
-        ("tools.plan_diff", "--diff BASE.json"),
-        ("tools.render", "--out DIR"),
-        ("tools.graph", "--graph FILE.dot"),
-        ("tools.mocks", "python -m tools.preview --stack <name>"),
-        ("tools.harness", "python -m tools.rehearse --stack <name>"),
-        ("tools.capacity_report", "capacity table"),
-        ("tools.preflight_checks", "python -m tools.preflight --stack <name>"),
+        ("tools.plan.writer", "python -m tools.cli.preview --stack <name> --json"),
+        ("tools.plan.diff", "--diff BASE.json"),
+        ("tools.plan.render", "--out DIR"),
+        ("tools.rehearse.graph", "--graph FILE.dot"),
+        ("tools.plan.mocks", "python -m tools.cli.preview --stack <name>"),
+        ("tools.plan.harness", "python -m tools.rehearse --stack <name>"),
+        ("tools.plan.capacity_table", "capacity table"),
+        ("tools.preflight.checks", "python -m tools.preflight.regional --stack <name>"),
         ("tools.rehearse.create", "python -m tools.rehearse --stack <name>"),
-        ("tools.member_outputs", "--member-outputs FILE"),
-        ("tools.cli", "python -m tools.preview"),
+        ("tools.plan.member_outputs", "--member-outputs FILE"),
+        ("tools.report.cli", "python -m tools.cli.preview"),
     ],
 )
 def test_library_modules_say_they_are_not_command_lines(module: str, instead: str) -> None:
@@ -127,14 +131,14 @@ def test_schema_module_writes_nothing_unless_asked() -> None:
 
 
 def test_config_reference_bad_argument_is_exit_2() -> None:
-    result = _run("tools.config_reference", "--chek")
+    result = _run("tools.generate.config_reference", "--chek")
     _clean_exit_2(result, "unrecognized arguments: --chek")
 
 
 def test_bad_member_outputs_json_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "members.json"
     path.write_text('{\n  "acme/hyperpod-inference/prod": {\n', encoding="utf-8")
-    for module in ("tools.preview", "tools.rehearse", "tools.preflight_global"):
+    for module in ("tools.cli.preview", "tools.rehearse", "tools.preflight.global_stack"):
         _clean_exit_2(_run(module, "--stack", "global", "--member-outputs", str(path)), f"{path}:3:1: --member-outputs")
 
 
@@ -142,7 +146,7 @@ def test_member_outputs_only_for_a_global_stack(tmp_path: Path) -> None:
     path = tmp_path / "members.json"
     path.write_text("{}", encoding="utf-8")
     _clean_exit_2(
-        _run("tools.preview", "--stack", "dev", "--member-outputs", str(path)),
+        _run("tools.cli.preview", "--stack", "dev", "--member-outputs", str(path)),
         "only a global stack (hyperpod-inference:role: global) has members; stack dev is regional",
     )
 
@@ -186,7 +190,7 @@ def _bigco(tmp_path: Path) -> tuple[Path, Path]:
 def test_preview_of_another_organisations_global_stack_with_member_outputs(tmp_path: Path) -> None:
     stack, members = _bigco(tmp_path)
     result = _run(
-        "tools.preview", "--stack", "global", "--stack-file", str(stack), "--member-outputs", str(members), "--json"
+        "tools.cli.preview", "--stack", "global", "--stack-file", str(stack), "--member-outputs", str(members), "--json"
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr
     plan = json.loads(result.stdout)
@@ -202,7 +206,7 @@ def test_preview_of_another_organisations_global_stack_with_member_outputs(tmp_p
 def test_preview_without_member_outputs_says_mock_outputs_were_used(tmp_path: Path) -> None:
     """A real organisation's global stack used to fail offline with a message that read like a real lookup."""
     stack, _ = _bigco(tmp_path)
-    result = _run("tools.preview", "--stack", "global", "--stack-file", str(stack))
+    result = _run("tools.cli.preview", "--stack", "global", "--stack-file", str(stack))
     assert result.returncode == 0, result.stdout[-3000:]
     assert (
         "member outputs: MOCK values were used for 2 of 2 member(s) — bigco/llm/prod-euw1: mock outputs (no "
@@ -228,7 +232,7 @@ def test_reference_global_stack_derives_a_member_from_its_stack_file(stack_runs)
     """acme/hyperpod-inference/prod has stacks/Pulumi.prod.yaml here: its export is what that stack exports."""
     from components.config import GlobalStackConfig
     from components.config.loader import parse_stack_mapping
-    from tools.member_outputs import resolve
+    from tools.plan.member_outputs import resolve
 
     cfg = parse_stack_mapping("global", stack_mapping("global"))
     assert isinstance(cfg, GlobalStackConfig)
@@ -250,9 +254,9 @@ def test_real_process_agrees_with_the_in_process_runner_on_a_yaml_error(broken: 
 
 
 def test_real_process_of_a_library_module_says_it_is_not_a_command_line() -> None:
-    real = _process("tools.harness", "--stack", "nosuch", timeout=120)
+    real = _process("tools.plan.harness", "--stack", "nosuch", timeout=120)
     assert real.returncode == 2 and real.stdout == ""
-    assert real.stderr.splitlines()[-1].startswith("tools.harness is a library module, not a command line; run ")
+    assert real.stderr.splitlines()[-1].startswith("tools.plan.harness is a library module, not a command line; run ")
 
 
 def test_in_process_runner_reports_an_escaping_exception_as_a_traceback(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``python -m tools.fetch_crds`` against local bare repositories, its pins against ../shared/crds, and how the
+"""``python -m tools.fetch.crds`` against local bare repositories, its pins against ../shared/crds, and how the
 tests find the CRD folder.
 
 GitHub is not reachable here, so the tests build bare repositories (``uploadpack.allowReachableSHA1InWant`` and
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import CRDS_MISSING, SHARED_CRDS, find_crds
-from tools import fetch_crds
-from tools.fetch_crds import PINS, FetchError, PinnedFile, fetch, git_blob_id, is_current
+from tools.fetch import crds as fetch_crds
+from tools.fetch.crds import PINS, FetchError, PinnedFile, fetch, git_blob_id, is_current
 
 OLD = b"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: old}\n"
 NEW = b"apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: new}\n"
@@ -201,4 +201,4 @@ def test_find_crds_prefers_shared_then_a_complete_fetch(upstream: dict[str, Any]
     assert find_crds(shared, vendored) is None  # incomplete: not used
     shared.mkdir(parents=True)
     assert find_crds(shared, vendored) == shared
-    assert "run `python -m tools.fetch_crds`" in CRDS_MISSING and "../shared/crds" in CRDS_MISSING
+    assert "run `python -m tools.fetch.crds`" in CRDS_MISSING and "../shared/crds" in CRDS_MISSING

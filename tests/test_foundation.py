@@ -11,7 +11,7 @@ from components.config import ConfigError, StackConfig
 from components.config.schema import SCHEMA_PATH, stack_config_schema
 from tests.cli_runner import run_module
 from tests.conftest import REGIONAL_STACKS, stack_mapping
-from tools.preview import preview
+from tools.cli.preview import preview
 
 
 @pytest.mark.parametrize("stack", REGIONAL_STACKS)
@@ -116,7 +116,7 @@ def test_cli_exit_code_for_misspelt_key_in_stack_file(tmp_path) -> None:
     )
     path = tmp_path / "Pulumi.typo.yaml"
     path.write_text(yaml.safe_dump(doc))
-    result = run_module("tools.preview", "--stack", "typo", "--stack-file", str(path))
+    result = run_module("tools.cli.preview", "--stack", "typo", "--stack-file", str(path))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "hyperpod-inference:cluster.instanceGroup: unknown key" in result.stdout
     assert "Traceback" not in result.stdout + result.stderr
@@ -187,13 +187,13 @@ def test_allow_replacement_is_a_list_of_names(run) -> None:
 
 
 def test_configuration_reference_is_current() -> None:
-    from tools.config_reference import DOC_PATH, render
+    from tools.generate.config_reference import DOC_PATH, render
 
-    assert DOC_PATH.read_text(encoding="utf-8") == render(), "run `python -m tools.config_reference`"
+    assert DOC_PATH.read_text(encoding="utf-8") == render(), "run `python -m tools.generate.config_reference`"
 
 
 def test_configuration_reference_names_nested_keys_with_bounds() -> None:
-    from tools.config_reference import render
+    from tools.generate.config_reference import render
 
     text = render()
     row = next(
@@ -209,8 +209,8 @@ def test_configuration_reference_names_nested_keys_with_bounds() -> None:
 
 def test_policy_doc_lists_every_policy_and_the_plan_level_one() -> None:
     from policies.pack import POLICIES
-    from tools.harness import ROOT
-    from tools.plan_diff import POLICY
+    from tools.plan.diff import POLICY
+    from tools.plan.harness import ROOT
 
     text = (ROOT / "docs" / "policies.md").read_text(encoding="utf-8")
     for policy in POLICIES:
@@ -220,7 +220,7 @@ def test_policy_doc_lists_every_policy_and_the_plan_level_one() -> None:
 
 
 def test_readme_is_a_short_user_guide() -> None:
-    from tools.harness import ROOT
+    from tools.plan.harness import ROOT
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 250
@@ -236,13 +236,13 @@ def test_add_an_environment_works_as_written(tmp_path) -> None:
     import shutil
 
     from components.config.stackfile import stack_path
-    from tools.harness import ROOT
+    from tools.plan.harness import ROOT
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "cp stacks/Pulumi.staging.yaml stacks/Pulumi.qa.yaml" in readme
     target = tmp_path / "Pulumi.qa.yaml"
     shutil.copy(stack_path("staging"), target)
-    result = run_module("tools.preview", "--stack", "qa", "--stack-file", str(target))
+    result = run_module("tools.cli.preview", "--stack", "qa", "--stack-file", str(target))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "aws:eks/addon:Addon inference-operator-addon" in result.stdout
     assert "hpi-qa-eks" in result.stdout
@@ -250,7 +250,7 @@ def test_add_an_environment_works_as_written(tmp_path) -> None:
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
     """`.ci/run` is what lands work; the README's command is what users run. They must be the same line."""
-    from tools.harness import ROOT
+    from tools.plan.harness import ROOT
 
     ci_last = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

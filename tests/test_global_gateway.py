@@ -43,9 +43,9 @@ from policies.engine import evaluate
 from policies.pack import POLICIES
 from tests.conftest import cached_scope, registered, stack_mapping
 from tests.iam_lint import assert_policy_clean, policy_documents
-from tools import mocks
-from tools.harness import StackRun, run_stack
-from tools.preflight_checks import Clients
+from tools.plan import mocks
+from tools.plan.harness import StackRun, run_stack
+from tools.preflight.checks import Clients
 
 DYNAMIC = "pulumi-python:dynamic:Resource"
 ACCOUNT = "123456789012"
@@ -301,7 +301,7 @@ def test_create_resource_in_use_is_one_clear_error(rig: Rig) -> None:
         rig.provider.create(dict(PROPS))
     assert "resource in use" in str(err.value)
     assert "'hpi-global' is taken" in str(err.value)
-    assert "tools.preflight" in str(err.value)
+    assert "tools.preflight.regional" in str(err.value)
     assert "already belongs to another global inference gateway" in str(err.value)
 
 
@@ -585,7 +585,7 @@ def issues(**overrides: Any) -> list[str]:
 
 def test_reference_global_stack_file_parses() -> None:
     mapping = stack_mapping("global")
-    from tools.preflight_global import load_global
+    from tools.preflight.global_stack import load_global
 
     cfg = load_global("global", mapping)
     assert cfg.name == "hpi-global"
@@ -994,7 +994,7 @@ def test_regional_prod_without_jwt_exports_jwt_not_required(run: Any) -> None:
 
 
 def test_offline_preview_of_the_global_stack(capsys: pytest.CaptureFixture[str]) -> None:
-    from tools.preview import preview
+    from tools.cli.preview import preview
 
     assert preview("global", as_json=True) == 0
     data = json.loads(capsys.readouterr().out)["hyperpodInference"]
@@ -1101,7 +1101,7 @@ def _stub_members(c: StubbedClients, *, owner_of_b: bool = False, b_missing: boo
 
 
 def _preflight(c: StubbedClients, tmp_path: Path) -> tuple[int, str]:
-    from tools.preflight_global import preflight_global
+    from tools.preflight.global_stack import preflight_global
 
     console = Console(record=True, width=500)
     code = preflight_global("global", member_outputs_file=_outputs_file(tmp_path), clients_for=c, console=console)
@@ -1138,7 +1138,7 @@ def test_preflight_global_finds_a_missing_cluster(tmp_path: Path) -> None:
 
 
 def test_preflight_global_api_not_answering(tmp_path: Path) -> None:
-    from tools.preflight_global import check_api
+    from tools.preflight.global_stack import check_api
 
     c = StubbedClients()
     c.stub("us-east-1", "sagemaker").add_client_error(
@@ -1155,7 +1155,7 @@ def test_preflight_global_api_not_answering(tmp_path: Path) -> None:
 
 
 def test_preflight_global_opt_in_region(tmp_path: Path) -> None:
-    from tools.preflight_global import Member, check_member
+    from tools.preflight.global_stack import Member, check_member
 
     c = StubbedClients()
     c.stub("us-east-1", "ec2").add_response(
@@ -1179,7 +1179,7 @@ def test_preflight_global_opt_in_region(tmp_path: Path) -> None:
 
 
 def test_preflight_derives_members_from_local_stack_files() -> None:
-    from tools.preflight_global import members_from
+    from tools.preflight.global_stack import members_from
 
     found = members_from(parse(), None)
     assert found[0].region == "us-east-1"
@@ -1189,8 +1189,8 @@ def test_preflight_derives_members_from_local_stack_files() -> None:
 
 
 def test_preflight_entry_point_delegates_global_stacks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tools.preflight as preflight
-    import tools.preflight_global as preflight_global
+    import tools.preflight.global_stack as preflight_global
+    import tools.preflight.regional as preflight
 
     calls: list[str] = []
     monkeypatch.setattr(preflight_global, "preflight_global", lambda stack, **kw: calls.append(stack) or 0)
@@ -1266,7 +1266,7 @@ def test_create_retries_reuse_one_client_token(rig: Rig) -> None:
 def test_preflight_global_unknown_profile_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
     from botocore.exceptions import ProfileNotFound
 
-    import tools.preflight_global as preflight_global
+    import tools.preflight.global_stack as preflight_global
 
     def no_profile(**kwargs: Any) -> Any:
         raise ProfileNotFound(profile=kwargs.get("profile_name"))

@@ -24,7 +24,7 @@ from components.config.checks import run_advisories
 from components.config.governance import request_problems
 from components.config.loader import parse_stack_mapping
 from tests.conftest import stack_mapping
-from tools.mocks import Registration
+from tools.plan.mocks import Registration
 from tools.rehearse import rehearse
 
 GOV = "hyperpod-inference:governance"
@@ -202,7 +202,7 @@ def test_an_unlisted_addon_build_is_an_advisory_for_preflight() -> None:
     mapping = stack_mapping("staging")
     mapping[GOV]["addonVersion"] = "v1.7.0-eksbuild.1"
     (advisory,) = [a for a in _advisories(mapping) if "governance-addon-build-listed" in a]
-    assert "checked by python -m tools.preflight (aws eks describe-addon-versions" in advisory
+    assert "checked by python -m tools.preflight.regional (aws eks describe-addon-versions" in advisory
 
 
 def test_quota_in_whole_instances_of_unknown_hardware_is_an_advisory(monkeypatch: pytest.MonkeyPatch) -> None:

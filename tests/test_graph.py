@@ -6,8 +6,8 @@ from __future__ import annotations
 from itertools import pairwise
 from pathlib import Path
 
-from tools.graph import Graph, create_minutes, write_graph
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.rehearse.graph import Graph, create_minutes, write_graph
 
 HEAVY = ("eks:index:Cluster", "aws:eks/cluster:Cluster", "aws-native:sagemaker:Cluster")
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,9 +12,9 @@ import pytest
 from botocore.stub import Stubber
 
 from tests.conftest import stack_mapping
-from tools import guardduty_cleanup as gdc
-from tools import preflight_checks as pc
-from tools.preflight import load_config
+from tools.preflight import checks as pc
+from tools.preflight import guardduty_cleanup as gdc
+from tools.preflight.regional import load_config
 from tools.rehearse import rehearse
 
 VPC = "vpc-0a1b2c3d4e5f60718"
@@ -233,7 +233,7 @@ def test_preflight_warns_when_guardduty_manages_the_eks_agent() -> None:
             "guardduty-data VPC endpoint and a security group to the stack's VPC, which block deleting its subnets, "
             "security groups and the VPC",
             "`pulumi destroy` removes them after the EKS cluster (guardduty-endpoint-cleanup); if a destroy stops on "
-            "the subnets, run `python -m tools.guardduty_cleanup --stack prod` and destroy again",
+            "the subnets, run `python -m tools.preflight.guardduty_cleanup --stack prod` and destroy again",
         )
     ]
 
@@ -286,10 +286,10 @@ def test_destroy_rehearsal_lists_the_guardduty_endpoint_risk_as_unknown(stack_ru
     assert notes[0].startswith(
         "GuardDuty (cannot be known offline): with EKS Runtime Monitoring and automated agent configuration on, "
         "GuardDuty adds a VPC endpoint (com.amazonaws.<region>.guardduty-data) and a security group to network-vpc; "
-        "they block deleting its subnets, security groups and the VPC. Checked by python -m tools.preflight "
+        "they block deleting its subnets, security groups and the VPC. Checked by python -m tools.preflight.regional "
         "(guardduty:ListDetectors, guardduty:GetDetector"
     )
-    assert "run python -m tools.guardduty_cleanup --stack prod [DR trap 15" in notes[0]
+    assert "run python -m tools.preflight.guardduty_cleanup --stack prod [DR trap 15" in notes[0]
     # a stack that deletes no VPC has nothing of the kind
     attach = rehearse(stack_runs["attach"], mapping=stack_mapping("attach"), destroy=True)
     assert not [n for n in attach.notes if n.startswith("GuardDuty")]

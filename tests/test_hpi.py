@@ -19,7 +19,7 @@ from hpi import app
 from hpi.commands import BY_PATH, COMMANDS, Command
 from hpi.project import NoProject, find_project
 from tests.cli_runner import run_module
-from tools.harness import ROOT
+from tools.plan.harness import ROOT
 
 TOP = [
     "preview",
@@ -287,11 +287,11 @@ def test_policy_lists_and_evaluates_the_pack(monkeypatch: pytest.MonkeyPatch) ->
     assert " 0 mandatory and" in done.stdout
     assert hpi("policy").returncode == 2  # --stack or --list
 
-    import tools.policy
+    import tools.cli.policy
     from policies.engine import PolicyResult
 
     refused = PolicyResult("mandatory", "some-policy", "aws:ec2/vpc:Vpc", "vpc", "why")
-    monkeypatch.setattr(tools.policy, "evaluate", lambda *a: [refused])
+    monkeypatch.setattr(tools.cli.policy, "evaluate", lambda *a: [refused])
     done = hpi("policy", "--stack", "dev")
     assert done.returncode == 1
     assert "MANDATORY some-policy aws:ec2/vpc:Vpc::vpc: why" in done.stdout

@@ -24,8 +24,8 @@ from components.hyperpod_node_wait import (
     NodeWaitError,
 )
 from tests.conftest import registered, stack_mapping
-from tools.harness import StackRun
-from tools.mocks import Registration
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
 from tools.rehearse import rehearse
 
 CLUSTER = "arn:aws:sagemaker:us-east-1:123456789012:cluster/k3x9p2m7q1ab"

@@ -14,8 +14,8 @@ import pytest
 from components.config.health_checks import supported_checks, unsupported_reason
 from tests.conftest import STACKS, registered, stack_mapping
 from tests.iam_lint import assert_policy_clean
-from tools.harness import StackRun
-from tools.mocks import ACCOUNT_ID
+from tools.plan.harness import StackRun
+from tools.plan.mocks import ACCOUNT_ID
 
 HP = "aws-native:sagemaker:Cluster"
 

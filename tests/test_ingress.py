@@ -13,9 +13,9 @@ from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
 from components.config.ingress import DEFAULT_TLS_POLICY
 from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
 from tests.conftest import cached_scope, registered, stack_mapping
-from tools import mocks
-from tools.harness import StackRun, run_stack
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.plan import mocks
+from tools.plan.harness import StackRun, run_stack
 
 LISTENER = "aws:lb/listener:Listener"
 RULE = "aws:lb/listenerRule:ListenerRule"
@@ -731,7 +731,7 @@ def test_jwks_limits_are_an_advisory(run) -> None:
     assert [a.render() for a in jwks] == [
         "hyperpod-inference:ingress.jwt.jwksUri: the ALB forwards no request when the JWKS at "
         "https://login.example.com/oauth2/default/v1/keys is not publicly reachable, exceeds 150 KB or 10 keys, or "
-        "the IdP signs with another algorithm than RS256 [alb-jwks-limits; checked by `python -m tools.preflight "
+        "the IdP signs with another algorithm than RS256 [alb-jwks-limits; checked by `python -m tools.preflight.regional "
         "--stack prod --fetch-jwks` (fetches the JWKS: size, key count, key types), and a token of the IdP (its "
         "header's alg)]"
     ]

@@ -24,9 +24,9 @@ from components.config.checks import run_advisories
 from components.config.loader import parse_stack_mapping
 from policies.cluster_versions import accepted_versions, version_problem
 from tests.conftest import stack_mapping
-from tools import preflight_checks as pc
-from tools.harness import ROOT
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.plan.harness import ROOT
+from tools.preflight import checks as pc
 
 Mutation = Callable[[dict[str, Any]], None]
 CLUSTER, ENDPOINTS, GATEWAY = "hyperpod-inference:cluster", "hyperpod-inference:endpoints", "hyperpod-inference:gateway"
@@ -232,7 +232,7 @@ ADVISED: list[tuple[str, str, Mutation, str, str]] = [
         "dev",
         lambda m: _ep(m)["modelSourceConfig"]["s3Storage"].update(region="us-east-1"),
         "hyperpod-inference:endpoints[0].spec.modelSourceConfig.s3Storage.region",
-        "tools.preflight (GetBucketLocation: the bucket's real Region)",
+        "tools.preflight.regional (GetBucketLocation: the bucket's real Region)",
     ),
     (
         "label-no-group-declares",
@@ -252,7 +252,7 @@ ADVISED: list[tuple[str, str, Mutation, str, str]] = [
         "dev",
         lambda m: m.__setitem__("hyperpod-inference:allowReplacement", ["hyperpod-clster"]),
         "hyperpod-inference:allowReplacement[0]",
-        "python -m tools.preview --diff BASE.json (the base plan's resources)",
+        "python -m tools.cli.preview --diff BASE.json (the base plan's resources)",
     ),
     (
         "router-service-port-outside-prod",
@@ -377,7 +377,7 @@ def test_a_supported_version_with_the_default_kube_proxy_is_reported_at_the_vers
     assert found == [
         "hyperpod-inference:cluster.kubernetesVersion: Kubernetes 1.33 needs a kube-proxy v1.33.x-eksbuild.N; the "
         "default (v1.34.0-eksbuild.2) is for 1.34: set cluster.addons.kubeProxy (and coredns) to builds for 1.33 "
-        "(python -m tools.preflight lists them)"
+        "(python -m tools.preflight.regional lists them)"
     ]
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REGIONAL_STACKS
-from tools.k8s_schema import kubernetes_validate_version, validate_manifests, validate_object
-from tools.render import kubernetes_manifests
+from tools.plan.k8s_schema import kubernetes_validate_version, validate_manifests, validate_object
+from tools.plan.render import kubernetes_manifests
 
 TGB_KIND = "TargetGroupBinding"
 

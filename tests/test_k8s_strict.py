@@ -12,8 +12,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from tools.k8s_schema import validate_object
-from tools.render import kubernetes_manifests
+from tools.plan.k8s_schema import validate_object
+from tools.plan.render import kubernetes_manifests
 
 SECRET: dict[str, Any] = {
     "apiVersion": "v1",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import cached_scope, registered, stack_mapping
-from tools.harness import StackRun, run_stack
+from tools.plan.harness import StackRun, run_stack
 
 SERVING_PROGRAM = """
 import pulumi

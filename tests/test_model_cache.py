@@ -20,9 +20,9 @@ from policies import capacity_rules as cap
 from policies import rules
 from tests.conftest import stack_mapping
 from tests.crd_schema import crd_path, validate_cr
-from tools.capacity_report import capacity_report
-from tools.harness import StackRun
-from tools.mocks import unwrap_secrets
+from tools.plan.capacity_table import capacity_report
+from tools.plan.harness import StackRun
+from tools.plan.mocks import unwrap_secrets
 
 CACHED = "llama-8b-prefix"
 IEC_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"

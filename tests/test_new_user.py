@@ -34,7 +34,7 @@ from policies import capacity_rules as cap
 from policies.rules import image_engine
 from tests.cli_runner import run_module
 from tests.conftest import stack_mapping
-from tools.harness import ROOT
+from tools.plan.harness import ROOT
 
 VERDICT = re.compile(
     r"^(?P<stack>[\w-]+): (?:(?P<resources>\d+) resources, )?(?P<errors>\d+) errors?, .*— exit (?P<code>\d)$"
@@ -50,8 +50,8 @@ def _issues(stack: str, mapping: dict[str, Any]) -> dict[str, str]:
 
 @cache
 def _preview(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m tools.preview ARGS`` in this process, once per argument list (several tests read one output)."""
-    return run_module("tools.preview", *args)
+    """``python -m tools.cli.preview ARGS`` in this process, once per argument list (several tests read one output)."""
+    return run_module("tools.cli.preview", *args)
 
 
 def _flat(text: str) -> str:
@@ -128,7 +128,7 @@ def test_the_largest_accepted_input_finishes_in_seconds_under_one_gib(tmp_path: 
     path = _write(tmp_path, mapping)
     start = time.monotonic()
     result = subprocess.run(
-        [sys.executable, "-m", "tools.preview", "--stack", "dev", "--stack-file", str(path)],
+        [sys.executable, "-m", "tools.cli.preview", "--stack", "dev", "--stack-file", str(path)],
         cwd=ROOT, capture_output=True, text=True, check=False, timeout=300, preexec_fn=_limit_memory,
     )  # fmt: skip
     elapsed = time.monotonic() - start
@@ -226,9 +226,9 @@ def test_sglang_engine_with_a_vllm_image_is_refused() -> None:
 
 
 def test_closed_pipe_is_no_traceback() -> None:
-    """`tools.preview --stack dev --json | head -1`: the reader leaves after one line."""
+    """`tools.cli.preview --stack dev --json | head -1`: the reader leaves after one line."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tools.preview", "--stack", "dev", "--json"],
+        [sys.executable, "-m", "tools.cli.preview", "--stack", "dev", "--json"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None and proc.stderr is not None
@@ -240,7 +240,7 @@ def test_closed_pipe_is_no_traceback() -> None:
     assert "stdout closed before the output ended" in stderr
 
 
-@pytest.mark.parametrize("module", ["tools.preview", "tools.deployer_policy"])
+@pytest.mark.parametrize("module", ["tools.cli.preview", "tools.cli.deployer_policy"])
 def test_out_naming_an_existing_file_is_exit_2(module: str, tmp_path: Path) -> None:
     target = tmp_path / "plan.json"
     target.write_text("{}", encoding="utf-8")
@@ -255,26 +255,26 @@ def test_out_in_a_folder_that_cannot_be_written_is_exit_2(tmp_path: Path) -> Non
     """/sys refuses new files even to root (chmod does not stop root, so a read-only mount stands in)."""
     if not Path("/sys").is_dir():
         pytest.fail("this test needs Linux's /sys (a folder root cannot create files in)")
-    result = run_module("tools.preview", "--stack", "dev", "--out", "/sys/hpi-out/prod")
+    result = run_module("tools.cli.preview", "--stack", "dev", "--out", "/sys/hpi-out/prod")
     assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
     assert "--out /sys/hpi-out/prod: cannot write in /sys" in _flat(result.stdout)
     under_file = tmp_path / "file"
     under_file.write_text("", encoding="utf-8")
-    result = run_module("tools.preview", "--stack", "dev", "--out", str(under_file / "out"))
+    result = run_module("tools.cli.preview", "--stack", "dev", "--out", str(under_file / "out"))
     assert result.returncode == 2
     assert f"{under_file} is a file, so no folder can be created under it" in _flat(result.stdout)
 
 
 COMMANDS = [
-    "tools.preview", "tools.rehearse", "tools.preflight", "tools.preflight_global", "tools.deployer_policy",
-    "tools.guardduty_cleanup", "tools.vendor_chart", "tools.fetch_crds", "tools.crd_models", "tools.config_reference",
-    "tools.replacement_rules", "tools.unconfirmed", "components.config.schema", "tests.hand_mutations",
+    "tools.cli.preview", "tools.rehearse", "tools.preflight.regional", "tools.preflight.global_stack", "tools.cli.deployer_policy",
+    "tools.preflight.guardduty_cleanup", "tools.fetch.chart", "tools.fetch.crds", "tools.generate.crd_models", "tools.generate.config_reference",
+    "tools.generate.replacement_rules", "tools.generate.unconfirmed", "components.config.schema", "tests.hand_mutations",
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", COMMANDS)
 def test_unknown_option_is_usage_and_exit_2(module: str) -> None:
-    needs_stack = module.startswith(("tools.pre", "tools.rehearse", "tools.deployer", "tools.guardduty"))
+    needs_stack = module.startswith(("tools.cli.pre", "tools.preflight", "tools.rehearse", "tools.cli.deployer"))
     result = run_module(module, *(["--stack", "dev"] if needs_stack else []), "--no-such-option")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
@@ -300,7 +300,7 @@ def test_json_keeps_stdout_one_document_and_the_verdict_on_stderr() -> None:
 def test_config_error_ends_with_a_verdict(tmp_path: Path) -> None:
     mapping = stack_mapping("dev")
     mapping["hyperpod-inference:kvCache"] = {"l2Backend": "redis", "redis": {"nodeType": "cache.r99.huge"}}
-    result = run_module("tools.preview", "--stack", "dev", "--stack-file", str(_write(tmp_path, mapping)))
+    result = run_module("tools.cli.preview", "--stack", "dev", "--stack-file", str(_write(tmp_path, mapping)))
     assert result.returncode == 2
     assert result.stdout.splitlines()[-1] == "dev: 1 error, nothing registered — exit 2"
 
@@ -335,7 +335,7 @@ def test_piped_output_is_at_most_160_columns() -> None:
 def test_plain_output_does_not_depend_on_the_hash_seed() -> None:
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.preview", "--stack", "prod"],
+        [sys.executable, "-m", "tools.cli.preview", "--stack", "prod"],
         cwd=ROOT, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONHASHSEED": seed},
     )  # fmt: skip
     here = _preview("--stack", "prod")
@@ -362,7 +362,7 @@ def test_a_repeated_finding_refers_to_the_first() -> None:
 
 
 def test_global_stack_prints_no_empty_capacity_table_and_the_critical_path_once() -> None:
-    out = run_module("tools.preview", "--stack", "global", "--critical-path").stdout
+    out = run_module("tools.cli.preview", "--stack", "global", "--critical-path").stdout
     assert "capacity: no HyperPod instance groups in this stack" in out
     assert "capacity per instance group" not in out
     assert out.count("deploy critical path") == 1
@@ -383,7 +383,7 @@ def test_unquoted_version_says_to_quote_it(tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     version = mapping["hyperpod-inference:cluster"]["kubernetesVersion"]
     path.write_text(text.replace(f"kubernetesVersion: '{version}'", "kubernetesVersion: 1.30"), encoding="utf-8")
-    result = run_module("tools.preview", "--stack", "dev", "--stack-file", str(path))
+    result = run_module("tools.cli.preview", "--stack", "dev", "--stack-file", str(path))
     assert result.returncode == 2
     assert (
         "hyperpod-inference:cluster.kubernetesVersion: Input should be a valid string (got 1.3); YAML read an "

@@ -18,8 +18,8 @@ from botocore.stub import Stubber
 from components.hyperpod_node_wait import HyperPodNodeWaitProvider, NodeWaitError
 from tests.conftest import registered, stack_mapping
 from tests.test_hyperpod_node_wait import CLUSTER, LIST_PARAMS, PROPS, FakeTime, node, page
-from tools.harness import StackRun
-from tools.mocks import Registration
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
 from tools.rehearse import rehearse
 
 DYNAMIC = "pulumi-python:dynamic:Resource"

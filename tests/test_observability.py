@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import cached_scope, registered, stack_mapping
 from tests.test_ingress import inputs
-from tools.harness import StackRun
+from tools.plan.harness import StackRun
 
 ADDON = "aws:eks/addon:Addon"
 AMP = "aws:amp/workspace:Workspace"

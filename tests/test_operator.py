@@ -17,8 +17,8 @@ from components.inference_operator import ADDON_NAME
 from components.operator_prerequisites import HYPERPOD_HEALTH_TAINT
 from tests.conftest import STACKS, registered, stack_mapping
 from tests.iam_lint import assert_policy_clean, findings_above, policy_documents
-from tools.harness import StackRun
-from tools.mocks import ACCOUNT_ID
+from tools.plan.harness import StackRun
+from tools.plan.mocks import ACCOUNT_ID
 
 # What AWS's chart gives its controllers and device plugins (aws/sagemaker-hyperpod-cli@011ca927
 # helm_chart/HyperPodHelmChart/values.yaml:206-209, helm_chart/readme.md:78-84): Equal, not Exists.

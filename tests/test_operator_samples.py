@@ -37,7 +37,7 @@ from components.config.stackfile import StackFileError, parse_yaml
 from components.endpoints import OwnedValues, render_endpoint
 from tests.conftest import CRDS, stack_mapping
 from tests.crd_schema import validate_spec
-from tools.harness import ROOT
+from tools.plan.harness import ROOT
 
 REPO = "aws/sagemaker-hyperpod-cli"
 PR413 = "028b54284293304050437d3cd7c538990cbdf0d8"  # refs/pull/413/head, 2026-04-22
@@ -202,7 +202,7 @@ EXPECTED_PR413: dict[str, tuple[str, set[Any]]] = {
     "v1_nvme_s3_prefetch_on": ("renders", HOSTNAME),
     "v1_nvme_s3_prefetch_on_fallback": ("renders", HOSTNAME),
     "v1_qwen3_8b_multi_node_instance": ("renders", {IMAGE}),
-    "v1_qwen3_8b_node_affnity": ("renders", {NODE_OFFLINE, IMAGE}),  # zone names: tools.preflight maps them
+    "v1_qwen3_8b_node_affnity": ("renders", {NODE_OFFLINE, IMAGE}),  # zone names: tools.preflight.regional maps them
     "v1_s3_llama70b_IR_L1_L2_membrain": (
         "refused",
         {
@@ -386,7 +386,7 @@ def test_zone_name_affinity_renders_with_an_advisory_in_its_region_and_is_refuse
     assert "topology.kubernetes.io/zone In [us-east-2a, us-east-2b]: zone names map to AZ IDs" in advisory.message
     assert (
         advisory.checked_by
-        == "tools.preflight (DescribeAvailabilityZones maps the zone names to this account's AZ IDs)"
+        == "tools.preflight.regional (DescribeAvailabilityZones maps the zone names to this account's AZ IDs)"
     )
     other = _minimal(nodeAffinity=_affinity(*exprs))
     other["spec"]["modelSourceConfig"]["s3Storage"]["region"] = "us-west-2"  # the stack follows the bucket

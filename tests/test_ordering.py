@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from policies.readiness import load_readiness
 from tests.conftest import ALL_STACKS, REGIONAL_STACKS, cached_scope, registered, stack_mapping
-from tools.harness import StackRun, run_stack
-from tools.mocks import Registration
+from tools.plan.harness import StackRun, run_stack
+from tools.plan.mocks import Registration
 from tools.rehearse import CompleteGraph, Finding, edges, rehearse
 from tools.rehearse.ordering import describe, missing_edges, values_at
 

@@ -1,4 +1,4 @@
-"""``tools.preview --json`` (the plan) and ``--diff`` (the plan against a saved base)."""
+"""``tools.cli.preview --json`` (the plan) and ``--diff`` (the plan against a saved base)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import cached_scope, stack_mapping
-from tools.plan import EXTENSION, UNKNOWN_ID, extension
-from tools.plan_diff import POLICY, diff_lines, diff_plans, input_diff, property_path
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.plan.diff import POLICY, diff_lines, diff_plans, input_diff, property_path
+from tools.plan.writer import EXTENSION, UNKNOWN_ID, extension
 
 HP_URN_END = "aws-native:sagemaker:Cluster::hyperpod-cluster"
 
@@ -221,7 +221,7 @@ def test_plan_is_stable_run_to_run(prod_plan) -> None:
 
 
 def test_preview_plan_carries_the_rehearsal_and_the_capacity_table(capsys) -> None:
-    from tools.preview import preview
+    from tools.cli.preview import preview
 
     assert preview("prod", as_json=True) == 0
     plan = json.loads(capsys.readouterr().out)
@@ -701,14 +701,14 @@ def test_two_runs_print_identical_bytes() -> None:
 
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.preview", "--stack", "prod", "--json"],
+        [sys.executable, "-m", "tools.cli.preview", "--stack", "prod", "--json"],
         capture_output=True,
         check=False,
         env={**os.environ, "PYTHONHASHSEED": seed},
         cwd=Path(__file__).resolve().parents[1],
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    here = run_module("tools.preview", "--stack", "prod", "--json")
+    here = run_module("tools.cli.preview", "--stack", "prod", "--json")
     assert here.returncode == 0, here.stderr[-2000:]
     assert json.loads(proc.stdout)["steps"], "the plan has steps"
     # everything but `duration` (the run's wall time, as the engine's)

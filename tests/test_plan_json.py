@@ -2,7 +2,7 @@
 
 The URN rule is the engine's (pulumi/pulumi@0ac56e876614aedf12771d73ef7e80959b8a6fd4, tag v3.259.0:
 pkg/resource/deploy/deployment.go ``generateURN``, sdk/go/common/resource/urn/urn.go ``New`` and urn_test.go);
-the shape is read by one strict reader (tools/plan_json.py) from a recorded real preview
+the shape is read by one strict reader (tools/plan/reader.py) from a recorded real preview
 (tests/fixtures/preview/pulumi-preview.json, written from the engine's structs: see its README) and from this
 project's plans.
 """
@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import ALL_STACKS, cached_scope, registered
-from tools.harness import run_stack
-from tools.mocks import engine_urn, qualified_type
-from tools.plan import EXTENSION
-from tools.plan_json import PreviewJSONError, read_preview
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.plan.harness import run_stack
+from tools.plan.mocks import engine_urn, qualified_type
+from tools.plan.reader import PreviewJSONError, read_preview
+from tools.plan.writer import EXTENSION
 
 RECORDED = Path(__file__).parent / "fixtures" / "preview" / "pulumi-preview.json"
 P = "urn:pulumi:prod::hyperpod-inference::"

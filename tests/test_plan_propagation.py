@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import cached_scope
-from tools.plan import EXTENSION, UNKNOWN_ID
-from tools.plan_diff import POLICY, diff_plans
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.plan.diff import POLICY, diff_plans
+from tools.plan.writer import EXTENSION, UNKNOWN_ID
 
 P = "urn:pulumi:prod::hyperpod-inference::"
 VPC, SUBNET = "aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet"

@@ -1,4 +1,4 @@
-"""``tools.preview --diff-state EXPORT.json``: the plan against a deployed stack's ``pulumi stack export`` (issue 35).
+"""``tools.cli.preview --diff-state EXPORT.json``: the plan against a deployed stack's ``pulumi stack export`` (issue 35).
 
 The export is built here the way the engine writes one (apitype ``UntypedDeployment`` around ``DeploymentV3``,
 ``ResourceV3`` resources: pulumi/pulumi@0ac56e876614aedf12771d73ef7e80959b8a6fd4 sdk/go/common/apitype/core.go)
@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import cached_scope, registered, stack_mapping
-from tools.harness import StackRun, run_stack
-from tools.plan import EXTENSION, UNKNOWN_ID, provider_reference
-from tools.plan_diff import POLICY
-from tools.plan_state import state_value
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.plan.diff import POLICY
+from tools.plan.harness import StackRun, run_stack
+from tools.plan.state import state_value
+from tools.plan.writer import EXTENSION, UNKNOWN_ID, provider_reference
 from tools.rehearse.model import expand
 
 SIG = "4dabf18193072939515e22adb298388d"

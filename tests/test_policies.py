@@ -5,7 +5,7 @@ registration's inputs, a removed rule resource, or an added hand-written custom 
 ``CustomResource`` registers) — and run the pack through ``policies.engine.evaluate`` with the stack's
 ``config.<env>.json``. They assert that the change adds results of exactly one policy, at the level the
 issue's table gives, and that the nearest valid variant adds none. A few tests go end to end through
-``tools.preview`` (exit code and printed line), including a raw ``CustomResource`` program.
+``tools.cli.preview`` (exit code and printed line), including a raw ``CustomResource`` program.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-import tools.preview as preview_mod
+import tools.cli.preview as preview_mod
 from policies import rules
 from policies.baselines import RELAXED_OUTSIDE_PROD
 from policies.engine import PolicyResult, evaluate, policy_pack_config
 from policies.pack import PACK_NAME, POLICIES
 from policies.security_baselines import LEVELS as SECURITY_LEVELS
 from tests.conftest import stack_mapping
-from tools.harness import StackRun, run_stack
-from tools.mocks import Registration
+from tools.plan.harness import StackRun, run_stack
+from tools.plan.mocks import Registration
 
 IEC_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
 JSM_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1:JumpStartModel"
@@ -561,7 +561,7 @@ def test_float_numbers_from_the_cli_are_judged_like_ints(stack_runs: dict[str, S
     assert _added(stack_runs, "prod", _inject(_cr("raw", spec))) == []
 
 
-# --- end to end through tools.preview: a raw CustomResource program -------------------------------------
+# --- end to end through tools.cli.preview: a raw CustomResource program -------------------------------------
 
 
 RAW_PROGRAM = textwrap.dedent(
@@ -1223,7 +1223,7 @@ def get_jwt(reg: Registration) -> Any:
     return copy.deepcopy(_spec_of(copy.deepcopy(reg))).get("auth", {}).get("jwt")
 
 
-# --- end to end through tools.preview with a changed stack config ---------------------------------------
+# --- end to end through tools.cli.preview with a changed stack config ---------------------------------------
 
 
 def _preview(stack: str, mapping: dict[str, Any]) -> tuple[int, str]:

@@ -29,9 +29,9 @@ from rich.console import Console
 from components.config import StackConfig
 from components.config.ingress import RouteConfig
 from tests.conftest import stack_mapping
-from tools import preflight_checks as pc
-from tools.preflight import NO_CREDENTIALS, load_config, main
-from tools.preflight_checks import CheckResult, Clients
+from tools.preflight import checks as pc
+from tools.preflight.checks import CheckResult, Clients
+from tools.preflight.regional import NO_CREDENTIALS, load_config, main
 
 ACCOUNT = "123456789012"  # moto's default account
 

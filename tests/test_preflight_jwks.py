@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-import tools.preflight as preflight_mod
+import tools.preflight.regional as preflight_mod
 from components.config.loader import parse_stack_mapping
 from tests.conftest import stack_mapping
-from tools.preflight_jwks import check_jwks, judge_jwks
+from tools.preflight.jwks import check_jwks, judge_jwks
 
 URL = "https://login.example.com/oauth2/default/v1/keys"
 
@@ -144,7 +144,7 @@ def test_the_flag_chooses_the_real_fetch(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_fetch_url_refuses_anything_but_https() -> None:
-    from tools.preflight_jwks import fetch_url
+    from tools.preflight.jwks import fetch_url
 
     with pytest.raises(ValueError, match="not an https URL"):
         fetch_url("http://login.example.com/keys")

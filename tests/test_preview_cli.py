@@ -1,4 +1,4 @@
-"""``python -m tools.preview`` as a new user meets it: bad input, terminal output, ``--graph``, the CI wiring."""
+"""``python -m tools.cli.preview`` as a new user meets it: bad input, terminal output, ``--graph``, the CI wiring."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ import yaml
 
 from tests.cli_runner import run_module
 from tests.conftest import ALL_STACKS, REGIONAL_STACKS, stack_mapping
-from tools.ci_matrix import matrix
-from tools.harness import ROOT
-from tools.preview import key_properties, preview
+from tools.cli.preview import key_properties, preview
+from tools.generate.ci_matrix import matrix
+from tools.plan.harness import ROOT
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m tools.preview args`` in this process (tests/cli_runner.py)."""
-    return run_module("tools.preview", *args)
+    """``python -m tools.cli.preview args`` in this process (tests/cli_runner.py)."""
+    return run_module("tools.cli.preview", *args)
 
 
 def _unwrap_tree(text: str) -> str:
@@ -47,7 +47,7 @@ def _unwrap_tree(text: str) -> str:
 def _piped(*args: str) -> subprocess.CompletedProcess[str]:
     """A real process whose stdout is a pipe: what a CI log or `| less` gets."""
     return subprocess.run(
-        [sys.executable, "-m", "tools.preview", *args], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "tools.cli.preview", *args], cwd=ROOT, capture_output=True, text=True, check=False
     )
 
 
@@ -199,7 +199,7 @@ def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
     result = _piped("--stack", "prod")
     assert result.returncode == 0, result.stdout + result.stderr
     # A long line wraps onto a continuation line (the tree's guides, then the rest): never cut off.
-    # A policy finding stays one line (tools/preview.py: grep finds it whole); it starts with its level.
+    # A policy finding stays one line (tools/cli/preview.py: grep finds it whole); it starts with its level.
     findings = [line for line in result.stdout.splitlines() if line.startswith(("ADVISORY ", "MANDATORY "))]
     assert len(findings) == 4  # prod: the prerequisite builds no offline source lists (policies/addon_builds.py)
     assert all(len(line) <= 170 for line in result.stdout.splitlines() if line not in findings)
@@ -257,7 +257,7 @@ def test_preview_prints_the_rehearsal_and_capacity_and_fails_when_the_deploy_wou
     """The same graph, judged with readiness data in which the HyperPod cluster brings no nodes: every
     controller add-on then waits forever, so the preview must exit 1 (not 0) and say why."""
     from policies.readiness import load_readiness
-    from tools import preview as module
+    from tools.cli import preview as module
     from tools.rehearse import rehearse
 
     assert preview("dev") == 0
@@ -315,7 +315,7 @@ def test_ci_matrix_names_the_role(tmp_path: Path) -> None:
 
 def test_ci_matrix_script_prints_a_github_output_line() -> None:
     out = subprocess.run(
-        [sys.executable, "tools/ci_matrix.py"], cwd=ROOT, capture_output=True, text=True, check=True
+        [sys.executable, "tools/generate/ci_matrix.py"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     key, _, value = out.strip().partition("=")
     assert key == "matrix" and json.loads(value) == matrix()
@@ -323,7 +323,7 @@ def test_ci_matrix_script_prints_a_github_output_line() -> None:
 
 def test_workflow_previews_the_derived_matrix_and_diffs_against_the_base() -> None:
     jobs = _workflow()["jobs"]
-    assert "python tools/ci_matrix.py" in jobs["stacks"]["steps"][-1]["run"]
+    assert "python tools/generate/ci_matrix.py" in jobs["stacks"]["steps"][-1]["run"]
     for name in ("offline-preview", "pulumi-preview"):
         assert jobs[name]["strategy"]["matrix"] == "${{ fromJSON(needs.stacks.outputs.matrix) }}", name
         assert "stacks" in jobs[name]["needs"]

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from policies.readiness import Condition, Toleration, input_value, load_readiness
 from tests.conftest import stack_mapping
-from tools.harness import StackRun
-from tools.mocks import Registration
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
 from tools.rehearse import Rehearsal, expand, rehearse
 from tools.rehearse.__main__ import main
 from tools.rehearse.create import crd_of, parse_duration_minutes
@@ -517,7 +517,7 @@ def test_route_tables_of_an_existing_vpc_are_an_advisory_naming_preflight(run) -
     assert (
         "Kubernetes API (cannot be known offline): the route tables of the cluster's subnets subnet-0a1b2c3d4e5f60712, "
         "subnet-0a1b2c3d4e5f60714, subnet-0a1b2c3d4e5f60716 are not in this stack (network.existing): whether they "
-        "route 10.0.8.0/24 back to the runner cannot be known offline; `python -m tools.preflight` checks them "
+        "route 10.0.8.0/24 back to the runner cannot be known offline; `python -m tools.preflight.regional` checks them "
         "(DescribeRouteTables)"
     ) in result.notes
 
@@ -846,7 +846,7 @@ def test_adopted_hyperpod_cluster_provides_nodes_from_the_start() -> None:
     """attach creates no HyperPod cluster: the declared groups of the adopted one meet every wait for nodes;
     without them (the same graph, the adoption removed from the config) the add-ons would deadlock."""
     from tests.conftest import stack_mapping
-    from tools.harness import run_stack
+    from tools.plan.harness import run_stack
     from tools.rehearse import rehearse
 
     mapping = stack_mapping("attach")

@@ -1,4 +1,4 @@
-"""``tools.preview --out``: Kubernetes manifests and the CloudFormation template reviewers diff."""
+"""``tools.cli.preview --out``: Kubernetes manifests and the CloudFormation template reviewers diff."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from tools.fetch_crds import find_crds
-from tools.mocks import unwrap_secrets
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.fetch.crds import find_crds
+from tools.plan.mocks import unwrap_secrets
 
 SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 
@@ -80,13 +80,13 @@ def test_out_writes_every_iam_document(tmp_path: Path, stack_runs, capsys) -> No
     assert any(s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false" for s in tls["Statement"])
     for f in files:
         assert json.loads((tmp_path / "iam" / f).read_text())["Version"] == "2012-10-17", f
-    # the stack's deploy policy (tools/deployer_policy.py; tests/test_deployer_policy.py checks its content)
+    # the stack's deploy policy (tools/cli/deployer_policy.py; tests/test_deployer_policy.py checks its content)
     assert "deployer-prod.json" in files and "deployer-prod.part1.json" in files
     assert json.loads((tmp_path / "deployer-prod.notes.json").read_text())["complete"] is True
 
 
 def test_cloudformation_uses_the_stack_region(tmp_path: Path, stack_runs, capsys, monkeypatch) -> None:
-    from tools import render
+    from tools.plan import render
 
     asked: list[str] = []
     original = render.resource_schema
@@ -105,8 +105,8 @@ def test_cloudformation_uses_the_stack_region(tmp_path: Path, stack_runs, capsys
 
 
 def test_dashboards_are_written_by_name(tmp_path: Path) -> None:
-    from tools.mocks import Registration
-    from tools.render import write_outputs
+    from tools.plan.mocks import Registration
+    from tools.plan.render import write_outputs
 
     body = {"widgets": [{"type": "metric", "properties": {"metrics": [["AWS/SageMaker", "GPUUtilization"]]}}]}
     reg = Registration(
@@ -131,7 +131,7 @@ def test_out_holds_no_secret_value(tmp_path: Path, stack_runs, capsys) -> None:
     """Issue 33 item 9: a Secret's stringData reads "[secret]" in --out as in the plan, and no file written holds a
     secret's value (the stack file's secrets, offline their placeholder, nor the generated Redis passwords)."""
     from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
-    from tools.mocks import secret_values
+    from tools.plan.mocks import secret_values
 
     assert preview("prod", out=tmp_path) == 0
     capsys.readouterr()

@@ -3,14 +3,14 @@
 ``customdiff.ForceNewIfChange``, ``d.ForceNew``), and both on one attribute (always replaced wins over "may
 replace"). The fixture is made up in the provider's SDKv2 shape (tests/fixtures/terraform/made_up_customize_diff.go.txt);
 the verbatim provider excerpts are in tests/test_replacement_rules.py. Then the same file through the generator's
-re-read (:func:`tools.replacement_rules.reread_terraform`) and entry builder, as policies/replacement_rules.json gets it.
+re-read (:func:`tools.generate.replacement_rules.reread_terraform`) and entry builder, as policies/replacement_rules.json gets it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tools.replacement_rules import NOT_IN_COPY, _terraform_entry, parse_go_schema, reread_terraform
+from tools.generate.replacement_rules import NOT_IN_COPY, _terraform_entry, parse_go_schema, reread_terraform
 
 FIXTURE = Path(__file__).parent / "fixtures" / "terraform" / "made_up_customize_diff.go.txt"
 

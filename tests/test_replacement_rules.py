@@ -12,8 +12,8 @@ import pytest
 
 from policies.replacement_rules import RULES_FILE, load_rules, rules_for
 from tests.conftest import ALL_STACKS
-from tools.harness import ROOT, run_stack
-from tools.replacement_rules import generate, parse_go_schema, sdk_input_names, sdk_path
+from tools.generate.replacement_rules import generate, parse_go_schema, sdk_input_names, sdk_path
+from tools.plan.harness import ROOT, run_stack
 
 # Types other branches add at integration (notes/parallel-work.md): their rules are here already.
 PLANNED_TYPES = (
@@ -34,7 +34,7 @@ def test_the_data_file_is_what_the_generator_writes() -> None:
     shared = ROOT.parent / "shared" / "crds"
     data = generate(json.loads(RULES_FILE.read_text(encoding="utf-8")), crds_dir=shared if shared.is_dir() else None)
     assert json.dumps(data, indent=2, sort_keys=True) + "\n" == RULES_FILE.read_text(encoding="utf-8"), (
-        "stale: run python -m tools.replacement_rules --write"
+        "stale: run python -m tools.generate.replacement_rules --write"
     )
 
 
@@ -45,7 +45,7 @@ def test_the_data_file_is_what_the_generator_writes() -> None:
 def test_terraform_facts_match_the_go_source() -> None:
     """With a terraform-provider-aws tree, every entry read at its commit is re-read from its Go file by the
     generator's parser and must come out as recorded (e.g. the tree of tag v5.1.0, 985efd5d)."""
-    from tools.replacement_rules import reread_terraform
+    from tools.generate.replacement_rules import reread_terraform
 
     source, commit = Path(os.environ["HPI_TF_AWS_SOURCE"]), os.environ["HPI_TF_AWS_COMMIT"]
     compared = []

@@ -21,7 +21,7 @@ from policies.engine import evaluate
 from policies.pack import POLICIES
 from tests.conftest import registered, stack_mapping
 from tests.test_ingress import plain
-from tools.harness import StackRun, run_stack
+from tools.plan.harness import StackRun, run_stack
 
 ING = "hyperpod-inference:ingress"
 LISTENER = "aws:lb/listener:Listener"

@@ -2,7 +2,7 @@
 
 Duplicate keys at any depth (PyYAML keeps the last silently), keys without a namespace, namespaces nothing reads
 (a misspelt project namespace gets the nearest as a hint), provider keys the provider does not have — each with
-``file:line``, exit 2, before anything runs; the same in the JSON Schema editors use and in ``tools.ci_matrix``.
+``file:line``, exit 2, before anything runs; the same in the JSON Schema editors use and in ``tools.generate.ci_matrix``.
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from components.config.schema import stack_config_schema
 from components.config.stackfile import StackFileError, load_stack_file, parse_yaml, stack_path
 from tests.cli_runner import run_module
 from tests.conftest import stack_mapping
-from tools.ci_matrix import matrix
-from tools.harness import ROOT
-from tools.preview import preview
+from tools.cli.preview import preview
+from tools.generate.ci_matrix import matrix
+from tools.plan.harness import ROOT
 
 DEV = stack_path("dev").read_text(encoding="utf-8")
 
 
 def _preview_cli(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    """``python -m tools.preview`` for this file, in this process (tests/cli_runner.py)."""
-    return run_module("tools.preview", "--stack", "x", "--stack-file", str(path), *extra)
+    """``python -m tools.cli.preview`` for this file, in this process (tests/cli_runner.py)."""
+    return run_module("tools.cli.preview", "--stack", "x", "--stack-file", str(path), *extra)
 
 
 def _line_of(text: str, needle: str, nth: int = 1) -> int:
@@ -191,7 +191,7 @@ def test_schema_refuses_unknown_top_level_keys() -> None:
     assert list(validator.iter_errors({"config": stack_mapping("dev"), "configs": {}}))
 
 
-# --- tools.ci_matrix: one broken stack file is that stack's problem only -------------------------------------
+# --- tools.generate.ci_matrix: one broken stack file is that stack's problem only -------------------------------------
 
 
 def test_ci_matrix_reports_a_broken_stack_and_keeps_the_others(tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_ci_matrix_script_annotates_the_broken_stack(tmp_path: Path) -> None:
     shutil.copy(stack_path("dev"), copy / "stacks" / "Pulumi.dev.yaml")
     (copy / "stacks" / "Pulumi.bad.yaml").write_text("config:\n  endpoints: []\n")
     result = subprocess.run(
-        [sys.executable, "tools/ci_matrix.py"], cwd=copy, capture_output=True, text=True, check=False
+        [sys.executable, "tools/generate/ci_matrix.py"], cwd=copy, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
     key, _, value = result.stdout.strip().partition("=")

@@ -1,5 +1,5 @@
 """The checklist of docs/first-deploy.md and the UNCONFIRMED markers of the code and docs stay in step
-(``tools/unconfirmed.py``), and the docs cite only files of the repository and public sources.
+(``tools/generate/unconfirmed.py``), and the docs cite only files of the repository and public sources.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from policies import crd_overlays
 from tests.cli_runner import run_module
-from tools import unconfirmed as u
+from tools.generate import unconfirmed as u
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -203,7 +203,7 @@ def test_the_listing_shows_which_ids_verify_settled_for_which_stack(
     }
     (folder / "staging.json").write_text(json.dumps(doc), encoding="utf-8")
     monkeypatch.setenv("HPI_VERIFIED_DIR", str(folder))
-    done = run_module("tools.unconfirmed")
+    done = run_module("tools.generate.unconfirmed")
     lines = done.stdout.splitlines()
     assert next(x for x in lines if x.startswith("router-service-port:")).endswith(
         "; settled for staging (observed 2026-12-04 by verify)"
@@ -213,10 +213,10 @@ def test_the_listing_shows_which_ids_verify_settled_for_which_stack(
 
 
 def test_the_tools_own_module_name_is_not_a_claim() -> None:
-    from tools.unconfirmed import WORD
+    from tools.generate.unconfirmed import WORD
 
-    assert WORD.search("python -m tools.unconfirmed") is None
-    assert WORD.search("see tools/unconfirmed.py") is None
+    assert WORD.search("python -m tools.generate.unconfirmed") is None
+    assert WORD.search("see tools/generate/unconfirmed.py") is None
     assert WORD.search("the port is unconfirmed") is not None
     assert WORD.search("UNCONFIRMED [router-port]") is not None
     assert WORD.search("not\n   confirmed by AWS") is not None

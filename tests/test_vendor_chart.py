@@ -1,4 +1,4 @@
-"""``python -m tools.vendor_chart`` against a local bare repository, and the program's check of what it placed.
+"""``python -m tools.fetch.chart`` against a local bare repository, and the program's check of what it placed.
 
 GitHub is not reachable here, so the tests build a bare repository (``uploadpack.allowReachableSHA1InWant``, which
 is what lets GitHub serve a fetch by commit id) with two commits: one with ``helm_chart/HyperPodHelmChart`` and one
@@ -17,8 +17,8 @@ from components.config import ConfigError
 from components.config.cluster import HyperPodDependenciesConfig, chart_issues
 from components.config.loader import parse_stack_config
 from tests.conftest import stack_mapping
-from tools import vendor_chart
-from tools.vendor_chart import VendorError, vendor
+from tools.fetch import chart as vendor_chart
+from tools.fetch.chart import VendorError, vendor
 
 CHART_YAML = "apiVersion: v2\nname: hyperpod-helm-chart\nversion: 0.1.0\n"
 
@@ -125,7 +125,7 @@ def _deps(chart_path: Path, commit: str) -> HyperPodDependenciesConfig:
 def test_chart_check_names_the_command_and_the_commit(upstream: dict[str, Any], tmp_path: Path) -> None:
     missing = chart_issues(_deps(tmp_path / "nowhere" / "HyperPodHelmChart", upstream["with_chart"]))
     assert [i.path for i in missing] == ["cluster.hyperpodDependencies.chartPath"]
-    assert "run `python -m tools.vendor_chart`" in missing[0].message
+    assert "run `python -m tools.fetch.chart`" in missing[0].message
 
     chart = vendor(upstream["url"], upstream["with_chart"], tmp_path / "v")
     assert chart_issues(_deps(chart, upstream["with_chart"])) == []
@@ -161,6 +161,6 @@ def test_real_run_without_the_chart_stops_with_a_config_error(monkeypatch: pytes
     rendered = [i.render() for i in err.value.issues]
     assert rendered == [
         "hyperpod-inference:cluster.hyperpodDependencies.chartPath: no Helm chart at "
-        "vendor/not-vendored/helm_chart/HyperPodHelmChart; run `python -m tools.vendor_chart` to fetch "
+        "vendor/not-vendored/helm_chart/HyperPodHelmChart; run `python -m tools.fetch.chart` to fetch "
         "aws/sagemaker-hyperpod-cli@b01cf90676553a711ab1a8ac51422adbb09aef6b into vendor/"
     ]

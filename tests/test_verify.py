@@ -1179,7 +1179,7 @@ def test_the_post_up_section_lists_exactly_the_checks_and_the_by_hand_rows() -> 
     """docs/first-deploy.md's post-up section is this command: its tables are --list and BY_HAND, in step."""
     text = (Path(__file__).resolve().parents[1] / "docs" / "first-deploy.md").read_text(encoding="utf-8")
     section = text[text.index("## After `up`: what to look at") : text.index("## Unverified facts: the checklist")]
-    assert "python -m tools.verify --stack prod" in section
+    assert "hpi verify --stack prod" in section
     documented = re.findall(r"^\| `([a-z0-9-]+)` \| (.+?) \| (.+?) \|$", section, re.MULTILINE)
     checks = [(c["id"], ", ".join(f"`{s}`" for s in c["settles"]) or "—", "; ".join(c["reads"])) for c in listing()]
     assert documented == checks

@@ -247,13 +247,13 @@ def test_json_output_lists_each_result_with_its_fix(tmp_path: Path) -> None:
 
 
 def test_the_router_port_verify_saw_changes_the_next_offline_preview(tmp_path: Path, verified_dir: Path) -> None:
-    before = run_module("tools.preview", "--stack", "staging")
+    before = run_module("tools.cli.preview", "--stack", "staging")
     assert before.returncode == 0, before.stdout[-2000:]
     cluster = staging_cluster(V33)
     cluster[ROUTER_PREFIX]["spec"]["ports"][0]["port"] = 8080
     code, _, _ = run_verify(cluster, tmp=tmp_path)
     assert code == 1
-    after = run_module("tools.preview", "--stack", "staging")
+    after = run_module("tools.cli.preview", "--stack", "staging")
     assert after.returncode == 2
     assert (
         "hyperpod-inference:ingress.routes[0].servicePort: the Service hyperpod-inference-system/"
@@ -290,7 +290,7 @@ def test_the_allocatable_verify_saw_changes_the_capacity_check(tmp_path: Path) -
     assert seen is not None and seen.observed == f"observed {DAY} by verify"
     assert seen.allocatable["memory"] == 20 * 2**30 - modelled.daemonsets.get("memory", 0)
     assert seen.allocatable["cpu"] == modelled.allocatable["cpu"]  # the CPU it saw is the model's
-    preview = run_module("tools.preview", "--stack", "staging")
+    preview = run_module("tools.cli.preview", "--stack", "staging")
     assert preview.returncode == 2
     text = " ".join(preview.stdout.split())
     assert f"(observed {DAY} by verify)" in text
@@ -302,7 +302,7 @@ def test_a_malformed_observation_file_is_a_config_error_naming_it(verified_dir: 
     (verified_dir / "staging.json").write_text(
         '{"schema": "hyperpod-inference/verified/v1", "stack": "staging"}', encoding="utf-8"
     )
-    done = run_module("tools.preview", "--stack", "staging")
+    done = run_module("tools.cli.preview", "--stack", "staging")
     assert done.returncode == 2
     assert (
         f"cannot use what verify observed: {verified_dir / 'staging.json'}: observedOn: Field required" in done.stdout
@@ -327,7 +327,7 @@ def test_what_verify_saw_of_another_service_is_not_applied(verified_dir: Path) -
         },
     }
     (verified_dir / "staging.json").write_text(json.dumps(doc), encoding="utf-8")
-    done = run_module("tools.preview", "--stack", "staging")
+    done = run_module("tools.cli.preview", "--stack", "staging")
     assert done.returncode == 0, done.stdout[-2000:]
     guesses = [a for a in run_advisories(staging()) if a.path == "ingress.routes[0].servicePort"]
     assert [a.rule for a in guesses] == ["ingress-service-known"]

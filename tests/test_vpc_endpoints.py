@@ -16,8 +16,8 @@ from policies.readiness import load_readiness
 from policies.security_baselines import INTERFACE_ENDPOINT_SERVICES, REQUIRED_INTERFACE_ENDPOINTS
 from tests.conftest import registered, stack_mapping
 from tests.test_edge import _added, _drop, _edit, _only, _set
-from tools.harness import StackRun
-from tools.mocks import Registration
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
 
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 SG = "aws:ec2/securityGroup:SecurityGroup"

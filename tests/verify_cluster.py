@@ -31,8 +31,8 @@ from botocore.stub import Stubber
 from kubernetes import client as k8s
 
 from components.config.stackfile import load_stack_file, stack_path
-from tools.preflight import load_config
-from tools.preflight_checks import Clients
+from tools.preflight.checks import Clients
+from tools.preflight.regional import load_config
 from tools.verify.base import Context, HttpAnswer, Kube
 
 ACCOUNT = "111122223333"

@@ -34,4 +34,6 @@ API_BOUNDS: dict[str, ApiBound] = {
 
 
 if __name__ == "__main__":
-    raise SystemExit("components.config.api_bounds is a data module; python -m tools.preview --stack <name> uses it")
+    raise SystemExit(
+        "components.config.api_bounds is a data module; python -m tools.cli.preview --stack <name> uses it"
+    )

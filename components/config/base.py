@@ -48,7 +48,7 @@ class ConfigAdvisory:
     """A check the stack file cannot settle offline (or should be looked at), located by its key path.
 
     The third outcome of every check, next to "holds" and "refused" (:class:`ConfigIssue`): ``checked_by`` names
-    what does decide it (``tools.preflight`` with the AWS call, or the cluster with the ``kubectl`` command).
+    what does decide it (``tools.preflight.regional`` with the AWS call, or the cluster with the ``kubectl`` command).
     Advisories never change an exit code; the offline tools list them with the capacity and rehearsal tables.
     """
 

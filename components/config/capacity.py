@@ -7,7 +7,7 @@ registered resources). This module only turns the validated config into their in
 errors (exit 2) at ``endpoints[i].spec.<path>`` or ``cluster.instanceGroups``.
 
 :func:`allocatable_per_node` gives each group's per-node allocatable with its breakdown (what the capacity
-table of ``tools/capacity_report.py`` prints).
+table of ``tools/plan/capacity_table.py`` prints).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def zone_names(spec: dict[str, object]) -> list[tuple[str, str]]:
 def _zone_names_in_region(cfg: StackView) -> Iterator[ConfigIssue]:
     """A zone name of another Region never matches a node of this stack (zone names start with their Region:
     EC2 User Guide, "Regions and Zones"); which zone ID a name of this Region is, only the account knows
-    (tools.preflight, DescribeAvailabilityZones)."""
+    (tools.preflight.regional, DescribeAvailabilityZones)."""
     for i, ep in enumerate(cfg.endpoints):
         for path, zone in zone_names(ep.spec_dict()):
             if not zone.startswith(cfg.region):

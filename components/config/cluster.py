@@ -58,7 +58,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # 2026-12-02 (extended support, billed extra, until 2027-12-02); the advisory policy eks-kubernetes-standard-support
 # says so from that day.
 DEFAULT_KUBERNETES_VERSION = "1.34"
-VENDOR_COMMAND = "python -m tools.vendor_chart"
+VENDOR_COMMAND = "python -m tools.fetch.chart"
 
 # Instance families with GPUs / accelerators: deep health checks default on, hyperthreading off.
 ACCELERATED_FAMILIES = ("p", "g", "trn", "inf")
@@ -152,7 +152,7 @@ class AddonVersions(Model):
     kube-proxy version map of aws-quickstart/cdk-eks-blueprints ``lib/addons/kube-proxy`` (stored index copy, not
     tied to a commit); for 1.35 the same map gives ``v1.35.0-eksbuild.2``. CoreDNS ``v1.13.2-eksbuild.1``: stored add-on
     version tables map v1.13.2 builds to 1.33, 1.34 and 1.35 alike; the exact build for 1.34 is UNCONFIRMED [addon-builds-in-region]. The stored
-    copies of the EKS user guide's add-on tables stop at 1.33, so `python -m tools.preflight` (DescribeAddonVersions)
+    copies of the EKS user guide's add-on tables stop at 1.33, so `python -m tools.preflight.regional` (DescribeAddonVersions)
     is what confirms both per region. vpc-cni and eks-pod-identity-agent builds are not tied to a Kubernetes minor.
     """
 
@@ -171,7 +171,7 @@ class HyperPodDependenciesConfig(Model):
     """The HyperPod dependencies Helm chart (health-monitoring agent, device plugins, deep health checks, ...).
 
     The chart is not published to a Helm repository; AWS documents installing it from a checkout of
-    aws/sagemaker-hyperpod-cli. ``python -m tools.vendor_chart`` places exactly ``gitCommit`` at the default
+    aws/sagemaker-hyperpod-cli. ``python -m tools.fetch.chart`` places exactly ``gitCommit`` at the default
     ``chartPath``. Sub-charts only training needs are off by default (docs/cluster.md lists what stays on and why);
     each has its own key to turn it back on.
     """
@@ -198,7 +198,7 @@ class HyperPodDependenciesConfig(Model):
         default="vendor/sagemaker-hyperpod-cli/helm_chart/HyperPodHelmChart",
         min_length=1,
         description="Local path of the chart in a checkout of gitCommit (relative to the project); "
-        "`python -m tools.vendor_chart` fills the default path.",
+        "`python -m tools.fetch.chart` fills the default path.",
     )
     training_operators: bool = Field(
         default=False, description="Install the chart's Kubeflow training operator (trainingOperators); training only."
@@ -223,7 +223,7 @@ class DeployerRoute(Model):
 
     * ``transitGatewayId``: a VPC attachment of the private subnets (one per AZ ID) to that transit gateway, and the
       route to it. The transit gateway's route tables (association, propagation, the route back to this VPC) are the
-      transit gateway owner's; ``python -m tools.preflight`` checks that the gateway exists and is available.
+      transit gateway owner's; ``python -m tools.preflight.regional`` checks that the gateway exists and is available.
     * ``peerVpcId``: a peering connection to that VPC (same account and region, accepted by this stack) and the
       route over it. The route back in the peer VPC's tables is its owner's.
     """
@@ -426,7 +426,7 @@ def _kube_proxy_matches(cluster: ClusterConfig) -> Iterable[ConfigIssue]:
             "cluster.kubernetesVersion",
             f"Kubernetes {cluster.kubernetes_version} needs a kube-proxy v{cluster.kubernetes_version}.x-eksbuild.N; "
             f"the default ({cluster.addons.kube_proxy}) is for {DEFAULT_KUBERNETES_VERSION}: set cluster.addons."
-            f"kubeProxy (and coredns) to builds for {cluster.kubernetes_version} (python -m tools.preflight lists them)",
+            f"kubeProxy (and coredns) to builds for {cluster.kubernetes_version} (python -m tools.preflight.regional lists them)",
         )
 
 
@@ -486,7 +486,7 @@ def _deployer_route_issues(cfg: StackView) -> Iterable[ConfigIssue]:
             yield ConfigIssue(
                 where,
                 "routes are created in the route tables of a VPC this stack creates; with network.existing the VPC's "
-                "route tables are its owner's: remove routes (`python -m tools.preflight` checks that the private "
+                "route tables are its owner's: remove routes (`python -m tools.preflight.regional` checks that the private "
                 "subnets' route tables send cidrs to a transit gateway, peering connection or VPN)",
             )
             continue
@@ -572,7 +572,7 @@ def chart_issues(deps: HyperPodDependenciesConfig, root: Path = PROJECT_ROOT) ->
 
 
 def _chart_checks(cfg: StackView) -> Iterable[ConfigIssue]:
-    # Under mocks (tests, `tools.preview`) nothing is installed, so the chart may be absent; a real preview or up
+    # Under mocks (tests, `tools.cli.preview`) nothing is installed, so the chart may be absent; a real preview or up
     # hands the path to Helm, which fails late and unclearly without it.
     adopted = cfg.cluster.existing is not None and cfg.cluster.existing.hyperpod_cluster_arn is not None
     if running_for_real() and not adopted:  # an adopted HyperPod cluster already has its chart

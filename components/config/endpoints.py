@@ -392,7 +392,7 @@ def _model_bucket_region(cfg: StackView) -> Iterator[ConfigAdvisory]:
             f"the model bucket {s3.bucket_name!r} is in {s3.region}, the stack in {region}: every model "
             "download crosses Regions (inter-Region data transfer is billed; pods start slower)",
             MODEL_BUCKET_REGION,
-            "tools.preflight (GetBucketLocation: the bucket's real Region)",
+            "tools.preflight.regional (GetBucketLocation: the bucket's real Region)",
         )
 
 

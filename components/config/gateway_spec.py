@@ -3,7 +3,7 @@
 Source: AWS docs "sagemaker-hyperpod-model-deployment-inference-gateway" (D4 in ``policies/compatibility.yaml``),
 including its CRD reference, as summarised in ../shared/docs/operator-facts.md §7. Unlike the generated
 ``components/config/crd.py`` (InferenceEndpointConfig, JumpStartModel), no CRD YAML of this kind is published, so
-every field, bound and documented validation rule below is transcribed from that page; ``tools.k8s_schema``
+every field, bound and documented validation rule below is transcribed from that page; ``tools.plan.k8s_schema``
 reports the rendered object as cannot-validate-offline. Same conventions as the generated models: keys by their
 documented names only, unknown keys forbidden, no defaults of its own.
 """

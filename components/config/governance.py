@@ -10,7 +10,7 @@ What AWS documents, and where each fact comes from:
   version (AWS docs "Upgrade the task governance add-on", sagemaker-hyperpod-eks-operate-console-ui-governance-
   upgrade). So the package pins ``v1.6.0-eksbuild.1`` and refuses builds older than v1.5 (their upgrade path needs
   the console's migration, not ``pulumi up``); a build not in :data:`ADDON_BUILDS` is an advisory that
-  ``tools.preflight`` (``DescribeAddonVersions``) settles for the cluster's Kubernetes version.
+  ``tools.preflight.regional`` (``DescribeAddonVersions``) settles for the cluster's Kubernetes version.
 - **The cluster policy** is SageMaker's ``ClusterSchedulerConfig`` (botocore ``sagemaker`` model: ``SchedulerConfig``
   with ``PriorityClasses`` [Name, Weight 0-100, at most 10], ``FairShare`` and ``IdleResourceSharing``
   Enabled|Disabled). No provider has it; ``components/cluster_scheduler_config.py`` drives it with boto3 and
@@ -76,7 +76,7 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 PRIORITY_CLASS_SUFFIX = "-priority"  # UNCONFIRMED [governance-priority-class-name] (module docstring)
 VERIFY_LABELS = "python -m tools.verify (check governance-labels)"
-PREFLIGHT_ADDON = f"python -m tools.preflight (aws eks describe-addon-versions --addon-name {ADDON_NAME})"
+PREFLIGHT_ADDON = f"python -m tools.preflight.regional (aws eks describe-addon-versions --addon-name {ADDON_NAME})"
 # botocore sagemaker ClusterSchedulerPriorityClassName / ComputeQuotaTargetTeamName: [a-z0-9]([-a-z0-9]*[a-z0-9]){0,39}
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # A well-formed ARN of the botocore ClusterArn pattern: the request shapes are checked before the cluster exists.
@@ -565,7 +565,7 @@ def _quotas_within_capacity(cfg: StackView) -> Iterator[ConfigIssue | ConfigAdvi
                 "governance.teams",
                 f"quotas on {itype} ({teams}) against an adopted HyperPod cluster: its instance groups are its owner's",
                 "governance-quotas-within-capacity",
-                "python -m tools.preflight (DescribeCluster instance groups)",
+                "python -m tools.preflight.regional (DescribeCluster instance groups)",
             )
             continue
         if itype not in groups:

@@ -155,7 +155,7 @@ class CognitoConfig(Model):
 # - Issuer and JwksEndpoint: at most 256 characters each; the JWKS endpoint "must be a full URL, including the
 #   HTTPS protocol, the domain, and the path" and publicly accessible (the guide's console steps).
 # - Only RS256 is supported; the JWKS response may be at most 150 KB with at most 10 keys, or the ALB forwards
-#   nothing. Neither is visible in the stack file: an advisory names `tools.preflight --fetch-jwks`.
+#   nothing. Neither is visible in the stack file: an advisory names `tools.preflight.regional --fetch-jwks`.
 ClaimFormat = Literal["single-string", "string-array", "space-separated-values"]
 JWT_DEFAULT_CLAIMS: tuple[str, ...] = ("exp", "iss", "nbf", "iat")
 JWT_MAX_CLAIMS = 10
@@ -979,7 +979,7 @@ def _jwks_limits(cfg: StackView) -> Iterable[ConfigAdvisory]:
         f"reachable, exceeds {JWKS_MAX_KB} KB or {JWKS_MAX_KEYS} keys, or the IdP signs with another algorithm "
         f"than {JWT_ALGORITHM}",
         "alb-jwks-limits",
-        f"`python -m tools.preflight --stack {cfg.stack} --fetch-jwks` (fetches the JWKS: size, key count, "
+        f"`python -m tools.preflight.regional --stack {cfg.stack} --fetch-jwks` (fetches the JWKS: size, key count, "
         "key types), and a token of the IdP (its header's alg)",
     )
 

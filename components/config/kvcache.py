@@ -79,7 +79,7 @@ class KvCacheConfig(Model):
     def external_url(self) -> str | None:
         """The external Redis URL (the secret's value) when ``l2Backend: redis`` uses ``external``.
 
-        Offline (``tools.preview``, the tests) a ``secure:`` value cannot be decrypted and arrives as the offline
+        Offline (``tools.cli.preview``, the tests) a ``secure:`` value cannot be decrypted and arrives as the offline
         placeholder; the URL then becomes ``<scheme>://<placeholder>`` with the scheme ``transitEncryption``
         declares, so the rendered endpoints and the policy pack see the scheme the real URL must have (the
         checks below hold the real URL to it whenever it is known, i.e. under the Pulumi CLI).

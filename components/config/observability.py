@@ -46,7 +46,7 @@ ADDON_NAME = "amazon-sagemaker-hyperpod-observability"
 # The pin and its minimum live here, like the inference add-on's prerequisites (config/operator.py).
 # v1.0.5-eksbuild.1: the first build that tolerates Restricted Instance Group taints (AWS docs,
 # hyperpod-observability-addon-troubleshooting, "Taint tolerations"). Newer builds: check with
-# `aws eks describe-addon-versions --addon-name amazon-sagemaker-hyperpod-observability` (tools.preflight).
+# `aws eks describe-addon-versions --addon-name amazon-sagemaker-hyperpod-observability` (tools.preflight.regional).
 ADDON_MINIMUM = "v1.0.5-eksbuild.1"
 ADDON_DEFAULT = "v1.0.5-eksbuild.1"
 NAMESPACE = "hyperpod-observability"

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(files[SCHEMA_PATH], end="", flush=True)
     except BrokenPipeError:
-        # `| head`: the reader has what it wanted. The config layer cannot use tools.cli.run (imports run downward);
+        # `| head`: the reader has what it wanted. The config layer cannot use tools.report.cli.run (imports run downward);
         # this is the same handling: stdout to /dev/null so the exit's flush does not raise again (Python docs, SIGPIPE)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

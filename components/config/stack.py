@@ -65,7 +65,7 @@ class StackConfig(Model):
         default_factory=list,
         description=(
             "Logical names of stateful resources (EKS cluster, HyperPod cluster, ElastiCache group, S3 buckets) "
-            "this change may replace or delete: `tools.preview --diff` then reports the "
+            "this change may replace or delete: `tools.cli.preview --diff` then reports the "
             "no-replacement-of-stateful-resources policy as advisory instead of mandatory in prod. The names "
             "are the Pulumi resource names the diff prints (e.g. `hyperpod-cluster`). Remove the entry after "
             "the change is deployed."

@@ -1,7 +1,7 @@
 """Read a ``stacks/Pulumi.<stack>.yaml`` file the way the Pulumi CLI would, refusing what it would not read.
 
 Used by the offline tools (preview, rehearse, preflight, ci_matrix) and the tests. This module needs only PyYAML
-and the standard library (``tools/ci_matrix.py`` loads it by path in a job that installs nothing else).
+and the standard library (``tools/generate/ci_matrix.py`` loads it by path in a job that installs nothing else).
 
 Refused, each with ``file:line``:
 

@@ -5,10 +5,10 @@ Mocks prove wiring, not convergence. This package takes the graph a mock run reg
 walks it as the engine would, checking every wait against ``policies/readiness.yaml``
 (:mod:`tools.rehearse.create`, :mod:`tools.rehearse.destroy`).
 
-Entry point for other tools (``tools.preview``)::
+Entry point for other tools (``tools.cli.preview``)::
 
     from tools.rehearse import rehearse
-    result = rehearse(run)            # a tools.harness.StackRun, or a list of Registrations
+    result = rehearse(run)            # a tools.plan.harness.StackRun, or a list of Registrations
     result.exit_code, result.to_json(), console.print(result)
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 
 from components.config import PROJECT
 from policies.readiness import Readiness, load_readiness
-from tools.harness import StackRun
-from tools.mocks import Registration
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration
 from tools.rehearse.create import FitHook, NodeGroup, _context, simulate_create
 from tools.rehearse.destroy import simulate_destroy
 from tools.rehearse.model import CompleteGraph, expand

@@ -2,9 +2,9 @@
 
     python -m tools.rehearse --stack X [--stack-file FILE] [--json] [--destroy] [--member-outputs FILE]
 
-Prints the rehearsal, then what cannot be checked offline (:mod:`tools.advisories`); ``--json`` carries both
+Prints the rehearsal, then what cannot be checked offline (:mod:`tools.report.advisories`); ``--json`` carries both
 (``advisories``). A global stack's members come from ``--member-outputs FILE``, their stack files or mock
-values, and the rehearsal says when mock values were used (:mod:`tools.member_outputs`).
+values, and the rehearsal says when mock values were used (:mod:`tools.plan.member_outputs`).
 
 Exit codes: 0 converges, 1 at least one finding, 2 config error or unusable input (``file:line``, no traceback).
 """
@@ -21,11 +21,12 @@ from typing import Any
 from components.config import StackConfig
 from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
-from tools import cli, member_outputs
-from tools.advisories import advisories_of, advisory_report
-from tools.console import make_console, progress
-from tools.harness import run_stack
+from tools.plan import member_outputs
+from tools.plan.harness import run_stack
 from tools.rehearse import EXIT_CONFIG, rehearse
+from tools.report import cli
+from tools.report.advisories import advisories_of, advisory_report
+from tools.report.console import make_console, progress
 
 
 def _config_error(stack: str, issues: list[str], as_json: bool) -> int:
@@ -45,7 +46,7 @@ def _config_error(stack: str, issues: list[str], as_json: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     gc.collect()
-    gc.freeze()  # as tools.preview: the SDK's long-lived objects need no re-scanning
+    gc.freeze()  # as tools.cli.preview: the SDK's long-lived objects need no re-scanning
     parser = argparse.ArgumentParser(prog="python -m tools.rehearse", description=__doc__.split("\n\n")[0])
     cli.add_stack_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

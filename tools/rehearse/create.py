@@ -28,7 +28,7 @@ from policies.readiness import (
     all_hold,
     input_value,
 )
-from tools.mocks import Registration
+from tools.plan.mocks import Registration
 from tools.rehearse.model import CompleteGraph, crd_of
 from tools.rehearse.ordering import ordering_edges, report_missing
 from tools.rehearse.report import FindingKind, Findings, LongCreate, Step
@@ -359,7 +359,7 @@ def route_back(ctx: _Context, cluster: Registration, runner_cidrs: list[ipaddres
             + (", ".join(unknown) if unknown else "(none named)")
             + " are not in this stack (network.existing): whether they route "
             + ", ".join(map(str, outside))
-            + " back to the runner cannot be known offline; `python -m tools.preflight` checks them (DescribeRouteTables)"
+            + " back to the runner cannot be known offline; `python -m tools.preflight.regional` checks them (DescribeRouteTables)"
         )
     tables = sorted({associations[s][0] for s in subnets if s in associations})
     if not tables:
@@ -837,7 +837,7 @@ def simulate_create(
         notes.append(
             "nodes: the adopted HyperPod cluster's declared groups ("
             + ", ".join(g.describe() for g in adopted)
-            + ") exist before the deploy; python -m tools.preflight compares them with the real cluster"
+            + ") exist before the deploy; python -m tools.preflight.regional compares them with the real cluster"
         )
     api = api_path(ctx, mapping, project)
     if api is None and any(r.type.startswith("kubernetes:") for r in graph.nodes.values()):
@@ -901,6 +901,6 @@ def simulate_create(
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.rehearse.create", "python -m tools.rehearse --stack <name>")

@@ -214,6 +214,6 @@ def _guardduty_notes(graph: CompleteGraph, readiness: Readiness, stack: str | No
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.rehearse.destroy", "python -m tools.rehearse --stack <name> --destroy")

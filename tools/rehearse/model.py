@@ -2,7 +2,7 @@
 
 Under mocks a remote component (pulumi-eks ``eks:index:Cluster``) registers no children, so everything
 that depends on it would hang off a childless node. :func:`expand` adds the children it really creates,
-as :class:`~tools.mocks.Registration` objects (so every view — rehearsal, critical path, graph picture —
+as :class:`~tools.plan.mocks.Registration` objects (so every view — rehearsal, critical path, graph picture —
 handles one kind of node), following ``remote_components`` in ``policies/readiness.yaml``.
 
 :class:`CompleteGraph` holds what the engine waits on: a resource waits on its ``dependencies`` (explicit
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from policies.readiness import Readiness, RemoteComponent, load_readiness
-from tools.mocks import Registration
+from tools.plan.mocks import Registration
 
 
 def _child_urn(component: Registration, typ: str, name: str) -> str:
@@ -227,6 +227,6 @@ class CompleteGraph:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.rehearse.model", "python -m tools.rehearse --stack <name>")

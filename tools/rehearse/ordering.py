@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from policies.readiness import OrderingRule, Readiness, input_value
-from tools.mocks import Registration
+from tools.plan.mocks import Registration
 from tools.rehearse.model import CompleteGraph, crd_of, provider_urn
 from tools.rehearse.report import FindingKind, Findings
 
@@ -262,6 +262,6 @@ __all__ = ["OrderingEdge", "describe", "missing_edges", "ordering_edges", "repor
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.rehearse.ordering", "python -m tools.rehearse --stack <name>")

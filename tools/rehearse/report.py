@@ -131,7 +131,7 @@ class Rehearsal:
     # --- rich ---------------------------------------------------------------------------------------
 
     def brief(self) -> Group:
-        """The verdict and the findings only (the human ``--diff`` of ``tools.preview`` prints this)."""
+        """The verdict and the findings only (the human ``--diff`` of ``tools.cli.preview`` prints this)."""
         return Group(*self._verdict())
 
     def _verdict(self) -> Iterator[Any]:
@@ -219,6 +219,6 @@ class Findings:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.rehearse.report", "python -m tools.rehearse --stack <name>")

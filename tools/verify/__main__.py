@@ -37,10 +37,10 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from components.config import PROJECT, ConfigError, StackConfig
 from components.config.stackfile import StackFileError, load_stack_file
 from policies import cluster_versions
-from tools import cli
-from tools.preflight import load_config
-from tools.preflight_checks import Clients
-from tools.preflight_report import NO_CREDENTIALS, STYLES, print_problems
+from tools.preflight.checks import Clients
+from tools.preflight.regional import load_config
+from tools.preflight.report import NO_CREDENTIALS, STYLES, print_problems
+from tools.report import cli
 
 from . import report, traffic
 from .base import CHECKS, CannotRun, Check, Context, Http, Kube, Result

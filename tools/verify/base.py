@@ -26,7 +26,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from components.config import StackConfig
-from tools.preflight_checks import Clients, Denied
+from tools.preflight.checks import Clients, Denied
 
 Status = Literal["PASS", "FAIL", "WARN", "SKIP"]
 
@@ -232,6 +232,6 @@ def name_of(obj: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.verify.base", "python -m tools.verify --stack <name>")

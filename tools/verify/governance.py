@@ -242,6 +242,6 @@ __all__ = ["addon_workloads", "governance_controller", "governance_labels", "gov
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.verify.governance", "python -m tools.verify --stack <name>")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies import capacity_rules as cap
-from tools.preflight_checks import call
+from tools.preflight.checks import call
 
 from .base import Context, Result, check, condition, labels
 
@@ -178,7 +178,7 @@ def node_allocatable(ctx: Context) -> list[Result]:
                     "FAIL",
                     f"{g.name}: a node offers less than the capacity model assumes: {text}",
                     f"commit verified/{ctx.cfg.stack}.json (this run wrote it): the offline capacity checks then use "
-                    "the observed figures; rerun tools.preview",
+                    "the observed figures; rerun tools.cli.preview",
                     settles,
                 )
             )
@@ -278,6 +278,6 @@ def system_pods(ctx: Context) -> list[Result]:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.verify.nodes", "python -m tools.verify --stack <name>")

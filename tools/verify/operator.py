@@ -21,7 +21,7 @@ from components.config.gateway import gateway_namespace
 from components.config.operator import PREREQUISITES
 from components.inference_gateway import API_VERSION as GATEWAY_API_VERSION
 from policies import addon_builds, crd_overlays
-from tools.preflight_checks import INFERENCE_ADDON, addon_versions_for, call
+from tools.preflight.checks import INFERENCE_ADDON, addon_versions_for, call
 
 from .base import Context, HttpAnswer, Result, check, condition, labels
 from .traffic import _completion
@@ -546,6 +546,6 @@ def _gateway_request(ctx: Context, ep: Any, address: str) -> Result:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.verify.operator", "python -m tools.verify --stack <name>")

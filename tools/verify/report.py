@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from components.config import observed
-from tools.preflight_checks import call
+from tools.preflight.checks import call
 
 from .base import Context, Result, check, condition
 from .nodes import group_nodes
@@ -261,7 +261,7 @@ def deploy_role_denials(ctx: Context) -> list[Result]:
                 "FAIL",
                 "denied: " + ", ".join(f"{a} ({n}x)" for a, n in sorted(denied.items())),
                 "add these actions to policies/deploy_actions.yaml for the resource types that call them, then "
-                "regenerate the deploy policy (tools.preview --out)",
+                "regenerate the deploy policy (tools.cli.preview --out)",
                 ("deployer-policy-complete",),
             )
         ]
@@ -533,6 +533,6 @@ __all__ = ["BY_HAND", "observations", "parse_event_log", "write_observations"]
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.verify.report", "python -m tools.verify --stack <name>")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies.baselines import AUTH_ACTIONS
-from tools.preflight_checks import call
+from tools.preflight.checks import call
 
 from .base import Context, Result, check, labels, name_of
 from .operator import endpoint_pods
@@ -172,6 +172,6 @@ def _services_selecting_endpoints(ctx: Context) -> dict[tuple[str, str], list[st
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.verify.second_door", "python -m tools.verify --stack <name>")

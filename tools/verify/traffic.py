@@ -31,7 +31,7 @@ from components.config.ingress import (
     route_authentication,
     service_target,
 )
-from tools.preflight_checks import call
+from tools.preflight.checks import call
 
 from .base import Context, HttpAnswer, Result, check, labels
 
@@ -465,6 +465,6 @@ __all__ = ["OPERATOR_NAMESPACE", "binding_name", "front_door_url", "http_request
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command("tools.verify.traffic", "python -m tools.verify --stack <name>")

@@ -1,6 +1,6 @@
 """Preflight, optional: fetch the JWKS of ``ingress.jwt`` and judge it by the ALB's documented limits.
 
-    python -m tools.preflight --stack prod --fetch-jwks
+    python -m tools.preflight.regional --stack prod --fetch-jwks
 
 The ALB's ``jwt-validation`` action takes the IdP's public keys from ``ingress.jwt.jwksUri``; "the JWKS (JSON Web
 Key Set) endpoint must meet the following requirements: maximum response size 150 KB, maximum number of keys 10",
@@ -23,7 +23,7 @@ from typing import Any
 
 from components.config import StackConfig
 from components.config.ingress import JWKS_MAX_KB, JWKS_MAX_KEYS, JWT_ALGORITHM, authentication_keys
-from tools.preflight_checks import CheckResult
+from tools.preflight.checks import CheckResult
 
 TITLE = "JWKS of ingress.jwt"
 FETCH_TIMEOUT_SECONDS = 10
@@ -153,6 +153,6 @@ def check_jwks(cfg: StackConfig, fetch: Fetch | None) -> list[CheckResult]:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.preflight_jwks", "python -m tools.preflight --stack <name> --fetch-jwks")
+    not_a_command("tools.preflight.jwks", "python -m tools.preflight.regional --stack <name> --fetch-jwks")

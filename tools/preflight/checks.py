@@ -4,7 +4,7 @@ Each check is a small function ``(clients, cfg) -> list[CheckResult]`` decorated
 tests call it directly (against moto, or a client with a botocore ``Stubber`` attached) and ``main()``
 runs them all. A denied call becomes a FAIL row naming the IAM action that is missing; any other AWS
 error becomes a FAIL row with AWS's message. Missing credentials are not caught here: they abort the
-whole run with one message (see ``tools.preflight``).
+whole run with one message (see ``tools.preflight.regional``).
 """
 
 from __future__ import annotations
@@ -384,7 +384,7 @@ def check_addon_versions(clients: Clients, cfg: StackConfig) -> list[CheckResult
 # --- name clashes ----------------------------------------------------------------------------------------
 
 # Resource types the program gives a fixed physical name: the input holding it and what to call it. Names are
-# taken from a mock run of the real program (tools.harness), so they cannot drift from the components;
+# taken from a mock run of the real program (tools.plan.harness), so they cannot drift from the components;
 # every other resource is auto-named by Pulumi (random suffix) and cannot clash.
 NAMED_TYPES: dict[str, tuple[str, str]] = {
     "eks:index:Cluster": ("name", "EKS cluster"),
@@ -422,8 +422,8 @@ def _stack_mapping(cfg: StackConfig) -> dict[str, Any]:
 
 def planned_names(cfg: StackConfig, account_id: str) -> PlannedNames:
     """Fixed names the program would create for ``cfg`` in ``account_id``, from a mock run of the program."""
-    from tools.harness import run_stack  # the Pulumi runtime is only loaded when names are needed
-    from tools.mocks import ACCOUNT_ID
+    from tools.plan.harness import run_stack  # the Pulumi runtime is only loaded when names are needed
+    from tools.plan.mocks import ACCOUNT_ID
 
     key = (cfg.stack, cfg.model_dump_json(), account_id)
     if key not in _NAMES_CACHE:
@@ -550,7 +550,7 @@ def check_names(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     try:
         names = planned_names(cfg, clients.account_id)
     except Exception as err:  # noqa: BLE001 - any failure of the mock run is reported, never a traceback
-        return [CheckResult("names", "FAIL", f"could not derive the stack's names: {err}", "run tools.preview")]
+        return [CheckResult("names", "FAIL", f"could not derive the stack's names: {err}", "run tools.cli.preview")]
     out: list[CheckResult] = []
     for kind, lookup in LOOKUPS.items():
         for name in names.get(kind, ()):
@@ -1038,7 +1038,7 @@ def engine_urn(stack: str, project: str, reg: Any, by_urn: dict[str, Any]) -> st
 
 def planned_addons(cfg: StackConfig) -> list[tuple[str, str, str | None]]:
     """(resource name, add-on name, the parent's engine URN) of every EKS add-on the program creates (mock run)."""
-    from tools.harness import run_stack
+    from tools.plan.harness import run_stack
 
     run = run_stack(cfg.stack, _stack_mapping(cfg))
     if run.config_error is not None:
@@ -1077,7 +1077,10 @@ def check_addons_not_installed(clients: Clients, cfg: StackConfig) -> list[Check
     except Exception as err:  # noqa: BLE001 - any failure of the mock run is reported, never a traceback
         return [
             CheckResult(
-                "add-ons not yet installed", "FAIL", f"could not derive the stack's add-ons: {err}", "run tools.preview"
+                "add-ons not yet installed",
+                "FAIL",
+                f"could not derive the stack's add-ons: {err}",
+                "run tools.cli.preview",
             )
         ]
     planned.sort(key=lambda a: (a[1] != INFERENCE_ADDON, a[1]))  # the inference add-on first, then by name
@@ -1398,7 +1401,7 @@ def check_guardduty(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
                 f"configuration: it will add a guardduty-data VPC endpoint and a security group to the stack's VPC, "
                 "which block deleting its subnets, security groups and the VPC",
                 "`pulumi destroy` removes them after the EKS cluster (guardduty-endpoint-cleanup); if a destroy stops on "
-                f"the subnets, run `python -m tools.guardduty_cleanup --stack {cfg.stack}` and destroy again",
+                f"the subnets, run `python -m tools.preflight.guardduty_cleanup --stack {cfg.stack}` and destroy again",
             )
         ]
     if not detectors:
@@ -1421,6 +1424,6 @@ def run_all(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.preflight_checks", "python -m tools.preflight --stack <name>")
+    not_a_command("tools.preflight.checks", "python -m tools.preflight.regional --stack <name>")

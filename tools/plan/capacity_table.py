@@ -1,7 +1,7 @@
 """The capacity table: per HyperPod instance group, what one node allocates, what each endpoint takes, what is left.
 
 :func:`capacity_report` reads the mock-registered graph (the same inputs the capacity policies read, through
-``policies.capacity.stack_inputs``) and returns both a rich renderable for ``tools.preview`` and JSON-able data
+``policies.capacity.stack_inputs``) and returns both a rich renderable for ``tools.cli.preview`` and JSON-able data
 for its ``--json`` plan. Numbers are at the endpoints' replica counts (autoscaling: ``minReplicaCount``); the
 ``atMax`` figures use ``maxReplicaCount``. How each number is computed: docs/capacity.md.
 """
@@ -19,7 +19,7 @@ from rich.text import Text
 
 from policies import capacity_rules as cap
 from policies.capacity import stack_inputs
-from tools.mocks import unwrap_secrets
+from tools.plan.mocks import unwrap_secrets
 
 _COLUMNS = (cap.GPU, cap.NEURON, cap.CPU, cap.MEMORY, cap.PODS)
 
@@ -157,6 +157,8 @@ def capacity_report(registrations: Sequence[Any]) -> CapacityReport:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.capacity_report", "python -m tools.preview --stack <name> (it prints the capacity table)")
+    not_a_command(
+        "tools.plan.capacity_table", "python -m tools.cli.preview --stack <name> (it prints the capacity table)"
+    )

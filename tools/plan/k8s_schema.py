@@ -32,7 +32,7 @@ from typing import Any
 
 from policies.yaml_files import load_yaml_file
 
-CRDS_DIR = Path(__file__).resolve().parents[2] / "shared" / "crds"
+CRDS_DIR = Path(__file__).resolve().parents[3] / "shared" / "crds"
 TGB_CRD = Path("third-party") / "elbv2.k8s.aws_targetgroupbindings.yaml"
 OPERATOR_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
 OPERATOR_GROUP = "inference.sagemaker.aws.amazon.com"
@@ -81,7 +81,7 @@ def kubernetes_validate_version(wanted: str) -> tuple[str, str | None]:
 def _tgb_validator(crds_dir: Path) -> Any:
     import jsonschema
 
-    from tools.crd_schema import strict
+    from tools.plan.crd_schema import strict
 
     doc = load_yaml_file(crds_dir / TGB_CRD)
     version = next(v for v in doc["spec"]["versions"] if v["name"] == "v1beta1")
@@ -94,7 +94,7 @@ def _gateway_validator() -> Any:
     import jsonschema
 
     from policies import crd_overlays
-    from tools.crd_schema import strict
+    from tools.plan.crd_schema import strict
 
     return jsonschema.Draft7Validator(strict(crd_overlays.gateway_config_schema().spec))
 
@@ -125,7 +125,7 @@ def validate_object(  # noqa: PLR0911 - one return per schema family and outcome
     if api.startswith(f"{OPERATOR_GROUP}/") and kind in OPERATOR_KINDS:
         if not have_crds:
             return result("cannot-validate-offline", f"the operator's CRD (../shared/crds not found at {crds_dir})")
-        from tools.crd_schema import classify_cr
+        from tools.plan.crd_schema import classify_cr
 
         assert crds_dir is not None
         verdict = classify_cr(obj, crds_dir, addon_version)
@@ -179,8 +179,9 @@ def validate_manifests(
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command(
-        "tools.k8s_schema", "python -m tools.preview --stack <name> --out DIR (writes kubernetes/validation.json)"
+        "tools.plan.k8s_schema",
+        "python -m tools.cli.preview --stack <name> --out DIR (writes kubernetes/validation.json)",
     )

@@ -1,4 +1,4 @@
-"""``tools.preview --diff BASE.json``: compare this run's plan with a saved one, as ``pulumi preview --json --diff``.
+"""``tools.cli.preview --diff BASE.json``: compare this run's plan with a saved one, as ``pulumi preview --json --diff``.
 
 Every step of the head plan becomes ``same``, ``create``, ``update``, ``replace`` or ``may-replace`` (matched to
 the base by URN), and every base step without a head step a ``delete``; as ``pulumi preview --json`` without
@@ -7,17 +7,17 @@ carry ``diffReasons`` (top-level input keys), ``replaceReasons`` (those that for
 ``detailedDiff`` (``{property path: {kind, inputDiff}}``, kinds as Pulumi's ``DiffKind``: ``add``, ``update``,
 ``delete`` and their ``-replace`` forms); the extension block's ``stepDetails`` has, per URN, ``changes`` (each
 path with its old and new value, secrets as ``"[secret]"``) and, when another resource caused it, ``because``
-(``replaced because subnet network-private-use1-az2 is replaced``). Field names: see :mod:`tools.plan`. The base
-may also be a deployed stack's ``pulumi stack export`` (``--diff-state``, :mod:`tools.plan_state`).
+(``replaced because subnet network-private-use1-az2 is replaced``). Field names: see :mod:`tools.plan.writer`. The base
+may also be a deployed stack's ``pulumi stack export`` (``--diff-state``, :mod:`tools.plan.state`).
 
 What a change does, offline (no provider plugin runs its ``Diff``), is decided by the type's rules in
-``policies/replacement_rules.json`` (:mod:`tools.replacement_rules`: cfn-lint create-only properties,
+``policies/replacement_rules.json`` (:mod:`tools.generate.replacement_rules`: cfn-lint create-only properties,
 terraform-provider-aws ForceNew, Kubernetes identity and webhook immutables, the dynamic providers' own diff).
 **No change is called an update unless a source says so**: a type without rules, or a property its source does
 not cover, is ``may-replace``.
 
 Replacement propagates: an input that holds a value another resource computes (``04da6b54-…``, unknown until
-deploy, see :func:`tools.plan.mark_unknowns`) takes a new value when that resource is created, replaced or may
+deploy, see :func:`tools.plan.writer.mark_unknowns`) takes a new value when that resource is created, replaced or may
 be replaced; the input's own rule then decides (a ForceNew ``subnetId`` replaces, an updatable one updates).
 A resource whose provider is (or may be) replaced is (or may be) replaced with it.
 
@@ -40,8 +40,8 @@ from components.config import PROJECT
 from policies.baselines import STATEFUL as _PACK_STATEFUL
 from policies.graph import EKS_CLUSTER, EKS_COMPONENT
 from policies.replacement_rules import rules_for
-from tools.mocks import ROOT_STACK_TYPE, qualified_type
-from tools.plan import (
+from tools.plan.mocks import ROOT_STACK_TYPE, qualified_type
+from tools.plan.writer import (
     EXTENSION,
     PLAN_FORMAT,
     SECRET,
@@ -191,7 +191,7 @@ class _Step:
     def direct(self, known_base: bool = False) -> int:
         """The step's own input changes; the number of secrets it could not compare (``known_base`` only).
 
-        ``known_base``: the base is a deployed stack's state (:mod:`tools.plan_state`), whose values are known. A
+        ``known_base``: the base is a deployed stack's state (:mod:`tools.plan.state`), whose values are known. A
         new value that is unknown offline is then not compared (its dependency decides it: :meth:`propagate`),
         nor is a recorded secret against a new secret (offline the new one is a placeholder)."""
         if self.base is None:
@@ -386,19 +386,19 @@ class BasePlanError(ValueError):
 def check_base(base: Any, source: str, *, stack: str | None = None) -> dict[str, Any]:
     """``base`` when it is a plan of this project, ``stack`` and plan format; else :class:`BasePlanError`."""
     if not isinstance(base, dict) or not isinstance(base.get("steps", []), list):
-        raise BasePlanError(f"{source}: not a plan (expected the JSON `tools.preview --json` prints, with `steps`)")
+        raise BasePlanError(f"{source}: not a plan (expected the JSON `tools.cli.preview --json` prints, with `steps`)")
     if EXTENSION not in base:
         older = f"plan format {base['format']!r}: " if "format" in base else ""
         raise BasePlanError(
             f"{source}: {older}not a plan of this tool (no `{EXTENSION}` block); regenerate the base with "
-            "`python -m tools.preview --stack <s> --json` on the base revision"
+            "`python -m tools.cli.preview --stack <s> --json` on the base revision"
         )
     ext = extension(base)
     fmt = ext.get("format")
     if fmt != PLAN_FORMAT:
         raise BasePlanError(
             f"{source}: plan format {fmt!r}, this tool writes format {PLAN_FORMAT} (the engine's URNs and JSON "
-            "shape); regenerate the base with `python -m tools.preview --stack <s> --json` on the base revision"
+            "shape); regenerate the base with `python -m tools.cli.preview --stack <s> --json` on the base revision"
         )
     project = ext.get("project")
     urn_projects = {s.get("urn", "").split("::")[1] for s in base.get("steps", []) if s.get("urn", "").count("::") >= 3}
@@ -451,7 +451,7 @@ def diff_plans(
     otherwise (``changeSummary`` counts them), no default provider's (internal steps: the extension block's
     ``defaultProviders`` keeps them, diffed).
 
-    ``known_base``: ``base`` is a deployed stack's state (``--diff-state``, :mod:`tools.plan_state`), see
+    ``known_base``: ``base`` is a deployed stack's state (``--diff-state``, :mod:`tools.plan.state`), see
     :meth:`_Step.direct`. ``not_compared``: base URNs that are neither joined nor deleted (a remote component's
     children, which the mocks do not register), listed in the extension block's ``notComparedOffline``."""
     skipped = set(not_compared)
@@ -560,6 +560,6 @@ def diff_lines(plan: dict[str, Any]) -> list[str]:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.plan_diff", "python -m tools.preview --stack <name> --diff BASE.json")
+    not_a_command("tools.plan.diff", "python -m tools.cli.preview --stack <name> --diff BASE.json")

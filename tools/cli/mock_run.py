@@ -1,6 +1,6 @@
 """The common start of a command that runs one stack under the mocks: read the stack file, run the program.
 
-Used by ``hpi capacity`` (tools/capacity.py) and ``hpi policy`` (tools/policy.py); ``tools.preview`` and
+Used by ``hpi capacity`` (tools/cli/capacity.py) and ``hpi policy`` (tools/cli/policy.py); ``tools.cli.preview`` and
 ``tools.rehearse`` do the same with their own ``--json`` error forms.
 """
 
@@ -13,8 +13,8 @@ from rich.console import Console
 
 from components.config import PROJECT
 from components.config.stackfile import StackFileError, load_stack_file
-from tools import cli
-from tools.harness import StackRun, run_stack
+from tools.plan.harness import StackRun, run_stack
+from tools.report import cli
 
 
 def environment_of(mapping: dict[str, Any]) -> str:
@@ -38,4 +38,4 @@ def mock_run(stack: str, stack_file: Path | None, console: Console) -> tuple[Sta
 
 
 if __name__ == "__main__":
-    cli.not_a_command("tools.mock_command", "hpi capacity --stack <name> or hpi policy --stack <name>")
+    cli.not_a_command("tools.cli.mock_run", "hpi capacity --stack <name> or hpi policy --stack <name>")

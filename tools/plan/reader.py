@@ -1,6 +1,6 @@
 """A strict reader of ``pulumi preview --json``: the engine's structs, field for field, and nothing else.
 
-One reader for both the engine's own output and this project's plan (:mod:`tools.plan`), so "shaped like
+One reader for both the engine's own output and this project's plan (:mod:`tools.plan.writer`), so "shaped like
 ``pulumi preview --json``" is checked by a consumer, not by the writer. It reads what Go's ``encoding/json``
 would decode into these structs with ``DisallowUnknownFields`` — and, because every struct field tagged
 ``omitempty`` is never written with its zero value by Go's encoder, it refuses such a field when it is present and
@@ -14,7 +14,7 @@ mirror, the SDK pin 3.272.0 is not tagged there; unchanged up to master 1b594989
 * the ops: ``pkg/resource/deploy/step.go`` (``OpSame`` ... ``OpExtendParameterize``);
 * the severities: ``sdk/go/common/diag/sink.go``.
 
-Extensions: one top-level key, ``hyperpodInference`` (:data:`tools.plan.EXTENSION`), is skipped (a reader of the
+Extensions: one top-level key, ``hyperpodInference`` (:data:`tools.plan.writer.EXTENSION`), is skipped (a reader of the
 engine's struct ignores it: Go's decoder drops unknown fields unless told otherwise), and one op, ``may-replace``,
 which a reader that knows only the engine's ops must read as ``replace`` (:data:`STRICT_OP`): the change may
 destroy the resource, and the engine's nearest statement of that is a replacement.
@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.plan import EXTENSION
+from tools.plan.writer import EXTENSION
 
 # pkg/resource/deploy/step.go, `const ( OpSame ... )`.
 ENGINE_OPS = frozenset(
@@ -238,6 +238,6 @@ def read_preview(doc: Any) -> PreviewDigest:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.plan_json", "python -m tools.preview --stack <name> --json (the plan this module reads)")
+    not_a_command("tools.plan.reader", "python -m tools.cli.preview --stack <name> --json (the plan this module reads)")

@@ -1,6 +1,6 @@
 """Run the real ``__main__.py`` for one stack under Pulumi mocks — no CLI, no plugins, no credentials.
 
-One function, :func:`run_stack`, serves the tests, ``tools.preview`` and the benchmarks: it sets a fresh
+One function, :func:`run_stack`, serves the tests, ``tools.cli.preview`` and the benchmarks: it sets a fresh
 event loop, the recording mocks (``preview=False`` so every ``apply`` runs), the stack's config, runs the
 program with ``runpy`` (a fresh program per call) and returns the captured graph.
 """
@@ -22,9 +22,9 @@ from pulumi.runtime.proto import source_pb2
 
 from components.config import PROJECT, ConfigError
 from components.config.stackfile import config_from_mapping, load_stack_file, stack_path
-from tools.mocks import DEFAULT_REGION, GraphMonitor, RecordingMocks, Registration
+from tools.plan.mocks import DEFAULT_REGION, GraphMonitor, RecordingMocks, Registration
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MAIN = ROOT / "__main__.py"
 
 
@@ -60,7 +60,7 @@ def run_stack(
     """Run the program for ``stack``; ``mapping`` overrides the stack file's ``config:`` mapping.
 
     ``stack_outputs`` are the outputs ``StackReference``s get, by stack name (a global stack's members:
-    ``tools/member_outputs.py``); without it the mocks' test fixtures (``tools.mocks.STACK_OUTPUTS``).
+    ``tools/plan/member_outputs.py``); without it the mocks' test fixtures (``tools.plan.mocks.STACK_OUTPUTS``).
     A :class:`ConfigError` is captured in ``StackRun.config_error`` (nothing is registered then); any
     other exception propagates.
     """
@@ -136,6 +136,8 @@ def _resolved(value: Any) -> tuple[Any, bool]:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.harness", "python -m tools.preview --stack <name> or python -m tools.rehearse --stack <name>")
+    not_a_command(
+        "tools.plan.harness", "python -m tools.cli.preview --stack <name> or python -m tools.rehearse --stack <name>"
+    )

@@ -1,13 +1,13 @@
 """Preflight: check the AWS account with read-only calls before ``pulumi up``.
 
-    python -m tools.preflight --stack dev [--stack-file FILE] [--profile NAME] [--fetch-jwks]
+    python -m tools.preflight.regional --stack dev [--stack-file FILE] [--profile NAME] [--fetch-jwks]
 
 Uses your AWS credentials (the default boto3 chain, or ``--profile``) in the stack's ``aws:region``. Checks
 instance-type offerings per AZ ID, SageMaker cluster quotas, EKS add-on versions, name clashes, the
 ingress certificate and hosted zone, training plans, and for adopted clusters (``cluster.existing``) the EKS and
 HyperPod clusters, the OIDC provider, existing prerequisites and add-ons already installed (see
-``tools/preflight_checks.py`` and ``docs/adoption.md``). With ``--fetch-jwks`` it also fetches the JWKS of
-``ingress.jwt`` and judges it by the ALB's limits (``tools/preflight_jwks.py``; one HTTPS GET outside AWS).
+``tools/preflight/checks.py`` and ``docs/adoption.md``). With ``--fetch-jwks`` it also fetches the JWKS of
+``ingress.jwt`` and judges it by the ALB's limits (``tools/preflight/jwks.py``; one HTTPS GET outside AWS).
 
 Exit codes: 0 nothing failed (warnings allowed), 1 a check failed or no usable credentials, 2 config error or
 unusable input (``file:line``, no traceback).
@@ -32,17 +32,17 @@ from rich.console import Console
 from components.config import PROJECT, ConfigError, ConfigIssue, StackConfig
 from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
-from tools import cli
-from tools.preflight_checks import CheckResult, Clients, run_all
-from tools.preflight_jwks import Fetch, check_jwks, fetch_url
-from tools.preflight_report import EXIT_FAIL, EXIT_OK, NO_CREDENTIALS, print_problems, render
+from tools.preflight.checks import CheckResult, Clients, run_all
+from tools.preflight.jwks import Fetch, check_jwks, fetch_url
+from tools.preflight.report import EXIT_FAIL, EXIT_OK, NO_CREDENTIALS, print_problems, render
+from tools.report import cli
 
 
 def load_config(stack: str, mapping: dict[str, Any]) -> StackConfig:
     """Validate a regional stack file's ``config:`` mapping exactly as the program does (raises ConfigError)."""
     cfg = parse_stack_mapping(stack, mapping)
     if not isinstance(cfg, StackConfig):
-        raise ConfigError([ConfigIssue("role", "a global stack: use python -m tools.preflight_global")])
+        raise ConfigError([ConfigIssue("role", "a global stack: use python -m tools.preflight.global_stack")])
     return cfg
 
 
@@ -76,7 +76,7 @@ def preflight(
 ) -> int:
     """Load the stack, run every check, print the table; returns the exit code.
 
-    ``fetch_jwks`` fetches ``ingress.jwt.jwksUri`` (``--fetch-jwks``: :func:`tools.preflight_jwks.fetch_url`); None
+    ``fetch_jwks`` fetches ``ingress.jwt.jwksUri`` (``--fetch-jwks``: :func:`tools.preflight.jwks.fetch_url`); None
     leaves it unknown (a SKIP row).
     """
     console = console or Console(highlight=False, soft_wrap=True)
@@ -85,8 +85,8 @@ def preflight(
         mapping = load_stack_file(path)
     except (StackFileError, cli.InputError) as err:
         return print_problems(console, "error", stack, cli.input_problems(err))
-    if mapping.get(f"{PROJECT}:role") == "global":  # tools/preflight_global.py
-        from tools.preflight_global import preflight_global
+    if mapping.get(f"{PROJECT}:role") == "global":  # tools/preflight/global_stack.py
+        from tools.preflight.global_stack import preflight_global
 
         return preflight_global(stack, stack_file=path, profile=profile, console=console)
     try:
@@ -107,7 +107,9 @@ def preflight(
 
 
 def main(argv: list[str] | None = None, *, clients: Clients | None = None, console: Console | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.preflight.regional", description=(__doc__ or "").split("\n\n")[0]
+    )
     cli.add_stack_arguments(parser)
     parser.add_argument("--profile", help="AWS profile (default: the standard boto3 credential chain)")
     parser.add_argument(

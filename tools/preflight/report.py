@@ -1,4 +1,4 @@
-"""How the preflight tools report (``tools.preflight`` and ``tools.preflight_global`` share it): the result table,
+"""How the preflight tools report (``tools.preflight.regional`` and ``tools.preflight.global_stack`` share it): the result table,
 the error path, the exit codes."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from tools.preflight_checks import CheckResult
+from tools.preflight.checks import CheckResult
 
 EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
 STYLES = {"PASS": "green", "FAIL": "bold red", "WARN": "yellow", "SKIP": "dim"}
@@ -38,6 +38,8 @@ def print_problems(console: Console, heading: str, stack: str, problems: list[st
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.preflight_report", "python -m tools.preflight --stack <name> (or tools.preflight_global)")
+    not_a_command(
+        "tools.preflight.report", "python -m tools.preflight.regional --stack <name> (or tools.preflight.global_stack)"
+    )

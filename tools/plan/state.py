@@ -1,7 +1,7 @@
-"""``tools.preview --diff-state FILE``: diff the offline plan against a deployed stack's ``pulumi stack export``.
+"""``tools.cli.preview --diff-state FILE``: diff the offline plan against a deployed stack's ``pulumi stack export``.
 
 So a user with a deployed stack and no cloud credentials in CI sees what the next ``pulumi up`` would do: the
-export's resources become the base of :func:`tools.plan_diff.diff_plans` (joined by URN; their recorded
+export's resources become the base of :func:`tools.plan.diff.diff_plans` (joined by URN; their recorded
 ``inputs`` against the new inputs; ops by the same replacement rules; a resource in the state that the program no
 longer registers is a ``delete``), and the plan-diff policies run unchanged on the result (prod's
 no-replacement guard included).
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from components.config import PROJECT
-from tools.mocks import URN_PREFIX, qualified_type
-from tools.plan import EXTENSION, PLAN_FORMAT, SECRET, is_default_provider, preview_step, resource_v3
-from tools.plan_diff import BasePlanError
+from tools.plan.diff import BasePlanError
+from tools.plan.mocks import URN_PREFIX, qualified_type
+from tools.plan.writer import EXTENSION, PLAN_FORMAT, SECRET, is_default_provider, preview_step, resource_v3
 
 SIG_KEY = "4dabf18193072939515e22adb298388d"  # sig.Key
 SIG_SECRET = "1b47061264138c4ac30d75fd1eb44270"  # sig.Secret
@@ -106,7 +106,7 @@ def _resources(export: dict[str, Any], source: str) -> list[dict[str, Any]]:
 
 
 def state_plan(export: dict[str, Any], source: str, *, stack: str) -> dict[str, Any]:
-    """The export as a base plan of :mod:`tools.plan`'s format (every resource a ``create`` step)."""
+    """The export as a base plan of :mod:`tools.plan.writer`'s format (every resource a ``create`` step)."""
     resources = _resources(export, source)
     prefix = f"{URN_PREFIX}{stack}::{PROJECT}::"
     others = sorted({str(r["urn"]).split("::")[0].removeprefix(URN_PREFIX) + "::" + str(r["urn"]).split("::")[1]
@@ -170,6 +170,6 @@ def remote_component_children(base: dict[str, Any], head: dict[str, Any]) -> set
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.plan_state", "python -m tools.preview --stack <name> --diff-state STATE.json")
+    not_a_command("tools.plan.state", "python -m tools.cli.preview --stack <name> --diff-state STATE.json")

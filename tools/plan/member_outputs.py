@@ -1,14 +1,14 @@
 """Where the offline tools get a global stack's member outputs (``globalGatewayMember`` of each regional stack).
 
 Under the Pulumi CLI the global stack reads each member with a ``StackReference`` from the backend. Offline there
-is no backend, so ``tools.preview``, ``tools.rehearse`` and ``tools.preflight_global`` take them, per member, from
+is no backend, so ``tools.cli.preview``, ``tools.rehearse`` and ``tools.preflight.global_stack`` take them, per member, from
 the first of:
 
 1. ``--member-outputs FILE``: a JSON object ``{"<member stack>": <its globalGatewayMember>}``, the output of
    ``pulumi stack output globalGatewayMember --json -s <member stack>`` for each member (real values);
 2. the member's stack file in this repository, ``stacks/Pulumi.<last part of the member's name>.yaml``: what that
    stack exports (:func:`components.config.global_gateway.member_export`), with a **mock** cluster ARN;
-3. **mock** outputs: a JWT-protected prod gateway in the global stack's Region (``tools/mocks.py``).
+3. **mock** outputs: a JWT-protected prod gateway in the global stack's Region (``tools/plan/mocks.py``).
 
 Every tool says which members got mock values (2 and 3), so a green offline run is never mistaken for a lookup.
 """
@@ -24,8 +24,8 @@ from components.config import PROJECT, ConfigError, StackConfig
 from components.config.global_gateway import MEMBER_EXPORT, GlobalStackConfig, member_export
 from components.config.loader import parse_stack_mapping
 from components.config.stackfile import ROOT, load_stack_file, stack_path
-from tools.cli import InputError, read_json
-from tools.mocks import hyperpod_cluster_arn, mock_member_export
+from tools.plan.mocks import hyperpod_cluster_arn, mock_member_export
+from tools.report.cli import InputError, read_json
 
 FLAG = "--member-outputs"
 
@@ -106,7 +106,7 @@ def resolve(cfg: GlobalStackConfig, file: Path | None = None) -> list[MemberOutp
 
 def for_stack(stack: str, mapping: dict[str, Any], given: Path | None) -> list[MemberOutputs] | None:
     """A global stack's member outputs for the offline run (``None`` for a regional stack, or when the config is
-    invalid: the run reports that). :class:`tools.cli.InputError` for a bad ``--member-outputs``."""
+    invalid: the run reports that). :class:`tools.report.cli.InputError` for a bad ``--member-outputs``."""
     if mapping.get(f"{PROJECT}:role") != "global":
         if given is not None:
             raise InputError(
@@ -121,7 +121,7 @@ def for_stack(stack: str, mapping: dict[str, Any], given: Path | None) -> list[M
 
 
 def stack_outputs(members: list[MemberOutputs]) -> dict[str, dict[str, Any]]:
-    """The StackReference outputs the mocks answer with (``tools.harness.run_stack(stack_outputs=...)``)."""
+    """The StackReference outputs the mocks answer with (``tools.plan.harness.run_stack(stack_outputs=...)``)."""
     return {m.stack: {MEMBER_EXPORT: m.export} for m in members}
 
 
@@ -138,6 +138,6 @@ def notice(members: list[MemberOutputs]) -> str | None:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.member_outputs", f"python -m tools.preview --stack <global stack> {FLAG} FILE")
+    not_a_command("tools.plan.member_outputs", f"python -m tools.cli.preview --stack <global stack> {FLAG} FILE")

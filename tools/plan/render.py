@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from tools.mocks import Registration, unwrap_secrets
+from tools.plan.mocks import Registration, unwrap_secrets
 
 # aws-native type token -> CloudFormation type, for the services this package uses.
 _CFN_SERVICE_NAMES = {
@@ -218,14 +218,14 @@ SECRET_DATA_FIELDS = ("data", "stringData")
 def redacted_manifests(registrations: list[Registration]) -> list[dict[str, Any]]:
     """The manifests ``--out`` writes: no secret's value in them (issue 33 item 9).
 
-    Secret-wrapped values read ``"[secret]"`` exactly as in the plan (:func:`tools.plan.plain`, with the run's known
+    Secret-wrapped values read ``"[secret]"`` exactly as in the plan (:func:`tools.plan.writer.plain`, with the run's known
     secret values: the stack file's secrets, offline their placeholder, and every output a resource marks secret),
     and every value under a ``Secret``'s ``data`` and ``stringData`` reads ``"[secret]"`` whether wrapped or not: a
     reviewer's directory, a CI artifact, must not carry a credential.
     """
     from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
-    from tools.mocks import secret_values
-    from tools.plan import SECRET, plain
+    from tools.plan.mocks import secret_values
+    from tools.plan.writer import SECRET, plain
 
     secrets = secret_values(registrations, (OFFLINE_SECRET_PLACEHOLDER,))
     out = []
@@ -272,7 +272,7 @@ _IAM_DOCUMENT_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
 
 def _unknown_placeholders(registrations: list[Registration]) -> dict[str, str]:
     """Each computed (mock-made) value -> the placeholder a rendered document carries instead of it."""
-    from tools.plan import mock_made
+    from tools.plan.writer import mock_made
 
     out: dict[str, str] = {}
     by_urn = {r.urn: r for r in registrations}
@@ -358,8 +358,8 @@ def _write_json(path: Path, value: Any) -> Path:
 
 
 def validate_written_manifests(registrations: list[Registration], out_dir: Path) -> dict[str, Any]:
-    """Each manifest ``--out`` writes, validated against its upstream schema (:mod:`tools.k8s_schema`)."""
-    from tools.k8s_schema import validate_manifests
+    """Each manifest ``--out`` writes, validated against its upstream schema (:mod:`tools.plan.k8s_schema`)."""
+    from tools.plan.k8s_schema import validate_manifests
 
     addon = next(
         (
@@ -421,6 +421,6 @@ def write_outputs(registrations: list[Registration], out_dir: Path, region: str 
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.render", "python -m tools.preview --stack <name> --out DIR")
+    not_a_command("tools.plan.render", "python -m tools.cli.preview --stack <name> --out DIR")

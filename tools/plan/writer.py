@@ -19,7 +19,7 @@ master 1b5949891b3cefcb9974752b24a5ecef0acc86c8):
   keeps the root Stack's; default providers' steps are internal (``isInternalStep``, ``pkg/engine/update.go``) and
   filtered from the display and from ``changeSummary``.
 
-URNs are the engine's (:func:`tools.mocks.engine_urn`): ``urn:pulumi:<stack>::<project>::<parent type chain>$<type>
+URNs are the engine's (:func:`tools.plan.mocks.engine_urn`): ``urn:pulumi:<stack>::<project>::<parent type chain>$<type>
 ::<name>``, the root Stack ``urn:pulumi:<stack>::<project>::pulumi:pulumi:Stack::<project>-<stack>``, a default
 provider ``urn:pulumi:<stack>::<project>::pulumi:providers:aws::default_7_51_1`` (``ProviderRequest.DefaultName``,
 ``pkg/resource/deploy/providers/provider.go``). A resource managed by a default provider references it as
@@ -31,10 +31,10 @@ provider ``urn:pulumi:<stack>::<project>::pulumi:providers:aws::default_7_51_1``
 ``environment``, ``region``, ``counts`` (resources by type), ``outputs`` (stack exports), ``policyResults``
 (``policyName``, ``enforcementLevel``, ``resourceType``, ``resourceName``, ``resourceUrn``, ``message``),
 ``configErrors`` (``path``, ``message``, ``text``), ``defaultProviders`` (the internal default-provider steps, which
-the plan diff needs), and what :mod:`tools.preview` and :mod:`tools.plan_diff` add: ``rehearsal``, ``capacity``,
+the plan diff needs), and what :mod:`tools.cli.preview` and :mod:`tools.plan.diff` add: ``rehearsal``, ``capacity``,
 ``advisories``, ``memberOutputs``, ``base``, ``configChanges``, ``stepDetails`` (per URN: ``changes``, ``because``,
 ``replacementSource``). One op is ours: ``may-replace`` (no source says whether the change replaces); a reader
-that knows only the engine's ops reads it as ``replace`` (:data:`tools.plan_json.STRICT_OP`).
+that knows only the engine's ops reads it as ``replace`` (:data:`tools.plan.reader.STRICT_OP`).
 
 **Unknown values.** Every value a resource computes (its ID, ARN, endpoint: whatever the mocks made up) is
 unknown until deploy, as ``pulumi preview --json`` shows it: an input that holds one — alone, or inside a string
@@ -61,8 +61,8 @@ from pulumi.runtime import rpc
 from components.config import PROJECT
 from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
 from policies.engine import PolicyResult
-from tools.harness import StackRun
-from tools.mocks import Registration, secret_values, unwrap_secrets
+from tools.plan.harness import StackRun
+from tools.plan.mocks import Registration, secret_values, unwrap_secrets
 
 # 3: the engine's URNs and JSON shape, our additions under EXTENSION (2: the mocks' URNs, our keys at the top;
 # 1: mock values instead of unknowns).
@@ -98,7 +98,7 @@ def plain(value: Any, secrets: frozenset[str] = frozenset()) -> Any:
     """Inputs as JSON: secrets as ``"[secret]"``, mapping keys sorted (stable run to run), lists in order.
 
     A secret-wrapped input whose plaintext contains one of the run's known secret values (``secrets``: the
-    config placeholders and the outputs resources mark secret, :func:`tools.mocks.secret_values`) keeps its
+    config placeholders and the outputs resources mark secret, :func:`tools.plan.mocks.secret_values`) keeps its
     structure with exactly those strings blinded — the HTTPS listener's actions stay readable while the OIDC
     client secret inside them does not. Any other secret-wrapped input is ``"[secret]"`` as a whole.
     """
@@ -450,6 +450,8 @@ def config_error_plan(
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.plan", "python -m tools.preview --stack <name> --json (the plan) or --out DIR (plan.json)")
+    not_a_command(
+        "tools.plan.writer", "python -m tools.cli.preview --stack <name> --json (the plan) or --out DIR (plan.json)"
+    )

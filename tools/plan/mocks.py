@@ -1,6 +1,6 @@
 """Pulumi mocks that behave like a small, honest AWS: realistic ids, ARNs and endpoints.
 
-Used by the test suite and by ``tools.preview``. ``RecordingMocks`` answers resource registrations and
+Used by the test suite and by ``tools.cli.preview``. ``RecordingMocks`` answers resource registrations and
 provider calls; ``GraphMonitor`` records every registration request (type, name, parent, dependencies,
 options) so tests, the policy pack bridge, the graph writer and the critical-path tool see the same graph.
 
@@ -21,7 +21,7 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime.mocks import MockMonitor
 
 # One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
-from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.render and the tests
+from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.plan.render and the tests
 from policies.physical_names import physical_name
 
 ACCOUNT_ID = "123456789012"
@@ -367,7 +367,7 @@ def hyperpod_cluster_read(region: str, arn: str, eks_cluster_arn: str, **overrid
 def mock_member_export(member: str, region: str) -> dict[str, Any]:
     """MOCK ``globalGatewayMember`` of a regional stack with a JWT-protected prod gateway in ``region`` (what a
     stack of this program named like ``member`` would export under these mocks). The offline tools use it only for
-    a member they have no outputs for, and say so (``tools/member_outputs.py``)."""
+    a member they have no outputs for, and say so (``tools/plan/member_outputs.py``)."""
     stack = member.rsplit("/", 1)[-1]
     return {
         "gatewayEnabled": True,
@@ -382,7 +382,7 @@ def mock_member_export(member: str, region: str) -> dict[str, Any]:
 
 # Test fixtures: the outputs a StackReference gets in a bare `run_stack` (the members of stacks/Pulumi.global.yaml;
 # tests patch this mapping). The offline tools pass their own (`RecordingMocks.stack_outputs`, from
-# --member-outputs, the members' stack files or mock values: tools/member_outputs.py) and report mock values.
+# --member-outputs, the members' stack files or mock values: tools/plan/member_outputs.py) and report mock values.
 STACK_OUTPUTS: dict[str, dict[str, Any]] = {
     "acme/hyperpod-inference/prod": {"globalGatewayMember": mock_member_export("prod", "us-east-1")},
     "acme/hyperpod-inference/prod-usw2": {"globalGatewayMember": mock_member_export("prod-usw2", "us-west-2")},
@@ -676,6 +676,6 @@ def secret_values(registrations: list[Registration], config_placeholders: tuple[
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.mocks", "python -m tools.preview --stack <name> (the program under these mocks)")
+    not_a_command("tools.plan.mocks", "python -m tools.cli.preview --stack <name> (the program under these mocks)")

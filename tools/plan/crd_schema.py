@@ -214,8 +214,9 @@ def validate_cr(cr: dict[str, Any], crds_dir: Path, addon_version: str | None = 
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
     not_a_command(
-        "tools.crd_schema", "python -m tools.preview --stack <name> --out DIR (writes kubernetes/validation.json)"
+        "tools.plan.crd_schema",
+        "python -m tools.cli.preview --stack <name> --out DIR (writes kubernetes/validation.json)",
     )

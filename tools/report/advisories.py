@@ -1,7 +1,7 @@
 """The third outcome of the checks, as the offline tools print it: what cannot be checked offline.
 
 Every check either holds, refuses (a config error, exit 2, or a mandatory policy result, exit 1), or cannot be
-decided offline: an advisory naming what decides it (``tools.preflight``, the cluster). ``tools.preview`` prints
+decided offline: an advisory naming what decides it (``tools.preflight.regional``, the cluster). ``tools.cli.preview`` prints
 the advisories next to the capacity table and the rehearsal, ``tools.rehearse`` after its result; both carry them
 in their JSON as ``advisories``. They never change an exit code.
 """
@@ -49,6 +49,6 @@ def advisory_report(advisories: Sequence[ConfigAdvisory]) -> AdvisoryReport:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.advisories", "python -m tools.preview --stack <name> (it prints the advisories)")
+    not_a_command("tools.report.advisories", "python -m tools.cli.preview --stack <name> (it prints the advisories)")

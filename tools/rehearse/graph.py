@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from policies.readiness import load_readiness
-from tools.mocks import Registration
+from tools.plan.mocks import Registration
 from tools.rehearse.create import critical_path as _critical_path
 from tools.rehearse.create import schedule
 from tools.rehearse.model import CompleteGraph
@@ -124,6 +124,8 @@ def write_graph(registrations: list[Registration], path: Path) -> list[Path]:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.graph", "python -m tools.preview --stack <name> --graph FILE.dot (or --critical-path)")
+    not_a_command(
+        "tools.rehearse.graph", "python -m tools.cli.preview --stack <name> --graph FILE.dot (or --critical-path)"
+    )

@@ -26,7 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-if TYPE_CHECKING:  # imported where used: `cli.run` must not load the config layer (tools.crd_models regenerates it)
+if (
+    TYPE_CHECKING
+):  # imported where used: `cli.run` must not load the config layer (tools.generate.crd_models regenerates it)
     from components.config.stackfile import StackFileError
 
 EXIT_INPUT = 2
@@ -161,4 +163,4 @@ def not_a_command(module: str, instead: str) -> NoReturn:
 
 
 if __name__ == "__main__":
-    not_a_command("tools.cli", "python -m tools.preview --stack <name> (or another tool under tools/)")
+    not_a_command("tools.report.cli", "python -m tools.cli.preview --stack <name> (or another tool under tools/)")

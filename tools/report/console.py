@@ -34,6 +34,6 @@ def progress(first: str) -> Iterator[Callable[[str], None]]:
 
 
 if __name__ == "__main__":
-    from tools.cli import not_a_command
+    from tools.report.cli import not_a_command
 
-    not_a_command("tools.console", "any tool under tools/ (python -m tools.preview --stack <name>)")
+    not_a_command("tools.report.console", "any tool under tools/ (python -m tools.cli.preview --stack <name>)")

@@ -1,0 +1,1 @@
+"""Generators and checkers of checked-in files (models, rules, reference docs, the CI matrix)."""

@@ -1,0 +1,1 @@
+"""Read-only AWS checks before pulumi up, and the cleanup GuardDuty needs before destroy."""

@@ -148,11 +148,12 @@ def plan_verdicts(
     if len(set(versions)) != 1:
         return []
     k8s = str(versions[0])
+    listings = table_listings()
     out = []
     for t, urn, props in items:
         name, build = get(props, "addonName"), get(props, "addonVersion")
         if t == EKS_ADDON and name in PREREQUISITE_ADDONS and isinstance(build, str):
-            out.append((urn, verdict(str(name), build, k8s, table_listings()), str(name), k8s))
+            out.append((urn, verdict(str(name), build, k8s, listings), str(name), k8s))
     return out
 
 

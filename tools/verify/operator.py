@@ -94,11 +94,6 @@ def prerequisite_builds(ctx: Context) -> list[Result]:
             continue
         builds = [str(v["addonVersion"]) for v in addon_versions_for(eks, pre.addon_name, k8s) if "addonVersion" in v]
         listed[pre.addon_name] = builds
-        pinned = ctx.cfg.operator.pinned(pre)
-        source = f"DescribeAddonVersions in {ctx.cfg.region}"
-        found = addon_builds.verdict(
-            pre.addon_name, pinned, k8s, [addon_builds.Listing(pre.addon_name, k8s, tuple(builds), source)]
-        )
         if not builds:
             out.append(
                 Result(
@@ -108,7 +103,15 @@ def prerequisite_builds(ctx: Context) -> list[Result]:
                     "install it another way and list it in operator.existingPrerequisites",
                 )
             )
-        elif found.outcome == "holds":
+            continue
+        source = f"DescribeAddonVersions in {ctx.cfg.region}"
+        found = addon_builds.verdict(
+            pre.addon_name,
+            ctx.cfg.operator.pinned(pre),
+            k8s,
+            [addon_builds.Listing(pre.addon_name, k8s, tuple(builds), source)],
+        )
+        if found.outcome == "holds":
             out.append(Result(name, "PASS", found.text))
         else:
             out.append(Result(name, "FAIL", found.text, f"set operator.{pre.config_key} to one of the listed builds"))

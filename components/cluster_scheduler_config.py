@@ -23,7 +23,7 @@ Lifecycle (botocore ``sagemaker`` model, operations Create/Describe/Update/Delet
 
 Create, update and delete need what the CloudFormation handlers list besides the operation itself (cfn-lint 1.58
 ``AWS::SageMaker::ClusterSchedulerConfig`` handlers: ``eks:AssociateAccessPolicy`` & co., the service acting on the
-EKS cluster with the caller's credentials): see ``policies/deploy_actions.yaml``.
+EKS cluster with the caller's credentials): see its record, ``policies/resource_types/pulumi/dynamic.yaml``.
 """
 
 from __future__ import annotations

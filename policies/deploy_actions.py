@@ -1,8 +1,9 @@
 """The deploy-actions table: which IAM actions each resource type's create, read, update and delete call.
 
-The data lives in ``policies/deploy_actions.yaml`` (one file, every row with its source); this module is its typed,
-cached loader. Reader: ``tools.cli.deployer_policy``, which turns the types one stack registers into that stack's
-least-privilege deploy policy.
+The rows live in the resource-type records (``deploy:`` of each record, ``invokes:`` of a record file, the shared
+header in ``policies/resource_types/index.yaml``); this module is the table's typed view. Reader:
+``tools.cli.deployer_policy``, which turns the types one stack registers into that stack's least-privilege deploy
+policy.
 
 * :func:`load_deploy_actions` -> :class:`DeployActions` (cached);
 * :meth:`DeployActions.row_for` finds the row of a registration (``<type>`` or, for a dynamic resource,
@@ -13,101 +14,25 @@ least-privilege deploy policy.
 from __future__ import annotations
 
 import fnmatch
-import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from policies.yaml_files import load_yaml_file
+from policies.resource_types import (
+    DYNAMIC,
+    ActionResources,
+    RequestTagAction,
+    ResourceTypes,
+    load_resource_types,
+)
+from policies.resource_types.schema import LIFECYCLE, ArnPattern, InvokeRow, TypeRow
 
-DEPLOY_ACTIONS_FILE = Path(__file__).with_name("deploy_actions.yaml")
-DYNAMIC = "pulumi-python:dynamic:Resource"
-LIFECYCLE = ("create", "read", "update", "delete")
-_ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")
+__all__ = ["DYNAMIC", "LIFECYCLE", "ArnPattern", "DeployActions", "InvokeRow", "TypeRow", "load_deploy_actions"]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ArnPattern(_Model):
-    """One ARN a resource of the type can have: ``sar`` names its Service Authorization Reference resource type
-    (``<service prefix>:<resource type>``), ``arn`` the template (``{partition}``, ``{region}``, ``{account}``,
-    ``{name}``, ``{input.<path>}``)."""
-
-    sar: str
-    arn: str
-    tag_scoped: bool = False  # the ARN cannot carry the stack's name: statements on it require the stack's tag
-
-    @property
-    def service(self) -> str:
-        return self.sar.split(":", 1)[0]
-
-    @property
-    def resource_type(self) -> str:
-        return self.sar.split(":", 1)[1]
-
-
-def _actions(value: list[str]) -> list[str]:
-    for action in value:
-        if not _ACTION.match(action):
-            raise ValueError(f"{action!r} is not an IAM action (service:Action)")
-    return value
-
-
-class TypeRow(_Model):
-    """The IAM actions of one resource type's lifecycle, and how its own ARN is built."""
-
-    source: str
-    create: list[str]
-    read: list[str]
-    update: list[str]
-    delete: list[str]
-    arns: list[ArnPattern] = Field(default_factory=list)
-    name_strip: str = ""  # a prefix the name input carries that the ARN writes itself (KMS aliases: alias/)
-    unscoped_types: list[str] = Field(default_factory=list)  # SAR types it has whose IDs AWS assigns
-    delete_note: str | None = None
-    passes_role_to: list[str] = Field(default_factory=list)  # iam:PassedToService values of its iam:PassRole
-    service_linked_roles: list[str] = Field(default_factory=list)  # iam:AWSServiceName values
-
-    _check = field_validator("create", "read", "update", "delete")(_actions)
-
-    @model_validator(mode="after")
-    def _delete_explained(self) -> TypeRow:
-        if not self.delete and not self.delete_note:
-            raise ValueError("an empty `delete` needs a `delete_note` saying why the delete calls no API")
-        actions = self.all_actions()
-        if ("iam:PassRole" in actions) != bool(self.passes_role_to):
-            raise ValueError("iam:PassRole and `passes_role_to` (the services the role is passed to) go together")
-        if ("iam:CreateServiceLinkedRole" in actions) != bool(self.service_linked_roles):
-            raise ValueError("iam:CreateServiceLinkedRole and `service_linked_roles` go together")
-        return self
-
-    def actions(self) -> dict[str, list[str]]:
-        return {phase: list(getattr(self, phase)) for phase in LIFECYCLE}
-
-    def all_actions(self) -> set[str]:
-        return {a for phase in LIFECYCLE for a in getattr(self, phase)}
-
-
-class InvokeRow(_Model):
-    actions: list[str]
-    source: str
-    arns: list[ArnPattern] = Field(default_factory=list)
-
-    _check = field_validator("actions")(_actions)
-
-
-class ActionResources(_Model):
-    arns: list[str]
-    why: str
-
-
-class RequestTagAction(_Model):
-    why: str
-    existing: bool = False  # it also acts on existing (tagged) resources: granted there on aws:ResourceTag too
 
 
 class DeployActions(_Model):
@@ -139,6 +64,19 @@ class DeployActions(_Model):
 
 
 @cache
-def load_deploy_actions(path: Path = DEPLOY_ACTIONS_FILE) -> DeployActions:
-    """Parse and validate ``policies/deploy_actions.yaml`` (cached per path)."""
-    return DeployActions.model_validate(load_yaml_file(path))
+def load_deploy_actions() -> DeployActions:
+    """The table of every record's ``deploy`` row, ``no_iam`` reason and invoke (cached)."""
+    records: ResourceTypes = load_resource_types()
+    index = records.index
+    return DeployActions(
+        sources=index.sources,
+        global_services=index.global_services,
+        stack_tag=index.stack_tag,
+        request_tag_actions=index.request_tag_actions,
+        boundary_actions=index.boundary_actions,
+        tag_write_actions=index.tag_write_actions,
+        action_resources=index.action_resources,
+        types={key: rec.deploy for key, rec in records.types.items() if rec.deploy is not None},
+        no_iam={key: rec.no_iam for key, rec in records.types.items() if rec.no_iam is not None},
+        invokes=records.invokes,
+    )

@@ -1,7 +1,7 @@
 """The physical name a resource gets in AWS, from its registration: one rule, read by the mocks and the deploy policy.
 
-The data is ``policies/physical_names.yaml`` (one table per provider, each with its source). Two readers, two
-functions over the same rule:
+The rule is the ``physical_name`` of the type's record (``policies/resource_types``), with its provider's naming
+convention (``naming`` of ``policies/resource_types/index.yaml``). Two readers, two functions over the same rule:
 
 * :func:`physical_name` — the concrete name AWS will give the resource (a deterministic stand-in for the random
   part): ``tools.plan.mocks`` reports it, so every name that flows into other inputs (a bucket policy's ``bucket``) is
@@ -9,67 +9,28 @@ functions over the same rule:
 * :func:`name_pattern` — the IAM pattern that covers every name the resource can get (``prefix*``,
   ``<logical>-*``), which ``tools.cli.deployer_policy`` puts in ARNs.
 
-``None`` from either: the type is not in the table (its name is not known from its inputs).
+``None`` from either: the type's record has no rule (its name is not known from its inputs).
 """
 
 from __future__ import annotations
 
 import hashlib
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from policies.resource_types import load_resource_types
+from policies.resource_types.schema import NameRule, Naming
 
-from policies.yaml_files import load_yaml_file
-
-PHYSICAL_NAMES_FILE = Path(__file__).with_name("physical_names.yaml")
 # The day the stand-in timestamps of prefixed names are made of (terraform-plugin-sdk's PrefixedUniqueId).
 _STAND_IN_TIMESTAMP = "202612010000000000"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NameRule(_Model):
-    name: str = "name"
-    prefix: str | None = None
-    max: int
-    lower: bool = False
-    autonamed: bool
-
-
-class PrefixSuffix(_Model):
-    timestamp_digits: int
-    counter_hex: int
-
-    @property
-    def length(self) -> int:
-        return self.timestamp_digits + self.counter_hex
-
-
-class ProviderNames(_Model):
-    source: str
-    separator: str
-    random_hex: int
-    prefix_suffix: PrefixSuffix | None = None
-    types: dict[str, NameRule]
-
-
-class PhysicalNames(_Model):
-    providers: dict[str, ProviderNames] = Field(alias="providers")
-
-    def rule(self, type_token: str) -> tuple[ProviderNames, NameRule] | None:
-        for provider in self.providers.values():
-            if type_token in provider.types:
-                return provider, provider.types[type_token]
+def name_rule(type_token: str) -> tuple[Naming, NameRule] | None:
+    """The type's physical-name rule and its provider's naming convention (None: no rule)."""
+    records = load_resource_types()
+    record = records.types.get(type_token)
+    if record is None or record.physical_name is None:
         return None
-
-
-@cache
-def load_physical_names(path: Path = PHYSICAL_NAMES_FILE) -> PhysicalNames:
-    return PhysicalNames.model_validate({"providers": load_yaml_file(path)})
+    return records.index.naming[type_token.split(":", 1)[0]], record.physical_name
 
 
 def _given(inputs: dict[str, Any], key: str | None) -> str | None:
@@ -87,7 +48,7 @@ class NameTooLong(ValueError):
 
 def physical_name(type_token: str, logical: str, inputs: dict[str, Any]) -> str | None:
     """The concrete physical name (random parts replaced by a hash of the type and logical name)."""
-    found = load_physical_names().rule(type_token)
+    found = name_rule(type_token)
     if found is None:
         return None
     provider, rule = found
@@ -111,7 +72,7 @@ def physical_name(type_token: str, logical: str, inputs: dict[str, Any]) -> str 
 
 def name_pattern(type_token: str, logical: str, inputs: dict[str, Any]) -> str | None:
     """The IAM pattern covering every name the resource can get: the name, ``<prefix>*`` or ``<logical>-*``."""
-    found = load_physical_names().rule(type_token)
+    found = name_rule(type_token)
     if found is None:
         return None
     provider, rule = found

@@ -1,7 +1,8 @@
 """The deploy-readiness model: what each create (and delete) waits for, what it provides, how long it takes.
 
-The data lives in ``policies/readiness.yaml`` (one file, every entry with its source); this module is its
-typed, cached loader. Readers: ``tools.rehearse`` (the offline ``pulumi up`` / ``destroy`` simulation),
+Each resource type's entries (``readiness:`` of its record, ``policies/resource_types``) and the cluster-level facts
+of ``policies/readiness.yaml`` (system pods, remote components, ordering rules, ...), every one with its source;
+this module is their typed, cached loader. Readers: ``tools.rehearse`` (the offline ``pulumi up`` / ``destroy`` simulation),
 ``tools.rehearse.graph`` (critical path, graph picture) and the capacity checks (DaemonSet overhead per node, "every
 controller needs a group it can run on").
 
@@ -28,15 +29,39 @@ replaced by a guess. ``requests: {}`` means the chart sets no requests (zero), w
 from __future__ import annotations
 
 import copy
-import fnmatch
-import json
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from policies.resource_types import load_resource_types
+from policies.resource_types.schema import (
+    Condition,
+    Provide,
+    ReadinessEntry,
+    ResourceReadiness,
+    Selector,
+    TimeoutInput,
+    Wait,
+    all_hold,
+    input_value,
+)
 from policies.yaml_files import load_yaml_file
+
+__all__ = [
+    "Condition",
+    "Provide",
+    "Readiness",
+    "ReadinessEntry",
+    "ResourceReadiness",
+    "Selector",
+    "TimeoutInput",
+    "Wait",
+    "all_hold",
+    "input_value",
+    "load_readiness",
+]
 
 if TYPE_CHECKING:
     import pulumi
@@ -46,153 +71,8 @@ READINESS_FILE = Path(__file__).with_name("readiness.yaml")
 _MISSING = object()
 
 
-def input_value(inputs: Any, path: str, default: Any = None) -> Any:
-    """The value at dotted ``path`` in registration inputs; JSON strings on the way are parsed.
-
-    ``configurationValues.alb.enabled`` reads into an add-on's JSON ``configurationValues`` string.
-    A path segment that is an integer indexes a list.
-    """
-    cur = inputs
-    for part in path.split("."):
-        if isinstance(cur, str):
-            try:
-                cur = json.loads(cur)
-            except ValueError:
-                return default
-        if isinstance(cur, dict):
-            if part not in cur:
-                return default
-            cur = cur[part]
-        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
-            cur = cur[int(part)]
-        else:
-            return default
-    if cur is None:
-        return default
-    return cur
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Condition(_Model):
-    """One test on a registration's inputs; a list of conditions is ANDed."""
-
-    input: str = Field(description="Dotted path into the inputs (JSON strings are parsed on the way).")
-    op: Literal["eq", "ne", "in", "glob", "truthy", "falsy"] = "eq"
-    value: Any = None
-    default: Any = Field(default=None, description="The value when the input is absent (the provider's default).")
-
-    def holds(self, inputs: dict[str, Any]) -> bool:
-        got = input_value(inputs, self.input, self.default)
-        if self.op == "eq":
-            return bool(got == self.value)
-        if self.op == "ne":
-            return bool(got != self.value)
-        if self.op == "in":
-            return got in (self.value or [])
-        if self.op == "glob":
-            return isinstance(got, str) and fnmatch.fnmatchcase(got, str(self.value))
-        if self.op == "truthy":
-            return bool(got)
-        return not got
-
-
-def all_hold(conditions: list[Condition], inputs: dict[str, Any]) -> bool:
-    return all(c.holds(inputs) for c in conditions)
-
-
-class Selector(_Model):
-    """Finds a resource in the graph: a type token (glob) and conditions on its inputs."""
-
-    type: str
-    when: list[Condition] = Field(default_factory=list)
-
-    def matches(self, typ: str, inputs: dict[str, Any]) -> bool:
-        return fnmatch.fnmatchcase(typ, self.type) and all_hold(self.when, inputs)
-
-
-class Wait(_Model):
-    """Something a create waits for before the engine marks it done.
-
-    kinds: ``pods`` — the Deployments this resource installs (``SystemPod.installed_by``) must get their
-    minimum pods ready, i.e. be schedulable on nodes that already exist; ``crd`` — the CRD of the object's
-    kind must be registered by a resource created before it; ``webhook`` — the named system pods (a
-    controller's admission webhook, ``failurePolicy: Fail``) must be serving; ``k8s_api`` — the Kubernetes
-    API must be reachable from where Pulumi runs; ``after`` — a resource matching ``selector`` must be
-    created first (a documented ordering requirement); ``status`` — a state the resource reaches by itself
-    (ACTIVE, ISSUED, ...), taking ``create_minutes``.
-    """
-
-    kind: Literal["pods", "crd", "webhook", "k8s_api", "after", "status"]
-    detail: str = ""
-    pods: list[str] = Field(default_factory=list, description="webhook: system pod names that serve it")
-    selector: Selector | None = None
-    when: list[Condition] = Field(default_factory=list, description="the wait applies only when these hold")
-    unless: list[Condition] = Field(default_factory=list, description="the wait is off when all of these hold")
-    source: str = ""
-
-    def applies(self, inputs: dict[str, Any]) -> bool:
-        if not all_hold(self.when, inputs):
-            return False
-        return not (self.unless and all_hold(self.unless, inputs))
-
-
-class Provide(_Model):
-    """What a resource makes available once created: ``nodes`` (instance groups read from its inputs),
-    ``nodes_joined`` (a wait resource: the nodes of the cluster it waits on are running once it is created),
-    ``crds`` (``group/Kind`` names), ``k8s_api`` (an API endpoint)."""
-
-    kind: Literal["nodes", "nodes_joined", "crds", "k8s_api"]
-    crds: list[str] = Field(default_factory=list)
-    when: list[Condition] = Field(default_factory=list)
-    joined_at_create: bool = Field(
-        default=True,
-        description="nodes: False when the create returns before the nodes join (a HyperPod cluster); a wait for "
-        "pods is then met only by a `nodes_joined` provider ordered before it",
-    )
-    source: str = ""
-
-
-class TimeoutInput(_Model):
-    """A create timeout the program sets through an input (e.g. a Helm release's ``timeout`` in seconds)."""
-
-    input: str
-    unit: Literal["s", "min"] = "s"
-
-
-class ResourceReadiness(_Model):
-    """Readiness facts for one resource type (optionally narrowed by ``match``)."""
-
-    type: str = Field(description="Pulumi type token; fnmatch glob allowed")
-    match: list[Condition] = Field(default_factory=list)
-    label: str = Field(default="", description="short human name, e.g. 'EKS add-on coredns'")
-    waits_for: list[Wait] = Field(default_factory=list)
-    provides: list[Provide] = Field(default_factory=list)
-    create_timeout_minutes: float | None = Field(default=None, description="provider default; None = none/unknown")
-    create_timeout_input: TimeoutInput | None = None
-    program_create_timeout_minutes: float | None = Field(
-        default=None,
-        description="the create (and update) timeout the program sets for it (customTimeouts, a timeout input): "
-        "components read it from here, the one place it is written (program_create_timeout)",
-    )
-    create_minutes: float | None = Field(default=None, description="typical create time a source gives; None = unknown")
-    create_minutes_third_party: bool = Field(
-        default=False,
-        description="create_minutes comes from a third-party page only (no AWS or maintainer source): shown as such",
-    )
-    delete_minutes: float | None = None
-    delete_timeout_minutes: float | None = None
-    delete_waits_for: str = ""
-    finalizer_controller: list[str] = Field(
-        default_factory=list, description="system pods whose controller must run to remove this object's finalizer"
-    )
-    stateful: bool = Field(default=False, description="holds data: must be protected in prod")
-    source: str = Field(min_length=1)
-
-    def matches(self, typ: str, inputs: dict[str, Any]) -> bool:
-        return fnmatch.fnmatchcase(typ, self.type) and all_hold(self.match, inputs)
 
 
 class Toleration(_Model):
@@ -506,6 +386,15 @@ def custom_timeouts(typ: str, inputs: dict[str, Any]) -> pulumi.CustomTimeouts:
 
 @cache
 def load_readiness(path: Path = READINESS_FILE) -> Readiness:
-    """Parse and validate ``policies/readiness.yaml`` (cached per path)."""
+    """Parse and validate ``policies/readiness.yaml`` (cached per path) and join the readiness entries of the
+    resource-type records (``Readiness.resources``, in the order they are tried) and the shared legend and default."""
     data = load_yaml_file(path)  # libyaml when present: 150 -> 10 ms on this file
-    return Readiness.model_validate(data)
+    records = load_resource_types()
+    return Readiness.model_validate(
+        {
+            **data,
+            "sources": records.index.sources,
+            "resources": records.readiness_entries(),
+            "default": records.default_readiness(),
+        }
+    )

@@ -445,9 +445,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     # --- issue 31: the deploy policy, judged by moto's IAM evaluation on the plan's own ARNs ---
     Mutation(
         "deployer-bucket-prefix-as-name-prefix",
-        "policies/physical_names.yaml",
-        '"aws:s3/bucket:Bucket": {name: bucket, prefix: bucketPrefix,',
-        '"aws:s3/bucket:Bucket": {name: bucket, prefix: namePrefix,',
+        "policies/resource_types/aws/s3.yaml",
+        "physical_name: {name: bucket, prefix: bucketPrefix, max: 63, lower: true, autonamed: true}\n    readiness:\n",
+        "physical_name: {name: bucket, prefix: namePrefix, max: 63, lower: true, autonamed: true}\n    readiness:\n",
         (
             "tests/test_deployer_policy_eval.py::test_bucket_prefix_not_name_prefix_names_the_bucket",
             "tests/test_deployer_policy_eval.py::test_prod_bucket_names_are_the_prefixes_the_program_gives",
@@ -475,9 +475,9 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         "deployer-quota-any-eks-cluster",
-        "policies/deploy_actions.yaml",
-        '"arn:{partition}:eks:{region}:{account}:cluster/{eks_cluster}"}\n    # cluster-scheduler-config',
-        '"arn:{partition}:eks:{region}:{account}:cluster/*"}\n    # cluster-scheduler-config',
+        "policies/resource_types/pulumi/dynamic.yaml",
+        '"arn:{partition}:eks:{region}:{account}:cluster/{eks_cluster}"}\n      # cluster-scheduler-config',
+        '"arn:{partition}:eks:{region}:{account}:cluster/*"}\n      # cluster-scheduler-config',
         (
             "tests/test_deployer_policy_eval.py::test_another_stacks_buckets_roles_policies_clusters_and_keys_are_denied",
         ),

@@ -1,7 +1,7 @@
 """The deploy policy of each stack (``tools.cli.deployer_policy``, written by ``tools.cli.preview --out``) and its table.
 
 For every reference stack: each AWS type it registers (remote components expanded) has a row in
-``policies/deploy_actions.yaml`` with create and delete actions, every one of them is granted by the written
+the resource-type records (``deploy:``) with create and delete actions, every one of them is granted by the written
 document, and parliament reports nothing above LOW. The table's actions exist in the Service Authorization
 Reference (or, newer than parliament's copy, in botocore's model of the service), the aws-native rows equal the
 CloudFormation handlers cfn-lint ships, and the scoping rules are tested branch by branch on small graphs.
@@ -69,14 +69,14 @@ def test_every_registered_aws_type_has_create_and_delete_actions_granted(stack: 
     run = runs[stack]
     policy = policy_for(run)
     assert policy.complete, (
-        f"no row in policies/deploy_actions.yaml for {policy.unknown_types + policy.unknown_invokes}"
+        f"no deploy row in policies/resource_types for {policy.unknown_types + policy.unknown_invokes}"
     )
     types = _aws_types(run)
     assert types, "the stack registered no AWS resource"
     granted = _granted(policy.document)
     for key in types:
         row = TABLE.types.get(key)
-        assert row is not None, f"{stack}: {key} has no row in policies/deploy_actions.yaml"
+        assert row is not None, f"{stack}: {key} has no deploy row in policies/resource_types"
         assert row.create, f"{key}: no create actions"
         assert row.delete or row.delete_note, f"{key}: no delete actions and no delete_note"
         missing = row.all_actions() - granted
@@ -229,7 +229,7 @@ def test_out_writes_the_deployer_policy_and_its_notes(tmp_path: Path, runs) -> N
         boundary["Statement"][1]["Action"]
     )
     notes = json.loads(written[-1].read_text())
-    assert notes["complete"] is True and notes["table"] == "policies/deploy_actions.yaml"
+    assert notes["complete"] is True and notes["table"] == "policies/resource_types (deploy)"
     assert notes["parts"] == names[1 : n + 1] and notes["boundaryFile"] == "iam/boundary-dev.json"
     assert notes["permissionsBoundary"] == "arn:aws:iam::*:policy/hpi-dev-role-boundary"
     assert any("S3 backend" in n for n in notes["notes"]) and any("access entry" in n for n in notes["notes"])

@@ -1,9 +1,9 @@
 """The deploy policy, evaluated as IAM would (tests/iam_eval.py: PMapper's engine, not this project's code), on the
-concrete ARNs the mocks give each resource (their names from policies/physical_names.yaml: name, namePrefix,
+concrete ARNs the mocks give each resource (their names from the records' physical_name rules: name, namePrefix,
 bucketPrefix or auto-name).
 
 For every AWS resource of dev, staging, prod and attach: every action its create, update and delete call (the
-pulumi-aws rows of policies/deploy_actions.yaml; aws-native types: the CloudFormation handlers in cfn-lint's
+pulumi-aws rows of the resource-type records (deploy); aws-native types: the CloudFormation handlers in cfn-lint's
 schemas) is allowed on each ARN of the request, with the request context the resource gives (its tags, its
 boundary); and actions on another stack's names, keys and clusters are denied.
 """

@@ -36,7 +36,7 @@ def test_the_markers_are_where_the_facts_are() -> None:
         ("components/config/observability.py", "obs-addon-schema"),
         ("policies/readiness.yaml", "system-pod-requests"),
         ("tools/rehearse/create.py", "hyperpod-create-completion"),
-        ("policies/deploy_actions.yaml", "deployer-policy-complete"),
+        ("policies/resource_types/aws-native/sagemaker.yaml", "deployer-policy-complete"),
         ("docs/operator.md", "router-service-port"),
     ]:
         assert expected in where, expected

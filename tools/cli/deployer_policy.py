@@ -11,7 +11,7 @@ How it is derived, without AWS:
 1. The real program runs under mocks (the preview's run); remote components are expanded into the children they
    create (``tools.rehearse.model.expand``, the rehearsal's data), so pulumi-eks's service role, EKS cluster, OIDC
    provider and add-ons count.
-2. Each registered type (and each data source the program calls) is looked up in ``policies/deploy_actions.yaml``:
+2. Each registered type (and each data source the program calls) is looked up in the resource-type records (``deploy:``, ``policies/resource_types``):
    the IAM actions of its create, read, update and delete, each row with its source. All four phases are
    granted: ``up`` creates, updates and reads (refresh), ``destroy`` deletes.
 3. Each action is scoped with the Service Authorization Reference (parliament's machine-readable copy). Of the
@@ -188,7 +188,7 @@ class DeployerPolicy:
             ],
             "types": self.by_type,
             "notes": [KUBERNETES_NOTE, STATE_BACKEND_NOTE],
-            "table": "policies/deploy_actions.yaml",
+            "table": "policies/resource_types (deploy)",
         }
 
 
@@ -200,7 +200,7 @@ def policy_chars(document: dict[str, Any]) -> int:
 class _Names:
     """Turns registration inputs into ARN parts: the mocks' account becomes the policy's, and a physical name the
     mocks reported for a resource whose name AWS completes (a prefix's unique suffix, an auto-name's random hex;
-    ``policies/physical_names.yaml``) becomes the pattern of every name it can get (``prefix*``, ``<logical>-*``)."""
+    the record's ``physical_name``) becomes the pattern of every name it can get (``prefix*``, ``<logical>-*``)."""
 
     def __init__(self, registrations: Sequence[Registration], account: str) -> None:
         self.account = account
@@ -668,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if policy.unknown_types or policy.unknown_invokes:
             print(
-                f"incomplete: no row in policies/deploy_actions.yaml for "
+                f"incomplete: no deploy row in policies/resource_types for "
                 f"{policy.unknown_types + policy.unknown_invokes}",
                 file=sys.stderr,
             )

@@ -5,7 +5,8 @@ provider calls; ``GraphMonitor`` records every registration request (type, name,
 options) so tests, the policy pack bridge, the graph writer and the critical-path tool see the same graph.
 
 Outputs are a deterministic function of (type, name, inputs): two runs of a stack give the same ids.
-To teach the mocks a new resource type, add an entry to ``OUTPUTS``.
+To teach the mocks a new resource type, give its record (``policies/resource_types``) a ``mock:`` naming one of
+the shapes in ``MOCK_SHAPES`` (or add a shape there).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pulumi.runtime.mocks import MockMonitor
 # One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
 from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.plan.render and the tests
 from policies.physical_names import physical_name
+from policies.resource_types import load_resource_types
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-west-2"
@@ -64,10 +66,11 @@ class MockContext:
     typ: str
     name: str
     inputs: dict[str, Any]
+    id_prefix: str = ""  # the record's `mock.id_prefix` (EC2-style IDs)
 
     @property
     def physical_name(self) -> str:
-        """The name AWS gives the resource (policies/physical_names.yaml: name, prefix or auto-name), else the
+        """The name AWS gives the resource (its record's physical_name: name, prefix or auto-name), else the
         ``name`` input or ``<logical>-<7 hex>``."""
         known = physical_name(self.typ, self.name, self.inputs)
         if known is not None:
@@ -82,12 +85,24 @@ class MockContext:
 OutputFn = Callable[[MockContext], dict[str, Any]]
 
 
-def _ec2(prefix: str) -> OutputFn:
-    def fn(ctx: MockContext) -> dict[str, Any]:
-        rid = f"{prefix}-{_hex(ctx.typ, ctx.name)}"
-        return {"id": rid, "arn": ctx.arn("ec2", f"{prefix}/{rid}")}
+def _ec2(ctx: MockContext) -> dict[str, Any]:
+    """An EC2 ID (``<id_prefix>-<17 hex>``: sg-, rtb-, vpce-, ...) and its ARN."""
+    rid = f"{ctx.id_prefix}-{_hex(ctx.typ, ctx.name)}"
+    return {"id": rid, "arn": ctx.arn("ec2", f"{ctx.id_prefix}/{rid}")}
 
-    return fn
+
+def _eip(ctx: MockContext) -> dict[str, Any]:
+    return {**_ec2(ctx), "publicIp": "203.0.113." + str(int(_hex(ctx.name, n=2), 16) % 250 + 1)}
+
+
+def _route(ctx: MockContext) -> dict[str, Any]:
+    """terraform-provider-aws aws_route ids: r-<route table id><hash of the destination>."""
+    destination = int(_hex(str(ctx.inputs.get("destinationCidrBlock")), n=8), 16)
+    return {"id": f"r-{ctx.inputs.get('routeTableId')}{destination}"}
+
+
+def _certificate_validation(ctx: MockContext) -> dict[str, Any]:
+    return {"id": ctx.inputs.get("certificateArn", "")}
 
 
 def _role(ctx: MockContext) -> dict[str, Any]:
@@ -395,12 +410,13 @@ def _stack_reference(ctx: MockContext, given: dict[str, dict[str, Any]] | None =
     return {"id": name, "outputs": json.loads(json.dumps(table.get(name, {}))), "secretOutputNames": []}
 
 
-def _dynamic(ctx: MockContext) -> dict[str, Any]:
-    """Python dynamic resources; the Global Inference Gateway and the node wait get what their providers return."""
-    if ctx.inputs.get("resourceKind") == "hyperpod:HyperPodNodeWait":  # every group at its target (Running)
-        return {"id": str(ctx.inputs.get("clusterArn") or ctx.physical_name), "runningNodes": ctx.inputs.get("groups")}
-    if ctx.inputs.get("resourceKind") != "hyperpod:GlobalInferenceGateway":
-        return {"id": ctx.physical_name}
+def _hyperpod_node_wait(ctx: MockContext) -> dict[str, Any]:
+    """The node wait (a dynamic provider): every group at its target (Running)."""
+    return {"id": str(ctx.inputs.get("clusterArn") or ctx.physical_name), "runningNodes": ctx.inputs.get("groups")}
+
+
+def _global_inference_gateway(ctx: MockContext) -> dict[str, Any]:
+    """The Global Inference Gateway (a dynamic provider): what its provider returns once ACTIVE."""
     region = str(ctx.inputs.get("region") or ctx.region)
     gid = _hex(ctx.typ, str(ctx.inputs.get("name")), n=12)
     return {
@@ -414,7 +430,6 @@ def _dynamic(ctx: MockContext) -> dict[str, Any]:
     }
 
 
-# type token -> outputs. Everything else gets a generic id (and an ARN for aws: types).
 def _amp_workspace(ctx: MockContext) -> dict[str, Any]:
     """AMP: id ``ws-<uuid>``, endpoint ``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/``."""
     h = _hex(ctx.name, n=32)
@@ -447,53 +462,38 @@ def _web_acl(ctx: MockContext) -> dict[str, Any]:
     return {"id": wid, "arn": ctx.arn("wafv2", f"{scope}/webacl/{name}/{wid}"), "capacity": 0}
 
 
-OUTPUTS: dict[str, OutputFn] = {
-    "aws:sns/topic:Topic": _sns_topic,
-    "aws:wafv2/webAcl:WebAcl": _web_acl,
-    "aws:cloudwatch/logGroup:LogGroup": _log_group,
-    "aws:amp/workspace:Workspace": _amp_workspace,
-    "pulumi:pulumi:StackReference": _stack_reference,
-    "pulumi-python:dynamic:Resource": _dynamic,
-    "aws:ec2/vpc:Vpc": _vpc,
-    "aws:ec2/subnet:Subnet": _subnet,
-    "aws:ec2/securityGroup:SecurityGroup": _ec2("sg"),
-    "aws:ec2/internetGateway:InternetGateway": _ec2("igw"),
-    "aws:ec2/natGateway:NatGateway": _ec2("nat"),
-    "aws:ec2/eip:Eip": lambda ctx: {
-        **_ec2("eipalloc")(ctx),
-        "publicIp": "203.0.113." + str(int(_hex(ctx.name, n=2), 16) % 250 + 1),
-    },
-    "aws:ec2/routeTable:RouteTable": _ec2("rtb"),
-    # terraform-provider-aws aws_route ids: r-<route table id><hash of the destination>
-    "aws:ec2/route:Route": lambda ctx: {
-        "id": f"r-{ctx.inputs.get('routeTableId')}{int(_hex(str(ctx.inputs.get('destinationCidrBlock')), n=8), 16)}"
-    },
-    "aws:ec2transitgateway/vpcAttachment:VpcAttachment": _ec2("tgw-attach"),
-    "aws:ec2/vpcPeeringConnection:VpcPeeringConnection": _ec2("pcx"),
-    "aws:ec2/vpcEndpoint:VpcEndpoint": _ec2("vpce"),
-    "aws:ec2/vpcSecurityGroupIngressRule:VpcSecurityGroupIngressRule": _ec2("sgr"),
-    "aws:ec2/vpcSecurityGroupEgressRule:VpcSecurityGroupEgressRule": _ec2("sgr"),
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _ec2("sgr"),
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _ec2("sgr"),
-    "aws:iam/role:Role": _role,
-    "aws:iam/policy:Policy": _policy,
-    "aws:s3/bucketV2:BucketV2": _bucket,
-    "aws:s3/bucket:Bucket": _bucket,
-    "aws:kms/key:Key": _kms,
-    "aws:kms/alias:Alias": _kms_alias,
-    "aws:eks/cluster:Cluster": _eks_cluster,
-    "aws-native:sagemaker:Cluster": _sagemaker_cluster,
-    "aws:elasticache/replicationGroup:ReplicationGroup": _replication_group,
-    "random:index/randomPassword:RandomPassword": _random_password,
-    "eks:index:Cluster": _pulumi_eks_cluster,
-    "aws:lb/loadBalancer:LoadBalancer": _alb,
-    "aws:lb/targetGroup:TargetGroup": _target_group,
-    "aws:lb/listener:Listener": _listener,
-    "aws:lb/listenerRule:ListenerRule": _listener_rule,
-    "aws:acm/certificate:Certificate": _acm_certificate,
-    "aws:acm/certificateValidation:CertificateValidation": lambda ctx: {"id": ctx.inputs.get("certificateArn", "")},
-    "aws:route53/record:Record": _route53_record,
-    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": _oidc_provider,
+# Output shapes by name: a resource-type record's `mock: {outputs: <name>}` picks one (policies/resource_types).
+# A type without one gets a generic id (and an ARN for aws: types).
+MOCK_SHAPES: dict[str, OutputFn] = {
+    "sns_topic": _sns_topic,
+    "web_acl": _web_acl,
+    "log_group": _log_group,
+    "amp_workspace": _amp_workspace,
+    "hyperpod_node_wait": _hyperpod_node_wait,
+    "global_inference_gateway": _global_inference_gateway,
+    "vpc": _vpc,
+    "subnet": _subnet,
+    "ec2": _ec2,
+    "eip": _eip,
+    "route": _route,
+    "role": _role,
+    "policy": _policy,
+    "bucket": _bucket,
+    "kms": _kms,
+    "kms_alias": _kms_alias,
+    "eks_cluster": _eks_cluster,
+    "sagemaker_cluster": _sagemaker_cluster,
+    "replication_group": _replication_group,
+    "random_password": _random_password,
+    "pulumi_eks_cluster": _pulumi_eks_cluster,
+    "alb": _alb,
+    "target_group": _target_group,
+    "listener": _listener,
+    "listener_rule": _listener_rule,
+    "acm_certificate": _acm_certificate,
+    "certificate_validation": _certificate_validation,
+    "route53_record": _route53_record,
+    "oidc_provider": _oidc_provider,
 }
 
 
@@ -516,8 +516,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
         recorded = _refs(inputs)  # the state echoes the objects (the SDK type-checks them); the graph keeps data
         self.resources.append((args.typ, args.name, recorded))
         self.inputs_by_key[(args.typ, args.name)] = recorded
-        ctx = MockContext(self.region, args.typ, args.name, recorded)
-        fn = OUTPUTS.get(args.typ)
+        record = load_resource_types().record(args.typ, recorded)
+        mock = record.mock if record is not None else None
+        ctx = MockContext(self.region, args.typ, args.name, recorded, (mock and mock.id_prefix) or "")
+        fn = MOCK_SHAPES[mock.outputs] if mock is not None else None
         if args.typ == "pulumi:pulumi:StackReference":
             extra = _stack_reference(ctx, self.stack_outputs)
         elif fn is not None:

@@ -26,6 +26,7 @@ from components.config import operator as operator_config
 from components.config.capacity import zone_names
 from components.config.cluster import InstanceGroup
 from policies import capacity_rules
+from policies.resource_types import load_resource_types
 
 Status = Literal["PASS", "FAIL", "WARN", "SKIP"]
 
@@ -383,20 +384,11 @@ def check_addon_versions(clients: Clients, cfg: StackConfig) -> list[CheckResult
 
 # --- name clashes ----------------------------------------------------------------------------------------
 
-# Resource types the program gives a fixed physical name: the input holding it and what to call it. Names are
-# taken from a mock run of the real program (tools.plan.harness), so they cannot drift from the components;
-# every other resource is auto-named by Pulumi (random suffix) and cannot clash.
-NAMED_TYPES: dict[str, tuple[str, str]] = {
-    "eks:index:Cluster": ("name", "EKS cluster"),
-    "aws-native:sagemaker:Cluster": ("clusterName", "HyperPod cluster"),
-    "aws:s3/bucket:Bucket": ("bucket", "S3 bucket"),
-    "aws:iam/role:Role": ("name", "IAM role"),
-    "aws:iam/policy:Policy": ("name", "IAM policy"),
-    "aws:kms/alias:Alias": ("name", "KMS alias"),
-    "aws:lb/loadBalancer:LoadBalancer": ("name", "load balancer"),
-    "aws:elasticache/replicationGroup:ReplicationGroup": ("replicationGroupId", "ElastiCache replication group"),
-}
-PlannedNames = dict[str, tuple[str, ...]]  # kind (NAMED_TYPES label) -> fixed names
+# Resource types the program gives a fixed physical name are those whose record has `preflight:` (its label names
+# the look-up in LOOKUPS; the name input is the record's). Names are taken from a mock run of the real program
+# (tools.plan.harness), so they cannot drift from the components; every other resource is auto-named by Pulumi
+# (random suffix) and cannot clash.
+PlannedNames = dict[str, tuple[str, ...]]  # kind (the record's preflight label) -> fixed names
 _NAMES_CACHE: dict[tuple[str, str, str], PlannedNames] = {}
 
 
@@ -420,6 +412,17 @@ def _stack_mapping(cfg: StackConfig) -> dict[str, Any]:
     return mapping
 
 
+def named_types() -> list[tuple[str, str, str]]:
+    """(type, name input, label) of every record with a preflight look-up."""
+    out = []
+    for typ, record in load_resource_types().types.items():
+        if record.preflight is not None:
+            rule = record.physical_name
+            field = record.preflight.name_input or (rule.name if rule is not None else "name")
+            out.append((typ, field, record.preflight.label))
+    return out
+
+
 def planned_names(cfg: StackConfig, account_id: str) -> PlannedNames:
     """Fixed names the program would create for ``cfg`` in ``account_id``, from a mock run of the program."""
     from tools.plan.harness import run_stack  # the Pulumi runtime is only loaded when names are needed
@@ -431,7 +434,7 @@ def planned_names(cfg: StackConfig, account_id: str) -> PlannedNames:
         if run.config_error is not None:
             raise ValueError(f"the program rejected the config under mocks: {run.config_error}")
         names: dict[str, list[str]] = {}
-        for typ, (field, kind) in NAMED_TYPES.items():
+        for typ, field, kind in named_types():
             for reg in run.of_type(typ):
                 value = reg.inputs.get(field)
                 if isinstance(value, str) and value not in names.setdefault(kind, []):

@@ -260,7 +260,7 @@ def deploy_role_denials(ctx: Context) -> list[Result]:
                 "deploy-role-denials",
                 "FAIL",
                 "denied: " + ", ".join(f"{a} ({n}x)" for a, n in sorted(denied.items())),
-                "add these actions to policies/deploy_actions.yaml for the resource types that call them, then "
+                "add these actions to the `deploy:` of the resource-type records (policies/resource_types) for the types that call them, then "
                 "regenerate the deploy policy (tools.cli.preview --out)",
                 ("deployer-policy-complete",),
             )

@@ -38,7 +38,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from . import crd_overlays
+from . import crd_overlays, records
 from .readiness import Toleration
 
 Level = Literal["mandatory", "advisory"]
@@ -1621,72 +1621,8 @@ def plan(
     return Plan(groups, alloc, placements, list(system_pods), findings, usage, usage_max, unplaced)
 
 
-# --- the catalogue of rules (names, levels, descriptions for the pack) -----------------------------------
-
-
-@dataclass(frozen=True)
-class CapacityRule:
-    name: str
-    level: Level
-    description: str
-
-
-CAPACITY_RULES: tuple[CapacityRule, ...] = (
-    CapacityRule(
-        "endpoint-resources-valid",
-        "mandatory",
-        "An endpoint's pod resources must be valid Kubernetes ResourceRequirements: limits not below requests, "
-        "GPU/Neuron/EFA requests whole numbers equal to their limits (Kubernetes docs: extended resources; CRD "
-        "worker.resources and pdSpec roles' resources are core ResourceRequirements).",
-    ),
-    CapacityRule(
-        "endpoint-pod-fits-node",
-        "mandatory",
-        "Each worker (and DPD prefill/decode) pod's requests must fit one node of an instance group it may land on: "
-        "allocatable = vCPUs after threadsPerCore, memory and GPUs minus EKS AMI kube-reserved, eviction threshold "
-        "and the stack's DaemonSets (deploy-readiness.md traps 8-9; AWS docs: HyperPod ThreadsPerCore; CRD).",
-    ),
-    CapacityRule(
-        "endpoint-tolerates-group-taints",
-        "mandatory",
-        "An endpoint's pods run only on groups whose NoSchedule/NoExecute taints they tolerate; the v3.2 CRD has no "
-        "tolerations field (operator 3.7 adds one, operator-facts §14), so a tainted-only target stays Pending (CRD).",
-    ),
-    CapacityRule(
-        "endpoint-fits-group-capacity",
-        "mandatory",
-        "The endpoints' pods at their replica count (autoscaling: minReplicaCount) must pack onto the groups' nodes, "
-        "node by node (two 5-GPU pods do not fit one 8-GPU node) (CRD replicas/autoScalingSpec; deploy-readiness.md).",
-    ),
-    CapacityRule(
-        "endpoint-fits-group-capacity-at-max",
-        "advisory",
-        "At autoscaling maxReplicaCount the endpoints' pods should still pack onto the groups' nodes, else scale-up "
-        "stays Pending (CRD autoScalingSpec.maxReplicaCount, default 5).",
-    ),
-    CapacityRule(
-        "controllers-have-a-node",
-        "mandatory",
-        "The controllers the stack installs (CoreDNS, LB controller, KEDA, cert-manager, metrics-server, CSI "
-        "controllers, the operator) need an instance group they tolerate and match, with room for their requests "
-        "(deploy-readiness.md traps 1, 2 and 4; anchors §4 pain point 9).",
-    ),
-    CapacityRule(
-        "endpoint-on-empty-group",
-        "advisory",
-        "An endpoint whose only groups have instanceCount 0 (or take instances from a training plan that must be "
-        "Active) deploys but its pods stay Pending (AWS docs: HyperPod training plans; CRD).",
-    ),
-    CapacityRule(
-        NODE_SELECTION_OFFLINE,
-        "advisory",
-        "An endpoint's node selection on labels whose values exist only on real nodes cannot be checked offline: "
-        "kubernetes.io/hostname (node names), topology.kubernetes.io/zone (zone names map to AZ IDs per account: "
-        "tools.preflight.regional resolves them), labels no instance group declares (Kubernetes docs: well-known labels; "
-        "CRD nodeAffinity). The pods are sized against the groups the rest of the selection allows.",
-    ),
-)
-CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in CAPACITY_RULES)
+# The rules' names, levels and descriptions are in their records (policies/records/<name>.yaml, kind capacity).
+CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in records.of_kind("capacity"))
 
 
 def fit_hook_for(registrations: Iterable[tuple[str, Mapping[str, Any]]]) -> Any:

@@ -967,11 +967,17 @@ class Finding:
     """One capacity problem: ``key`` is the workload's key ("" for the cluster), ``path`` the spec path."""
 
     rule: str
-    level: Level
     key: str
     path: str
     message: str
     checked_by: str = ""  # set: cannot be checked offline (what decides it)
+
+    @property
+    def level(self) -> Level:
+        """The rule's level, from its record (a capacity rule has one level in every environment)."""
+        level = records.RECORDS[self.rule].levels["prod"]
+        assert level != "disabled", self.rule
+        return level
 
 
 def effective_requests(resources: Mapping[str, Any] | None) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -1046,7 +1052,6 @@ def resource_findings(workloads: Iterable[Workload]) -> list[Finding]:
                 out.append(
                     Finding(
                         "endpoint-resources-valid",
-                        "mandatory",
                         w.key,
                         f"{pod.resources_path}.{path}",
                         f"{w.label}: {pod.role} {message}",
@@ -1057,7 +1062,6 @@ def resource_findings(workloads: Iterable[Workload]) -> list[Finding]:
                     out.append(
                         Finding(
                             "endpoint-resources-valid",
-                            "mandatory",
                             w.key,
                             f"{where}.{path}",
                             f"{w.label}: {where} {message}",
@@ -1147,7 +1151,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
         out.extend(
             Finding(
                 NODE_SELECTION_OFFLINE,
-                "advisory",
                 w.key,
                 u.path,
                 f"{w.label}: its {pod.role} pods {u.what}; not checked offline: they were sized against the groups "
@@ -1161,7 +1164,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
             out.append(
                 Finding(
                     "endpoint-pod-fits-node",
-                    "mandatory",
                     w.key,
                     "nodeAffinity" if pod.node_affinity else pod.resources_path.rsplit(".", 1)[0] + ".nodeSelector",
                     f"{w.label}: no instance group matches the {pod.role} pods' node selection "
@@ -1177,7 +1179,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
         out.append(
             Finding(
                 "endpoint-tolerates-group-taints",
-                "mandatory",
                 w.key,
                 "tolerations" if pod.tolerations else "",
                 f"{w.label}: its {pod.role} pods may only run on "
@@ -1200,7 +1201,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
         out.append(
             Finding(
                 "endpoint-on-empty-group",
-                "advisory",
                 w.key,
                 "",
                 f"{w.label}: {why}; its {pod.role} pods stay Pending until instances are running"
@@ -1234,7 +1234,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
             out.append(
                 Finding(
                     "endpoint-pod-fits-node",
-                    "mandatory",
                     w.key,
                     path,
                     f"{w.label}: a {pod.role} pod requests {describe(pl.requests)}, more than any node it may run on: "
@@ -1325,7 +1324,6 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
     alloc: Mapping[str, NodeAllocatable | None],
     labels: Mapping[str, str],
     rule: str,
-    level: Level,
     at: str,
     beyond: Mapping[tuple[str, str], int],
 ) -> list[Finding]:
@@ -1355,7 +1353,6 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
         out.append(
             Finding(
                 rule,
-                level,
                 pl.workload.key,
                 pl.pod.replicas_path.replace("minReplicaCount", "maxReplicaCount") if at else pl.pod.replicas_path,
                 f"{pl.workload.label} needs {n} {pl.pod.role} pod{'s' if n != 1 else ''} x "
@@ -1477,7 +1474,6 @@ def _controller_findings(
         out.append(
             Finding(
                 "controllers-have-a-node",
-                "mandatory",
                 "",
                 "",
                 f"{len(pods)} controller Deployment(s) the stack installs can run on no instance group: {names} "
@@ -1574,7 +1570,6 @@ def plan(
             alloc,
             labels,
             "endpoint-fits-group-capacity",
-            "mandatory",
             "",
             min_beyond,
         )
@@ -1583,7 +1578,6 @@ def plan(
         findings.append(
             Finding(
                 "controllers-have-a-node",
-                "mandatory",
                 "",
                 "",
                 f"{spl.workload.label}: {spl.pod.replicas_min} replica(s) of {describe(spl.requests or {})} do not fit "
@@ -1613,7 +1607,6 @@ def plan(
                 alloc,
                 labels,
                 "endpoint-fits-group-capacity-at-max",
-                "advisory",
                 " at autoscaling maxReplicaCount",
                 max_beyond,
             )

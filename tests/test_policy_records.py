@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 
 from policies import rules
+from policies.capacity_rules import CAPACITY_RULE_NAMES
 from policies.engine import PolicyResult, enforcement_for, evaluate
 from policies.pack import POLICIES
-from policies.records import ENVIRONMENTS, RECORDS, PolicyRecord, RecordError, load
+from policies.records import ENVIRONMENTS, RECORDS, PolicyRecord, RecordError, Samples, load
 from tools.generate import policy_docs
 from tools.plan.mocks import Registration
 
@@ -27,7 +29,7 @@ SAMPLED = [
     pytest.param(record, kind, i, sample, id=f"{record.name}-{kind}-{i}")
     for record in RECORDS.values()
     for kind in ("allowed", "disallowed")
-    for i, sample in enumerate(getattr(record.samples, kind))
+    for i, sample in enumerate(getattr(record.samples(), kind))
 ]
 
 
@@ -46,13 +48,25 @@ def test_the_pack_is_the_records() -> None:
         assert isinstance(policy, StackValidationPolicy if stack else ResourceValidationPolicy), policy.name
 
 
-def test_every_record_names_a_source_and_its_offline_outcome() -> None:
+def test_every_record_names_public_sources_and_its_offline_outcome() -> None:
+    """Sources a reader of the repository can follow: public URLs, no design notes beside the repository."""
     for record in RECORDS.values():
-        assert record.checked_by.strip(), record.name
-        assert record.doc.strip(), record.name
-        assert any(
-            k in record.description for k in ("AWS docs", "CRD", "Pulumi docs", "compatibility.yaml", "seed", "anchors")
-        ), record.name
+        assert record.checked_by.strip() and record.doc.strip(), record.name
+        assert record.sources, f"{record.name}: no sources"
+        for text in (record.description, record.doc, record.checked_by):
+            for private in ("../shared", "seed", "anchors", "operator-facts", "deploy-readiness"):
+                assert private not in text, (record.name, private)
+
+
+def test_a_capacity_record_has_one_level_everywhere(tmp_path: Path) -> None:
+    """The capacity plan's findings carry one level, so a capacity record cannot relax it in one environment."""
+    for name in CAPACITY_RULE_NAMES:
+        assert len(set(RECORDS[name].levels.values())) == 1, name
+    data = RECORDS["endpoint-pod-fits-node"].model_dump(mode="json", exclude_defaults=True)
+    data["levels"] = {"dev": "advisory", "staging": "mandatory", "prod": "mandatory"}
+    (tmp_path / "endpoint-pod-fits-node.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(RecordError, match="the same in every environment"):
+        load(tmp_path)
 
 
 def test_the_endpoint_rules_are_the_endpoint_records() -> None:
@@ -120,8 +134,6 @@ def test_docs_rows_are_the_records_in_both_tables() -> None:
 
 
 def _write(folder: Path, file: str, **changes: Any) -> None:
-    import yaml
-
     data = RECORDS["redis-encryption"].model_dump(mode="json", exclude_defaults=True)
     data.update(changes)
     data = {k: v for k, v in data.items() if v is not None}
@@ -131,6 +143,8 @@ def _write(folder: Path, file: str, **changes: Any) -> None:
 def test_loader_reads_a_record_and_refuses_a_misspelt_field(tmp_path: Path) -> None:
     _write(tmp_path, "redis-encryption")
     assert list(load(tmp_path)) == ["redis-encryption"]
+    with pytest.raises(RecordError, match="1 YAML documents; the record, then --- and its samples"):
+        load(tmp_path)["redis-encryption"].samples(tmp_path)
     _write(tmp_path, "redis-encryption", severty="high")
     with pytest.raises(RecordError, match=r"(?s)redis-encryption.yaml: .*severty"):
         load(tmp_path)
@@ -144,6 +158,7 @@ def test_loader_reads_a_record_and_refuses_a_misspelt_field(tmp_path: Path) -> N
         ({"name": "redis-encryption-2"}, "not the file's name"),
         ({"sources": ["../shared/docs/operator-facts.md"]}, "not a public https URL"),
         ({"needs": ["addon"]}, "only endpoint rules"),
+        ({"samples": {"allowed": []}}, "samples"),  # samples go in the second document, after ---
     ],
 )
 def test_loader_refuses(tmp_path: Path, changes: dict[str, Any], message: str) -> None:
@@ -157,10 +172,11 @@ def test_loader_refuses(tmp_path: Path, changes: dict[str, Any], message: str) -
 
 def test_every_record_has_both_kinds_of_sample() -> None:
     """Both kinds, or (for disallowed) the reason no offline input can be refused: only one record has one."""
-    missing = [r.name for r in RECORDS.values() if not r.samples.allowed]
-    missing += [r.name for r in RECORDS.values() if not r.samples.disallowed and not r.samples.no_disallowed]
+    samples = {name: record.samples() for name, record in RECORDS.items()}
+    missing = [name for name, s in samples.items() if not s.allowed]
+    missing += [name for name, s in samples.items() if not s.disallowed and not s.no_disallowed]
     assert missing == []
-    assert [r.name for r in RECORDS.values() if r.samples.no_disallowed] == ["prerequisite-build-listed"]
+    assert [name for name, s in samples.items() if s.no_disallowed] == ["prerequisite-build-listed"]
 
 
 def _context(sample: dict[str, Any]) -> rules.RuleContext:
@@ -215,3 +231,27 @@ def test_sample(record: PolicyRecord, kind: str, index: int, sample: dict[str, A
         assert found, f"{record.name}: disallowed sample {index} passed"
         if "expect" in sample:
             assert any(sample["expect"] in m for m in found), found
+
+
+# --- the worked example of docs/contributing.md ------------------------------------------------------------
+
+
+def test_the_contributing_example_is_a_working_rule_and_record() -> None:
+    """The "Adding a policy" example: its function refuses its disallowed sample and passes its allowed one."""
+    import re
+    import textwrap
+
+    text = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    section = text.split("## Adding a policy", 1)[1].split("\n## ", 1)[0]
+    code = textwrap.dedent(re.findall(r"```python\n(.*?)```", section, re.S)[0])
+    record_doc, samples_doc = yaml.safe_load_all(textwrap.dedent(re.findall(r"```yaml\n(.*?)```", section, re.S)[0]))
+    namespace = dict(vars(rules))
+    exec(code, namespace)
+    record = PolicyRecord.model_validate(record_doc)
+    assert record.name not in RECORDS  # an example, not a policy of the pack
+    function = namespace[record.validator.split(":")[1]]
+    samples = Samples.model_validate(samples_doc)
+    for sample in samples.allowed:
+        assert function(sample["resource"], _context(sample)) == []
+    for sample in samples.disallowed:
+        assert any(sample["expect"] in v for v in function(sample["resource"], _context(sample)))

@@ -8,8 +8,10 @@ the endpoint rules the config check runs (``policies.rules.RULES``), ``policies/
 tables of ``docs/policies.md`` (``python -m tools.generate.policy_docs``), and the sample tests
 (``tests/test_policy_records.py``).
 
-Loading is pure: the YAML is read once at import (libyaml, a few milliseconds); validators are imported only when
-asked for (:meth:`PolicyRecord.function`), so reading the records imports no policy module.
+A file holds two YAML documents: the record, then ``---`` and its samples. Loading is pure: the record documents
+are read once at import (libyaml); the samples, most of the text, only when asked for (:meth:`PolicyRecord.samples`),
+and validators only when the pack is built (:meth:`PolicyRecord.function`), so reading the records imports no
+policy module.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from policies.yaml_files import load_yaml_file
+from policies.yaml_files import SAFE_LOADER
 
 HERE = Path(__file__).resolve().parent
 
@@ -81,7 +84,6 @@ class PolicyRecord(_Strict):
     sources: tuple[str, ...] = ()
     config_schema: dict[str, dict[str, Any]] | None = None
     config_values: dict[str, Any] = {}
-    samples: Samples = Samples()
 
     @model_validator(mode="after")
     def _complete(self) -> PolicyRecord:
@@ -92,6 +94,8 @@ class PolicyRecord(_Strict):
             raise ValueError("needs: only endpoint rules read stack context")
         if self.escalate is not None and self.kind != "endpoint":
             raise ValueError("escalate: only endpoint rules have a per-resource level")
+        if self.kind == "capacity" and (len(set(self.levels.values())) != 1 or "disabled" in self.levels.values()):
+            raise ValueError("levels: a capacity rule's findings carry one level, the same in every environment")
         for url in self.sources:
             if not url.startswith("https://"):
                 raise ValueError(f"sources: {url!r} is not a public https URL")
@@ -126,6 +130,15 @@ class PolicyRecord(_Strict):
         """The validator, imported on first use."""
         return resolve(self.validator)
 
+    def samples(self, folder: Path = HERE) -> Samples:
+        """The record's samples: the file's second YAML document, read only when asked for (tests, docs)."""
+        documents = list(yaml.load_all((folder / f"{self.name}.yaml").read_text(encoding="utf-8"), Loader=SAFE_LOADER))
+        if len(documents) != 2:
+            raise RecordError(
+                f"{self.name}.yaml: {len(documents)} YAML documents; the record, then --- and its samples"
+            )
+        return Samples.model_validate(documents[1])
+
 
 def resolve(reference: str) -> Callable[..., Any]:
     module, _, name = reference.partition(":")
@@ -137,12 +150,17 @@ class RecordError(ValueError):
     """A record file that does not load: the file and what is wrong."""
 
 
+def _first_document(path: Path) -> Any:
+    """The record document of a file (the samples after ``---`` are not parsed: they are most of its text)."""
+    return next(iter(yaml.load_all(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)), None)
+
+
 def load(folder: Path = HERE) -> dict[str, PolicyRecord]:
     """Every record of ``folder`` by name, in file-name order (the file is ``<name>.yaml``)."""
     records: dict[str, PolicyRecord] = {}
     for path in sorted(folder.glob("*.yaml")):
         try:
-            record = PolicyRecord.model_validate(load_yaml_file(path))
+            record = PolicyRecord.model_validate(_first_document(path))
         except ValueError as err:
             raise RecordError(f"{path.name}: {err}") from None
         if record.name != path.stem:

@@ -1,4 +1,4 @@
-"""Whether EKS lists a prerequisite add-on's pinned build for the cluster's Kubernetes version (issue 33 item 8).
+"""Whether EKS lists a prerequisite add-on's pinned build for the cluster's Kubernetes version.
 
 EKS refuses ``CreateAddon`` with a build whose ``DescribeAddonVersions`` compatibilities do not list the cluster's
 Kubernetes version ("Verify Amazon EKS add-on version compatibility with a cluster",
@@ -29,11 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pulumi_policy import (
-    EnforcementLevel,
     ReportViolation,
-    Severity,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from . import compatibility as compat
@@ -167,26 +164,3 @@ def _listed_offline(args: StackValidationArgs, report: ReportViolation) -> None:
     for urn, found, addon, k8s in plan_verdicts((r.resource_type, r.urn, r.props) for r in args.resources):
         if found.outcome == "unknown":
             report(f"{found.text}; checked by {checked_by(addon, k8s)}", urn)
-
-
-prerequisite_build_listed = StackValidationPolicy(
-    name=POLICY_LISTED,
-    description="Each prerequisite EKS add-on's pinned build must be one EKS lists for the cluster's Kubernetes "
-    "version, where a source lists them (policies/compatibility.yaml prerequisiteBuilds); EKS refuses CreateAddon "
-    "otherwise. AWS docs: EKS 'addon-compat'.",
-    validate=_listed,
-    enforcement_level=EnforcementLevel.MANDATORY,
-    severity=Severity.HIGH,
-)
-
-prerequisite_build_listed_offline = StackValidationPolicy(
-    name=POLICY_OFFLINE,
-    description="A prerequisite EKS add-on build for a Kubernetes version no offline source lists builds for: "
-    "whether EKS accepts it is decided by DescribeAddonVersions (python -m tools.preflight.regional check add-on versions). "
-    "AWS docs: EKS 'addon-compat'.",
-    validate=_listed_offline,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.LOW,
-)
-
-ADDON_BUILD_POLICIES = [prerequisite_build_listed, prerequisite_build_listed_offline]

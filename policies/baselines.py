@@ -1,8 +1,8 @@
 """Security baselines on the provider resources every layer registers.
 
 Each policy checks the provider's real input shape (camelCase, as the engine passes it) and names the
-AWS document it encodes. Enforcement in code is the prod behaviour; ``config.dev.json`` and
-``config.staging.json`` relax the ones the issue's table marks "mandatory / advisory".
+AWS document it encodes. Levels, severity and descriptions are in each policy's record
+(``policies/records/<name>.yaml``).
 """
 
 from __future__ import annotations
@@ -12,15 +12,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from .graph import (
@@ -51,8 +46,6 @@ from .graph import (
     truthy,
 )
 
-MANDATORY = EnforcementLevel.MANDATORY
-
 # --- gateway-requires-jwt ---------------------------------------------------------------------------
 
 
@@ -76,16 +69,6 @@ def _gateway_requires_jwt(args: ResourceValidationArgs, report: ReportViolation)
     for message in gateway_jwt_violations(get(args.props, "spec")):
         report(message, None)
 
-
-gateway_requires_jwt = ResourceValidationPolicy(
-    name=GATEWAY_REQUIRES_JWT,
-    description="InferenceGatewayConfig must validate JWTs (spec.auth.jwt.provider with name, issuer, "
-    "remoteJWKS.uri); without it the gateway accepts any request inside the VPC. AWS docs: "
-    "sagemaker-hyperpod-model-deployment-inference-gateway (InferenceGatewayConfig auth.jwt).",
-    validate=_gateway_requires_jwt,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
 
 # --- gateway-fronts-its-endpoints --------------------------------------------------------------------
 
@@ -117,18 +100,6 @@ def _gateway_fronts_its_endpoints(args: StackValidationArgs, report: ReportViola
             resource.urn,
         )
 
-
-gateway_fronts_its_endpoints = StackValidationPolicy(
-    name=GATEWAY_FRONTS_ITS_ENDPOINTS,
-    description="An endpoint that opts into the managed Inference Gateway must be in the same namespace as the "
-    "stack's InferenceGatewayConfig and name it: an InferencePool selects pods in its own namespace only "
-    "(gateway-api-inference-extension API reference, InferencePoolSpec.selector), and AWS docs/guide create the "
-    "gateway in the model namespace (sagemaker-hyperpod-model-deployment-inference-gateway; "
-    "awslabs ai-on-sagemaker-hyperpod inference gateway).",
-    validate=_gateway_fronts_its_endpoints,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
 
 # --- alb-requires-authentication --------------------------------------------------------------------
 
@@ -196,18 +167,6 @@ def _alb_requires_authentication(args: StackValidationArgs, report: ReportViolat
             report(f"listener rule {reason}", rule.urn)
 
 
-alb_requires_authentication = StackValidationPolicy(
-    name=ALB_REQUIRES_AUTHENTICATION,
-    description="An HTTPS ALB listener (and its rules) must authenticate before forwarding to inference endpoints: "
-    "authenticate-oidc or authenticate-cognito (not onUnauthenticatedRequest allow) for browsers, or "
-    "jwt-validation for programs, ordered before forward. AWS docs: Elastic Load Balancing 'Authenticate users "
-    "using an Application Load Balancer' (listener-authenticate-users) and 'Verify JWTs using an Application Load "
-    "Balancer' (listener-verify-jwt).",
-    validate=_alb_requires_authentication,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-
 # --- execution-role-name-prefix ---------------------------------------------------------------------
 
 ROLE_PREFIX = "SageMakerHyperPodInference"
@@ -252,20 +211,6 @@ def _execution_role_name_prefix(args: StackValidationArgs, report: ReportViolati
                 addon.urn,
             )
 
-
-execution_role_name_prefix = StackValidationPolicy(
-    name="execution-role-name-prefix",
-    description="The inference operator's execution role (add-on configurationValues.executionRoleArn) must be "
-    "named SageMakerHyperPodInference*: the chart requires it when installed as an add-on and "
-    "AmazonSageMakerHyperPodInferenceAccess only allows iam:PassRole on that prefix. AWS docs: "
-    "sagemaker-hyperpod-model-deployment-setup (operator execution role); seed operator-facts §9-10.",
-    validate=_execution_role_name_prefix,
-    enforcement_level=MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={"prefix": {"type": "string", "default": ROLE_PREFIX, "description": "Required role-name prefix."}}
-    ),
-    severity=Severity.HIGH,
-)
 
 # --- efa-security-group-self-rules ------------------------------------------------------------------
 
@@ -316,16 +261,6 @@ def _efa_security_group_self_rules(args: StackValidationArgs, report: ReportViol
                 )
 
 
-efa_security_group_self_rules = StackValidationPolicy(
-    name="efa-security-group-self-rules",
-    description="A HyperPod node security group must allow all traffic to and from itself (self ingress and "
-    "self egress), which EFA requires. AWS docs: sagemaker-hyperpod-prerequisites (security group for EFA) and "
-    "EC2 'Get started with EFA' (step 1, security group).",
-    validate=_efa_security_group_self_rules,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-
 # --- redis-encryption -------------------------------------------------------------------------------
 
 
@@ -342,15 +277,6 @@ def _redis_encryption(args: ResourceValidationArgs, report: ReportViolation) -> 
     if problems:
         report("; ".join(problems), None)
 
-
-redis_encryption = ResourceValidationPolicy(
-    name="redis-encryption",
-    description="The ElastiCache (Redis/Valkey) L2 KV cache must encrypt in transit (TLS, mode required) and at "
-    "rest. AWS docs: ElastiCache 'Data security in Amazon ElastiCache' (in-transit-encryption, at-rest-encryption).",
-    validate=_redis_encryption,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
 
 # --- s3-bucket-private-encrypted --------------------------------------------------------------------
 
@@ -401,16 +327,6 @@ def _s3_bucket_private_encrypted(args: StackValidationArgs, report: ReportViolat
         if missing:
             report(f"bucket lacks {'; '.join(missing)}", bucket.urn)
 
-
-s3_bucket_private_encrypted = StackValidationPolicy(
-    name="s3-bucket-private-encrypted",
-    description="Every bucket this package creates (model artifacts, TLS certificates) must block public access, "
-    "encrypt by default and deny non-TLS requests. AWS docs: Amazon S3 'Security best practices' "
-    "(access-control-block-public-access, bucket-encryption, aws:SecureTransport bucket policy).",
-    validate=_s3_bucket_private_encrypted,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
 
 # --- eks-endpoint-private ---------------------------------------------------------------------------
 
@@ -520,18 +436,6 @@ def _eks_endpoint_private(args: StackValidationArgs, report: ReportViolation) ->
             )
 
 
-eks_endpoint_private = StackValidationPolicy(
-    name="eks-endpoint-private",
-    description="The EKS API server endpoint must be private to the internet and reachable by the deployer: either "
-    "public access limited to listed CIDRs (never 0.0.0.0/0), or public access off with the cluster security group "
-    "admitting an in-VPC runner (security group or CIDR) on 443. AWS docs: EKS 'Cluster API server endpoint' "
-    "(cluster-endpoint: private-only access needs the cluster security group to allow 443 from the connected "
-    "network), EKS API VpcConfigRequest (publicAccessCidrs), EKS Best Practices Guide (make the endpoint private).",
-    validate=_eks_endpoint_private,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-
 # --- stateful-resources-protected -------------------------------------------------------------------
 
 STATEFUL = {HYPERPOD_CLUSTER: "HyperPod cluster", REPLICATION_GROUP: "ElastiCache replication group"}
@@ -542,32 +446,3 @@ def _stateful_resources_protected(args: ResourceValidationArgs, report: ReportVi
     what = STATEFUL.get(args.resource_type)
     if what is not None and not args.opts.protect:
         report(f"{what} is not protected (ResourceOptions(protect=True)); a stray destroy would delete its state", None)
-
-
-stateful_resources_protected = ResourceValidationPolicy(
-    name="stateful-resources-protected",
-    description="Stateful resources — the HyperPod cluster (nodes, instance storage), the ElastiCache L2 cache "
-    "and S3 buckets — must carry Pulumi deletion protection (protect). Pulumi docs: resource option 'protect'; "
-    "seed README 'Secure defaults: deletion protection in prod'.",
-    validate=_stateful_resources_protected,
-    enforcement_level=MANDATORY,
-    severity=Severity.MEDIUM,
-)
-
-# "mandatory / advisory" in the issue's table: mandatory in prod (the code level), advisory in dev and staging
-# (config.dev.json, config.staging.json).
-RELAXED_OUTSIDE_PROD = frozenset(
-    {"gateway-requires-jwt", "alb-requires-authentication", "eks-endpoint-private", "stateful-resources-protected"}
-)
-
-BASELINE_POLICIES = [
-    gateway_requires_jwt,
-    gateway_fronts_its_endpoints,
-    alb_requires_authentication,
-    execution_role_name_prefix,
-    efa_security_group_self_rules,
-    redis_encryption,
-    s3_bucket_private_encrypted,
-    eks_endpoint_private,
-    stateful_resources_protected,
-]

@@ -13,35 +13,19 @@ Endpoint findings are reported on the custom resource, controller findings on th
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import (
-    EnforcementLevel,
-    Policy,
     PolicyResource,
     ReportViolation,
-    Severity,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from . import capacity_rules as cap
 from .graph import HYPERPOD_CLUSTER, as_list, crd_kind, get, plain
 
 ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
-
-SEVERITY: Mapping[str, Severity] = {
-    "endpoint-resources-valid": Severity.HIGH,
-    "endpoint-pod-fits-node": Severity.HIGH,
-    "endpoint-tolerates-group-taints": Severity.HIGH,
-    "endpoint-fits-group-capacity": Severity.HIGH,
-    "endpoint-fits-group-capacity-at-max": Severity.MEDIUM,
-    "controllers-have-a-node": Severity.CRITICAL,
-    "endpoint-on-empty-group": Severity.LOW,
-    "endpoint-node-selection-offline": Severity.LOW,
-}
 
 
 def groups_from_cluster(props: Mapping[str, Any]) -> list[cap.Group]:
@@ -112,26 +96,12 @@ def plan_for(args: StackValidationArgs) -> tuple[cap.Plan | None, str | None]:
     return result, cluster_urn
 
 
-def _validate(rule: cap.CapacityRule, args: StackValidationArgs, report: ReportViolation) -> None:
+def validate(rule: str, args: StackValidationArgs, report: ReportViolation) -> None:
+    """Report the stack capacity plan's findings of one rule (the pack binds ``rule``, its record's name)."""
     result, cluster_urn = plan_for(args)
     if result is None:
         return
-    for finding in result.by_rule(rule.name):
+    for finding in result.by_rule(rule):
         where = f"spec.{finding.path}: " if finding.path and finding.key else ""
         unknown = f" (cannot be checked offline; checked by {finding.checked_by})" if finding.checked_by else ""
         report(f"{where}{finding.message}{unknown}", finding.key or cluster_urn)
-
-
-# A module-level validator bound to its rule, not a closure: the factory runs once at import, out of reach
-# of mutation testing (docs/mutation-testing.md).
-def _policy(rule: cap.CapacityRule) -> StackValidationPolicy:  # pragma: no mutate block
-    return StackValidationPolicy(
-        name=rule.name,
-        description=rule.description,
-        validate=functools.partial(_validate, rule),
-        enforcement_level=EnforcementLevel(rule.level),
-        severity=SEVERITY[rule.name],
-    )
-
-
-CAPACITY_POLICIES: list[Policy] = [_policy(rule) for rule in cap.CAPACITY_RULES]

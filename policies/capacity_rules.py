@@ -38,7 +38,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from . import crd_overlays
+from . import crd_overlays, records
 from .readiness import Toleration
 
 Level = Literal["mandatory", "advisory"]
@@ -967,11 +967,17 @@ class Finding:
     """One capacity problem: ``key`` is the workload's key ("" for the cluster), ``path`` the spec path."""
 
     rule: str
-    level: Level
     key: str
     path: str
     message: str
     checked_by: str = ""  # set: cannot be checked offline (what decides it)
+
+    @property
+    def level(self) -> Level:
+        """The rule's level, from its record (a capacity rule has one level in every environment)."""
+        level = records.RECORDS[self.rule].levels["prod"]
+        assert level != "disabled", self.rule
+        return level
 
 
 def effective_requests(resources: Mapping[str, Any] | None) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -1046,7 +1052,6 @@ def resource_findings(workloads: Iterable[Workload]) -> list[Finding]:
                 out.append(
                     Finding(
                         "endpoint-resources-valid",
-                        "mandatory",
                         w.key,
                         f"{pod.resources_path}.{path}",
                         f"{w.label}: {pod.role} {message}",
@@ -1057,7 +1062,6 @@ def resource_findings(workloads: Iterable[Workload]) -> list[Finding]:
                     out.append(
                         Finding(
                             "endpoint-resources-valid",
-                            "mandatory",
                             w.key,
                             f"{where}.{path}",
                             f"{w.label}: {where} {message}",
@@ -1147,7 +1151,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
         out.extend(
             Finding(
                 NODE_SELECTION_OFFLINE,
-                "advisory",
                 w.key,
                 u.path,
                 f"{w.label}: its {pod.role} pods {u.what}; not checked offline: they were sized against the groups "
@@ -1161,7 +1164,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
             out.append(
                 Finding(
                     "endpoint-pod-fits-node",
-                    "mandatory",
                     w.key,
                     "nodeAffinity" if pod.node_affinity else pod.resources_path.rsplit(".", 1)[0] + ".nodeSelector",
                     f"{w.label}: no instance group matches the {pod.role} pods' node selection "
@@ -1177,7 +1179,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
         out.append(
             Finding(
                 "endpoint-tolerates-group-taints",
-                "mandatory",
                 w.key,
                 "tolerations" if pod.tolerations else "",
                 f"{w.label}: its {pod.role} pods may only run on "
@@ -1200,7 +1201,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
         out.append(
             Finding(
                 "endpoint-on-empty-group",
-                "advisory",
                 w.key,
                 "",
                 f"{w.label}: {why}; its {pod.role} pods stay Pending until instances are running"
@@ -1234,7 +1234,6 @@ def _placement_findings(pl: PodPlacement, alloc: Mapping[str, NodeAllocatable | 
             out.append(
                 Finding(
                     "endpoint-pod-fits-node",
-                    "mandatory",
                     w.key,
                     path,
                     f"{w.label}: a {pod.role} pod requests {describe(pl.requests)}, more than any node it may run on: "
@@ -1325,7 +1324,6 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
     alloc: Mapping[str, NodeAllocatable | None],
     labels: Mapping[str, str],
     rule: str,
-    level: Level,
     at: str,
     beyond: Mapping[tuple[str, str], int],
 ) -> list[Finding]:
@@ -1355,7 +1353,6 @@ def _capacity_findings(  # noqa: PLR0917 - internal, called twice with the same 
         out.append(
             Finding(
                 rule,
-                level,
                 pl.workload.key,
                 pl.pod.replicas_path.replace("minReplicaCount", "maxReplicaCount") if at else pl.pod.replicas_path,
                 f"{pl.workload.label} needs {n} {pl.pod.role} pod{'s' if n != 1 else ''} x "
@@ -1477,7 +1474,6 @@ def _controller_findings(
         out.append(
             Finding(
                 "controllers-have-a-node",
-                "mandatory",
                 "",
                 "",
                 f"{len(pods)} controller Deployment(s) the stack installs can run on no instance group: {names} "
@@ -1574,7 +1570,6 @@ def plan(
             alloc,
             labels,
             "endpoint-fits-group-capacity",
-            "mandatory",
             "",
             min_beyond,
         )
@@ -1583,7 +1578,6 @@ def plan(
         findings.append(
             Finding(
                 "controllers-have-a-node",
-                "mandatory",
                 "",
                 "",
                 f"{spl.workload.label}: {spl.pod.replicas_min} replica(s) of {describe(spl.requests or {})} do not fit "
@@ -1613,7 +1607,6 @@ def plan(
                 alloc,
                 labels,
                 "endpoint-fits-group-capacity-at-max",
-                "advisory",
                 " at autoscaling maxReplicaCount",
                 max_beyond,
             )
@@ -1621,72 +1614,8 @@ def plan(
     return Plan(groups, alloc, placements, list(system_pods), findings, usage, usage_max, unplaced)
 
 
-# --- the catalogue of rules (names, levels, descriptions for the pack) -----------------------------------
-
-
-@dataclass(frozen=True)
-class CapacityRule:
-    name: str
-    level: Level
-    description: str
-
-
-CAPACITY_RULES: tuple[CapacityRule, ...] = (
-    CapacityRule(
-        "endpoint-resources-valid",
-        "mandatory",
-        "An endpoint's pod resources must be valid Kubernetes ResourceRequirements: limits not below requests, "
-        "GPU/Neuron/EFA requests whole numbers equal to their limits (Kubernetes docs: extended resources; CRD "
-        "worker.resources and pdSpec roles' resources are core ResourceRequirements).",
-    ),
-    CapacityRule(
-        "endpoint-pod-fits-node",
-        "mandatory",
-        "Each worker (and DPD prefill/decode) pod's requests must fit one node of an instance group it may land on: "
-        "allocatable = vCPUs after threadsPerCore, memory and GPUs minus EKS AMI kube-reserved, eviction threshold "
-        "and the stack's DaemonSets (deploy-readiness.md traps 8-9; AWS docs: HyperPod ThreadsPerCore; CRD).",
-    ),
-    CapacityRule(
-        "endpoint-tolerates-group-taints",
-        "mandatory",
-        "An endpoint's pods run only on groups whose NoSchedule/NoExecute taints they tolerate; the v3.2 CRD has no "
-        "tolerations field (operator 3.7 adds one, operator-facts §14), so a tainted-only target stays Pending (CRD).",
-    ),
-    CapacityRule(
-        "endpoint-fits-group-capacity",
-        "mandatory",
-        "The endpoints' pods at their replica count (autoscaling: minReplicaCount) must pack onto the groups' nodes, "
-        "node by node (two 5-GPU pods do not fit one 8-GPU node) (CRD replicas/autoScalingSpec; deploy-readiness.md).",
-    ),
-    CapacityRule(
-        "endpoint-fits-group-capacity-at-max",
-        "advisory",
-        "At autoscaling maxReplicaCount the endpoints' pods should still pack onto the groups' nodes, else scale-up "
-        "stays Pending (CRD autoScalingSpec.maxReplicaCount, default 5).",
-    ),
-    CapacityRule(
-        "controllers-have-a-node",
-        "mandatory",
-        "The controllers the stack installs (CoreDNS, LB controller, KEDA, cert-manager, metrics-server, CSI "
-        "controllers, the operator) need an instance group they tolerate and match, with room for their requests "
-        "(deploy-readiness.md traps 1, 2 and 4; anchors §4 pain point 9).",
-    ),
-    CapacityRule(
-        "endpoint-on-empty-group",
-        "advisory",
-        "An endpoint whose only groups have instanceCount 0 (or take instances from a training plan that must be "
-        "Active) deploys but its pods stay Pending (AWS docs: HyperPod training plans; CRD).",
-    ),
-    CapacityRule(
-        NODE_SELECTION_OFFLINE,
-        "advisory",
-        "An endpoint's node selection on labels whose values exist only on real nodes cannot be checked offline: "
-        "kubernetes.io/hostname (node names), topology.kubernetes.io/zone (zone names map to AZ IDs per account: "
-        "tools.preflight.regional resolves them), labels no instance group declares (Kubernetes docs: well-known labels; "
-        "CRD nodeAffinity). The pods are sized against the groups the rest of the selection allows.",
-    ),
-)
-CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in CAPACITY_RULES)
+# The rules' names, levels and descriptions are in their records (policies/records/<name>.yaml, kind capacity).
+CAPACITY_RULE_NAMES: tuple[str, ...] = tuple(r.name for r in records.of_kind("capacity"))
 
 
 def fit_hook_for(registrations: Iterable[tuple[str, Mapping[str, Any]]]) -> Any:

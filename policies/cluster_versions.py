@@ -12,11 +12,11 @@ Two facts, each from its source, in one place (the config validation and the pol
   https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html 1.28-1.32. 1.28 and
   1.29 are listed but have left EKS extended support (calendar below), so they are not offered here.
 * **1.35 is in no retrievable copy.** An earlier revision of this package quoted a copy listing "1.30, 1.31, 1.32,
-  1.33, 1.34, and 1.35" that could not be found again (issue 23 item 4). So 1.35 is
+  1.33, 1.34, and 1.35" that could not be found again. So 1.35 is
   :data:`HYPERPOD_UNLISTED_VERSIONS`: a stack may use it only with ``cluster.acceptUnlistedKubernetesVersion: true``,
   and the advisory policy ``eks-kubernetes-version-listed`` reports it on every run until a retrievable AWS page lists
   it (then move it into :data:`HYPERPOD_SUPPORTED_VERSIONS` with that page's URL and sentence). Searched again on
-  2026-12-03 (issue 33 item 7: docs and pages corpora, "sagemaker-hyperpod-eks-prerequisites" and "1.35"): every
+  2026-12-03 (AWS docs and web pages, "sagemaker-hyperpod-eks-prerequisites" and "1.35"): every
   copy found lists at most 1.34, so the reference stacks stay on 1.34 and the advisory below says what extended
   support costs and when it ends.
 * EKS standard support lasts 14 months from the EKS release, then extended support 12 more months "at an
@@ -38,12 +38,8 @@ import os
 from dataclasses import dataclass
 
 from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
 )
 
 from .graph import EKS_CLUSTER, EKS_COMPONENT, get
@@ -140,8 +136,8 @@ HOURS_PER_MONTH = 730
 
 def extended_support_note(version: str, on: dt.date) -> str | None:
     """The advisory text for a version in EKS extended support on ``on``, or None: what it costs, when it ends,
-    what happens then, and what to move to (issue 33 item 7: no retrievable HyperPod page lists a newer version
-    than 1.34, so the reference stacks stay on it and this text says what staying costs)."""
+    what happens then, and what to move to (no retrievable HyperPod page lists a newer version than 1.34, so the
+    reference stacks stay on it and this text says what staying costs)."""
     if support_status(version, on) != "extended":
         return None
     support = EKS_CALENDAR[version]
@@ -211,20 +207,6 @@ def _eks_kubernetes_standard_support(args: ResourceValidationArgs, report: Repor
         report(note, None)
 
 
-eks_kubernetes_standard_support = ResourceValidationPolicy(
-    name="eks-kubernetes-standard-support",
-    description="The EKS cluster's Kubernetes version should be in EKS standard support; in extended support it is "
-    "billed extra per cluster hour. AWS docs: EKS 'Understand the Kubernetes version lifecycle on EKS' (release "
-    "calendar); SageMaker 'sagemaker-hyperpod-eks-prerequisites' (Kubernetes version support).",
-    validate=_eks_kubernetes_standard_support,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    config_schema=PolicyConfigSchema(
-        properties={"asOf": {"type": "string", "description": "Evaluate on this date (YYYY-MM-DD); default today."}}
-    ),
-    severity=Severity.LOW,
-)
-
-
 def _eks_kubernetes_version_listed(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type not in (EKS_COMPONENT, EKS_CLUSTER):
         return
@@ -234,16 +216,3 @@ def _eks_kubernetes_version_listed(args: ResourceValidationArgs, report: ReportV
     note = unlisted_version_note(version)
     if note is not None:
         report(note, None)
-
-
-eks_kubernetes_version_listed = ResourceValidationPolicy(
-    name="eks-kubernetes-version-listed",
-    description="The EKS cluster's Kubernetes version should be one a retrievable AWS page lists as supported by "
-    "SageMaker HyperPod; an unlisted one (allowed by cluster.acceptUnlistedKubernetesVersion) is UNCONFIRMED [k8s-unlisted-version-supported]. AWS "
-    "docs: SageMaker 'sagemaker-hyperpod-eks-prerequisites' (Kubernetes version support).",
-    validate=_eks_kubernetes_version_listed,
-    enforcement_level=EnforcementLevel.ADVISORY,
-    severity=Severity.LOW,
-)
-
-CLUSTER_VERSION_POLICIES = [eks_kubernetes_standard_support, eks_kubernetes_version_listed]

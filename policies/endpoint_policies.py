@@ -10,83 +10,36 @@ including hand-written raw ``CustomResource``s) and the stack context a rule nee
 - the HyperPod instance types, from the ``aws-native:sagemaker:Cluster``'s ``instanceGroups``;
 - the environment (``environment`` in the policy config, default ``prod``), for rules that are stricter in prod.
 
-Rules that need the add-on or the cluster are ``StackValidationPolicy``s; the others are
-``ResourceValidationPolicy``s. A policy's enforcement is the rule's prod level; ``config.<env>.json``
-carries the other environments' levels. One policy has a per-resource level in the catalogue
-(image-compatible-with-operator: mandatory for kvaware endpoints in prod, advisory otherwise); the engine
-knows one level per policy, so the ``reportLevels`` config property says which of the rule's levels the
-policy reports in that environment (prod: only the mandatory ones).
+Rules whose record ``needs`` the add-on or the cluster are ``StackValidationPolicy``s; the others are
+``ResourceValidationPolicy``s. Levels, severity and description come from the rule's record
+(``policies/records/<name>.yaml``; ``policies/pack.py`` builds the policy). A record may escalate some resources
+(image-compatible-with-operator: mandatory for kvaware endpoints in prod, advisory otherwise); the engine knows one
+level per policy, so the ``reportLevels`` config property says which of the rule's levels the policy reports in that
+environment (prod: only the mandatory ones).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pulumi_policy import (
-    EnforcementLevel,
-    Policy,
     PolicyConfigSchema,
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
-    Severity,
     StackValidationArgs,
     StackValidationPolicy,
 )
 
-from . import rules
+from . import records, rules
 from .graph import EKS_ADDON, HYPERPOD_CLUSTER, INFERENCE_ADDON, as_list, crd_kind, get, of_type, plain
 
 ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
 
-# Rules that need stack context (the pinned add-on or the cluster's instance groups).
-STACK_RULES = frozenset(
-    {
-        "endpoint-instance-type-in-cluster",
-        "feature-in-installed-crd",
-        "feature-supported-by-addon-version",
-        "image-compatible-with-operator",
-        "known-addon-defect",
-        "kv-cache-requires-vllm",  # operators before 3.3 ignore enableL1Cache: false (release notes)
-        "weights-cache-nvme-offline",  # nodeAffinity-only endpoints: the cluster's instance groups
-    }
-)
-NEEDS_ADDON = STACK_RULES - {
-    "endpoint-instance-type-in-cluster",
-    "kv-cache-requires-vllm",
-    "weights-cache-nvme-offline",
-}
-
-# Policy-config defaults, applied in code (the Python SDK does not apply schema defaults).
+# Policy-config default, applied in code (the Python SDK does not apply schema defaults).
 DEFAULT_ENVIRONMENT: rules.Environment = "prod"
-DEFAULT_REPORT_LEVELS: Mapping[str, tuple[str, ...]] = {"image-compatible-with-operator": ("mandatory",)}
-
-SEVERITY: Mapping[str, Severity] = {
-    "kvaware-requires-vllm-completions": Severity.HIGH,
-    "engine-matches-image": Severity.HIGH,
-    "kv-cache-requires-vllm": Severity.HIGH,
-    "gateway-excludes-intelligent-routing": Severity.HIGH,
-    "request-limits-require-metrics": Severity.MEDIUM,
-    "dpd-requires-efa-instances": Severity.HIGH,
-    "endpoint-instance-type-in-cluster": Severity.HIGH,
-    "instance-selection-exclusive": Severity.MEDIUM,
-    "router-metrics-port-matches-worker": Severity.LOW,
-    "sglang-metrics-served": Severity.MEDIUM,
-    "feature-supported-by-addon-version": Severity.HIGH,
-    "feature-in-installed-crd": Severity.MEDIUM,
-    "image-compatible-with-operator": Severity.HIGH,
-    "image-meets-release-requirement": Severity.HIGH,
-    "image-meets-release-requirement-offline": Severity.LOW,
-    "l2-redis-wired": Severity.HIGH,
-    "known-addon-defect": Severity.MEDIUM,
-    "tieredstorage-on-non-p-instance": Severity.LOW,
-    "s3-locations-valid": Severity.HIGH,
-    "endpoint-tags-valid": Severity.MEDIUM,
-    "weights-cache-needs-local-nvme": Severity.HIGH,
-    "weights-cache-nvme-offline": Severity.LOW,
-}
 
 CONFIG_SCHEMA = PolicyConfigSchema(
     properties={
@@ -109,19 +62,11 @@ CONFIG_SCHEMA = PolicyConfigSchema(
 )
 
 
-# Runs only at import (building the policies); tests/test_policies.py test_prod_levels_in_code_match_the_table
-# checks its results, which mutmut cannot reach (docs/mutation-testing.md).
-def _prod_level(rule: rules.Rule) -> EnforcementLevel:  # pragma: no mutate block
-    """The policy's own (prod) level: mandatory if the rule can be mandatory for some resource in prod."""
-    if rule.enforcement["prod"] == "mandatory" or rule.name in DEFAULT_REPORT_LEVELS:
-        return EnforcementLevel.MANDATORY
-    return EnforcementLevel(rule.enforcement["prod"])
-
-
 def _settings(config: Mapping[str, Any], rule: rules.Rule) -> tuple[rules.Environment, tuple[str, ...], str | None]:
     env = config.get("environment", DEFAULT_ENVIRONMENT)
     environment = next((e for e in rules.ENVIRONMENTS if e == env), DEFAULT_ENVIRONMENT)
-    levels = tuple(config.get("reportLevels", DEFAULT_REPORT_LEVELS.get(rule.name, ("mandatory", "advisory"))))
+    default = records.RECORDS[rule.name].report_levels(DEFAULT_ENVIRONMENT) or ("mandatory", "advisory")
+    levels = tuple(config.get("reportLevels", default))
     addon = config.get("addonVersion")
     return environment, levels, addon if isinstance(addon, str) and addon else None
 
@@ -151,20 +96,6 @@ def _validate_resource(rule: rules.Rule, args: ResourceValidationArgs, report: R
     _check(rule, cr, rules.RuleContext(environment=environment, addon_version=addon or ""), levels, report)
 
 
-# The validators are module-level functions bound to their rule (not closures built inside the policy
-# factories): the factories run once at import, so a closure's logic would be out of reach of mutation
-# testing (docs/mutation-testing.md), while these run on every call.
-def _resource_policy(rule: rules.Rule) -> ResourceValidationPolicy:  # pragma: no mutate block
-    return ResourceValidationPolicy(
-        name=rule.name,
-        description=rule.description,
-        validate=functools.partial(_validate_resource, rule),
-        enforcement_level=_prod_level(rule),
-        config_schema=CONFIG_SCHEMA,
-        severity=SEVERITY[rule.name],
-    )
-
-
 def stack_addon_version(args: StackValidationArgs) -> str | None:
     """The pinned ``amazon-sagemaker-hyperpod-inference`` add-on version of the stack, if registered."""
     for addon in of_type(args, EKS_ADDON):
@@ -189,7 +120,7 @@ def stack_instance_types(args: StackValidationArgs) -> frozenset[str] | None:
 def _validate_stack(rule: rules.Rule, args: StackValidationArgs, report: ReportViolation) -> None:
     environment, levels, configured_addon = _settings(args.get_config(), rule)
     addon = stack_addon_version(args) or configured_addon
-    if rule.name in NEEDS_ADDON and addon is None:
+    if "addon" in records.RECORDS[rule.name].needs and addon is None:
         return  # no pinned add-on to judge against (the operator layer is absent)
     ctx = rules.RuleContext(
         environment=environment, addon_version=addon or "", instance_types=stack_instance_types(args)
@@ -199,17 +130,13 @@ def _validate_stack(rule: rules.Rule, args: StackValidationArgs, report: ReportV
             _check(rule, plain(resource.props), ctx, levels, report, urn=resource.urn)
 
 
-def _stack_policy(rule: rules.Rule) -> StackValidationPolicy:  # pragma: no mutate block
-    return StackValidationPolicy(
-        name=rule.name,
-        description=rule.description,
-        validate=functools.partial(_validate_stack, rule),
-        enforcement_level=_prod_level(rule),
-        config_schema=CONFIG_SCHEMA,
-        severity=SEVERITY[rule.name],
-    )
-
-
-ENDPOINT_POLICIES: list[Policy] = [
-    _stack_policy(rule) if name in STACK_RULES else _resource_policy(rule) for name, rule in rules.RULES.items()
-]
+def validator(
+    record: records.PolicyRecord,
+) -> tuple[type[ResourceValidationPolicy] | type[StackValidationPolicy], Callable[..., None]]:
+    """The policy class and validate function the pack wraps an endpoint rule in: a stack policy when the rule
+    reads stack context (its record's ``needs``), else a resource policy. Module-level functions bound to the rule,
+    not closures (docs/mutation-testing.md)."""
+    rule = rules.RULES[record.name]
+    if record.needs:
+        return StackValidationPolicy, functools.partial(_validate_stack, rule)
+    return ResourceValidationPolicy, functools.partial(_validate_resource, rule)

@@ -130,9 +130,17 @@ def _policy_resources(registrations: Sequence[Any]) -> list[PolicyResource]:
     return list(by_urn.values())
 
 
-def evaluate(policies: Iterable[Policy], registrations: Sequence[Any], environment: str) -> list[PolicyResult]:
-    """Every violation the pack reports for these registrations, with its resolved enforcement."""
-    pack_config = policy_pack_config(environment)
+def evaluate(
+    policies: Iterable[Policy],
+    registrations: Sequence[Any],
+    environment: str,
+    *,
+    pack_config: dict[str, Any] | None = None,
+) -> list[PolicyResult]:
+    """Every violation the pack reports for these registrations, with its resolved enforcement (from
+    ``config.<environment>.json`` unless ``pack_config`` is given)."""
+    if pack_config is None:
+        pack_config = policy_pack_config(environment)
     names = {r.urn: (r.type, r.name) for r in registrations}
     results: list[PolicyResult] = []
     resources = _policy_resources(registrations)

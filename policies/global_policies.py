@@ -33,12 +33,8 @@ from functools import cache
 from typing import Any
 
 from pulumi_policy import (
-    EnforcementLevel,
-    Policy,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
 )
 
 from .graph import get, is_list, truthy
@@ -282,61 +278,7 @@ def _member_count(args: ResourceValidationArgs, report: ReportViolation) -> None
         report(f"members: {message}", None)
 
 
-MANDATORY = EnforcementLevel.MANDATORY
-DOCS = "AWS docs: sagemaker-hyperpod-model-deployment-global-inference-gateway; botocore sagemaker service model."
-
-global_gateway_routing_weights = ResourceValidationPolicy(
-    name="global-gateway-routing-weights",
-    description="Global Inference Gateway routing weights: all four or none, each 0..1, non-negative, summing to "
-    "1.0 (not all zero). " + DOCS,
-    validate=_weights,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-global_gateway_members_same_account = ResourceValidationPolicy(
-    name="global-gateway-members-same-account",
-    description="Every Global Inference Gateway member cluster is in the gateway's account and partition. " + DOCS,
-    validate=_member_policy({"clusterArn"}),
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-global_gateway_members_not_opt_in = ResourceValidationPolicy(
-    name="global-gateway-members-not-opt-in",
-    description="No Global Inference Gateway member is in an opt-in Region. " + DOCS,
-    validate=_member_policy({"region"}),
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-global_gateway_members_gateway_enabled = ResourceValidationPolicy(
-    name="global-gateway-members-gateway-enabled",
-    description="A regional stack is a Global Inference Gateway member only if its in-cluster Inference Gateway "
-    "is enabled. " + DOCS,
-    validate=_member_policy({"gatewayEnabled", "name", "namespace"}),
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-global_gateway_members_require_jwt = ResourceValidationPolicy(
-    name="global-gateway-members-require-jwt",
-    description="In prod every Global Inference Gateway member's in-cluster gateway requires JWT "
-    "(spec.auth.jwt); without it a member accepts any request. " + DOCS,
-    validate=_member_policy({"jwtRequired"}),
-    enforcement_level=MANDATORY,
-    severity=Severity.CRITICAL,
-)
-global_gateway_min_members = ResourceValidationPolicy(
-    name="global-gateway-min-members",
-    description="A Global Inference Gateway has 1..10 members, and at least two in prod (one member is not "
-    "multi-region). " + DOCS,
-    validate=_member_count,
-    enforcement_level=MANDATORY,
-    severity=Severity.MEDIUM,
-)
-
-GLOBAL_POLICIES: list[Policy] = [
-    global_gateway_routing_weights,
-    global_gateway_members_same_account,
-    global_gateway_members_not_opt_in,
-    global_gateway_members_gateway_enabled,
-    global_gateway_members_require_jwt,
-    global_gateway_min_members,
-]
+_members_same_account = _member_policy({"clusterArn"})
+_members_not_opt_in = _member_policy({"region"})
+_members_gateway_enabled = _member_policy({"gatewayEnabled", "name", "namespace"})
+_members_require_jwt = _member_policy({"jwtRequired"})

@@ -7,11 +7,14 @@ CrossGuard policy pack (which wraps :data:`RULES` into ``pulumi_policy`` policie
 
 A rule takes a custom-resource dict ``{apiVersion, kind, metadata: {labels}, spec}`` and a
 :class:`RuleContext`, and returns a list of :class:`Violation` (a ``str`` carrying the spec path it is about,
-so config errors can point at ``endpoints[i].spec.<path>``). The CRDs have no CEL validation (operator-facts
-§3), so none of these are enforced by the API server; the operator rejects or silently ignores them later.
+so config errors can point at ``endpoints[i].spec.<path>``). The operator's CRDs have no CEL validation
+(aws/sagemaker-hyperpod-cli ``helm_chart/.../inference-operator/config/crd``), so none of these are enforced by the
+API server; the operator rejects or silently ignores them later.
 
-Sources: D1 caching-and-routing, D2 request-limits, D3 DPD, D4 inference-gateway, D5 release notes (AWS docs,
-URLs in ``policies/compatibility.yaml``); "seed" is the design document's section of the same name.
+Each rule's level, severity, description, public sources and samples are in its record,
+``policies/records/<name>.yaml``; :data:`RULES` is built from the records. D1 caching-and-routing, D2
+request-limits, D3 DPD, D4 inference-gateway, D5 release notes, D7 model caching are the AWS docs pages whose URLs
+``policies/compatibility.yaml`` lists.
 """
 
 from __future__ import annotations
@@ -19,18 +22,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from . import aws_names, crd_overlays
+from . import aws_names, crd_overlays, records
 from . import capacity_rules as cap
 from . import compatibility as compat
+from .records import Escalation, PolicyRecord, resolve
 
 ENGINE_LABEL = "hyperpod-inference/engine"
 """Label carrying ``endpoints[].engine`` on every rendered custom resource (vllm | sglang | other)."""
 
-Environment = Literal["dev", "staging", "prod"]
-Level = Literal["mandatory", "advisory", "disabled"]
-ENVIRONMENTS: tuple[Environment, ...] = ("dev", "staging", "prod")
+Environment = records.Environment
+Level = records.Level
+ENVIRONMENTS = records.ENVIRONMENTS
 
 EFA_INSTANCE_TYPES = frozenset(
     {"ml.p5.48xlarge", "ml.p5e.48xlarge", "ml.p5en.48xlarge", "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge"}
@@ -271,7 +275,7 @@ def dpd_requires_efa_instances(cr: Mapping[str, Any], ctx: RuleContext) -> list[
 
 
 def endpoint_instance_type_in_cluster(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
-    """An endpoint's instance types must exist among the stack's HyperPod instance groups (seed §5 gap 1)."""
+    """An endpoint's instance types must exist among the stack's HyperPod instance groups (a type no group has never schedules)."""
     if ctx.instance_types is None:
         return []
     have = ", ".join(sorted(ctx.instance_types)) or "none"
@@ -554,7 +558,7 @@ def known_addon_defect(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violatio
 
 
 def tieredstorage_on_non_p_instance(cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
-    """Managed tiered storage L2 was observed not to be created on non-P instances (seed; not in AWS docs)."""
+    """Managed tiered storage L2 was observed not to be created on non-P instances (field reports; not in AWS docs)."""
     if _l2_backend(spec_of(cr)) != "tieredstorage":
         return []
     return [
@@ -659,190 +663,45 @@ def weights_cache_nvme_offline(cr: Mapping[str, Any], ctx: RuleContext) -> list[
     return out
 
 
-# --- the catalogue --------------------------------------------------------------------------------------
+# --- the rules as their records describe them -----------------------------------------------------------
 
 RuleFn = Callable[[Mapping[str, Any], RuleContext], list[Violation]]
 
 
+def is_kvaware(cr: Mapping[str, Any]) -> bool:
+    """Whether the endpoint routes kvaware (image-compatible-with-operator escalates there: its record)."""
+    enabled, strategy = _routing(spec_of(cr))
+    return enabled and strategy == "kvaware"
+
+
 @dataclass(frozen=True)
 class Rule:
-    """A catalogue entry: what a policy-pack wrapper needs (name, description, enforcement per environment)."""
+    """An endpoint rule: its function and what its record (``policies/records/<name>.yaml``) says about it."""
 
     name: str
     fn: RuleFn
     description: str
     enforcement: Mapping[str, Level] = field(default_factory=lambda: dict.fromkeys(ENVIRONMENTS, "mandatory"))
-    level_override: Callable[[Mapping[str, Any], RuleContext], Level | None] | None = None
+    escalate: Escalation | None = None
+
+    @classmethod
+    def from_record(cls, record: PolicyRecord) -> Rule:
+        levels: dict[str, Level] = {env: level for env, level in record.levels.items()}
+        return cls(record.name, record.function(), record.description, levels, record.escalate)
 
     def level(self, cr: Mapping[str, Any], ctx: RuleContext) -> Level:
-        """Enforcement for this resource: the per-environment default unless the rule escalates it."""
-        if self.level_override is not None:
-            override = self.level_override(cr, ctx)
-            if override is not None:
-                return override
+        """Enforcement for this resource: the per-environment level, unless the record escalates this resource."""
+        up = self.escalate
+        if up is not None and ctx.environment in up.environments and resolve(up.function)(cr):
+            return up.to
         return self.enforcement[ctx.environment]
 
     def check(self, cr: Mapping[str, Any], ctx: RuleContext) -> list[Violation]:
         return self.fn(cr, ctx)
 
 
-def _image_level(cr: Mapping[str, Any], ctx: RuleContext) -> Level | None:
-    enabled, strategy = _routing(spec_of(cr))
-    return "mandatory" if ctx.environment == "prod" and enabled and strategy == "kvaware" else None
-
-
-_ADVISORY: Mapping[str, Level] = dict.fromkeys(ENVIRONMENTS, "advisory")
-_MANDATORY_IN_PROD: Mapping[str, Level] = {"dev": "advisory", "staging": "advisory", "prod": "mandatory"}
-
-_CATALOGUE = (
-    Rule(
-        "kvaware-requires-vllm-completions",
-        kvaware_requires_vllm_completions,
-        "kvaware routing works only with vLLM and invocationEndpoint /completions, not /v1/chat/completions "
-        "(AWS docs: HyperPod caching and routing; seed: kvaware constraints).",
-    ),
-    Rule(
-        "engine-matches-image",
-        engine_matches_image,
-        "The endpoint's engine (label hyperpod-inference/engine) must be the one the worker image's repository names "
-        '(lmsysorg/sglang, vllm/vllm-openai on Docker Hub; lmcache/vllm-openai, LMCache docs "Docker"); the engine '
-        "decides which checks apply (AWS docs: HyperPod caching and routing need vLLM). A private repository names none.",
-    ),
-    Rule(
-        "kv-cache-requires-vllm",
-        kv_cache_requires_vllm,
-        "The managed tiered KV cache supports only vLLM-based containers (AWS docs: caching and routing).",
-    ),
-    Rule(
-        "gateway-excludes-intelligent-routing",
-        gateway_excludes_intelligent_routing,
-        "inferenceGateway.enabled and intelligentRoutingSpec.enabled are mutually exclusive "
-        "(AWS docs: Inference Gateway; seed: managed Inference Gateway v3.6+).",
-    ),
-    Rule(
-        "request-limits-require-metrics",
-        request_limits_require_metrics,
-        "worker.requestLimits needs metrics.enabled: the nginx sidecar enforcing it exists only with metrics "
-        "(AWS docs: request limits).",
-    ),
-    Rule(
-        "dpd-requires-efa-instances",
-        dpd_requires_efa_instances,
-        "pdSpec needs ml.p5/p5e/p5en.48xlarge or ml.p6-b200/p6-b300.48xlarge (EFA, GPUDirect RDMA) "
-        "(AWS docs: disaggregated prefill and decode; seed: DPD).",
-    ),
-    Rule(
-        "endpoint-instance-type-in-cluster",
-        endpoint_instance_type_in_cluster,
-        "An endpoint's instance types must be HyperPod instance groups of the same stack (anchors §5 gap 1).",
-    ),
-    Rule(
-        "instance-selection-exclusive",
-        instance_selection_exclusive,
-        "instanceType, instanceTypes and nodeAffinity are mutually exclusive (CRD field descriptions, operator 3.0).",
-    ),
-    Rule(
-        "router-metrics-port-matches-worker",
-        router_metrics_port_matches_worker,
-        "Router and cache metrics need metrics.enabled and metrics.modelMetrics.port equal to the worker's "
-        "containerPort (AWS docs: caching and routing).",
-        _ADVISORY,
-    ),
-    Rule(
-        "sglang-metrics-served",
-        sglang_metrics_served,
-        "An SGLang worker with metrics enabled must run with --enable-metrics and have metrics.modelMetrics.port "
-        "equal to its containerPort (SGLang docs: production metrics; CRD default port 8080). Mandatory in prod, "
-        "where the dashboards and alarms read the metrics; advisory in dev and staging.",
-        _MANDATORY_IN_PROD,
-    ),
-    Rule(
-        "feature-supported-by-addon-version",
-        feature_supported_by_addon_version,
-        "Spec fields must exist in the pinned add-on's operator release (AWS docs: release notes; "
-        "policies/compatibility.yaml).",
-    ),
-    Rule(
-        "feature-in-installed-crd",
-        feature_in_installed_crd,
-        "Fields of operators 3.4-3.7 that no offline source vouches for (an add-on whose operator is inferred; a "
-        f"path no source states) are checked against the installed CRD by {crd_overlays.VERIFY_TEXT}; "
-        "policies/crd_overlays.",
-        _ADVISORY,
-    ),
-    Rule(
-        "image-meets-release-requirement",
-        image_meets_release_requirement,
-        "A setting that needs a newer component in the worker image: lmcache.mode MultiProcess (operator 3.7) needs "
-        "LMCache >= 0.5.0 (aws/sagemaker-hyperpod-cli PR #464; policies/crd_overlays, compatibility.yaml sources).",
-    ),
-    Rule(
-        "image-meets-release-requirement-offline",
-        image_meets_release_requirement_offline,
-        "The same where the image's tag does not name that component's version (a vLLM image for an LMCache bound, "
-        ":latest): checked on the running pod (policies/crd_overlays, compatibility.yaml sources).",
-        _ADVISORY,
-    ),
-    Rule(
-        "image-compatible-with-operator",
-        image_compatible_with_operator,
-        "LMCache/vLLM images must match the operator's supported versions: >= v3.1.3 needs LMCache >= 0.4.3 / "
-        "vLLM >= 0.19.1, older LMCache 0.3.9post2 / vLLM 0.11.1 (AWS docs: caching and routing compatibility; "
-        "seed: compatibility matrix). An image without a version tag (:latest, untagged) cannot be checked "
-        "offline. Mandatory for kvaware endpoints in prod.",
-        _ADVISORY,
-        _image_level,
-    ),
-    Rule(
-        "l2-redis-wired",
-        l2_redis_wired,
-        "l2CacheBackend redis needs l2CacheLocalUrl, and a TLS rediss:// URL in prod "
-        "(AWS docs: caching and routing; anchors §4 pain point 7).",
-    ),
-    Rule(
-        "known-addon-defect",
-        known_addon_defect,
-        "Known defects of the pinned add-on hit by this spec, e.g. aws/sagemaker-hyperpod-cli#431 "
-        "(policies/compatibility.yaml defects).",
-        _ADVISORY,
-    ),
-    Rule(
-        "tieredstorage-on-non-p-instance",
-        tieredstorage_on_non_p_instance,
-        "Managed tiered KV storage has been observed only on P-family instances (seed: open item; not in AWS docs).",
-        _ADVISORY,
-    ),
-    Rule(
-        "weights-cache-needs-local-nvme",
-        weights_cache_needs_local_nvme,
-        "modelCacheConfig.weightsCache needs instance-store NVMe on the endpoint's instance types (AWS docs: model "
-        "weights caching and image caching; EC2 DescribeInstanceTypes instance storage, "
-        "components/config/data/instance_types.json).",
-    ),
-    Rule(
-        "weights-cache-nvme-offline",
-        weights_cache_nvme_offline,
-        "Where the instance data cannot tell whether weights caching has NVMe at hostPath (an unknown instance type, "
-        "a hostPath other than the CRD default /opt/dlami/nvme, nodes chosen by nodeAffinity only): checked on the node.",
-        _ADVISORY,
-    ),
-    Rule(
-        "s3-locations-valid",
-        s3_locations_valid,
-        "S3 bucket names (s3Storage.bucketName, the buckets of tlsCertificateOutputS3Uri and dataCapture.s3Uri) "
-        "follow the AWS docs' S3 User Guide 'General purpose bucket naming rules' and are names, not s3:// URIs; "
-        "modelLocation is a key prefix, not a URI (CRD: s3Storage.bucketName, modelSourceConfig.modelLocation).",
-    ),
-    Rule(
-        "endpoint-tags-valid",
-        endpoint_tags_valid,
-        "spec.tags follow AWS docs' tag rules ('Tag naming limits and requirements'): no aws: prefix, keys 1-128 "
-        "and values up to 256 characters, letters, numbers, spaces and _ . : / = + - @, at most 50 tags (CRD tags).",
-    ),
-)
-
-RULES: dict[str, Rule] = {r.name: r for r in _CATALOGUE}
-"""Every rule by its stable name."""
+RULES: dict[str, Rule] = {r.name: Rule.from_record(r) for r in records.of_kind("endpoint")}
+"""Every endpoint rule by its stable name, in record order."""
 
 
 def evaluate(cr: Mapping[str, Any], ctx: RuleContext) -> list[tuple[Rule, Level, Violation]]:

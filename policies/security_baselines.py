@@ -1,20 +1,8 @@
 """AWS Foundational Security Best Practices (FSBP) controls on the registered graph: edge, network, S3.
 
-Each policy names its FSBP control (AWS Security Hub user guide, "AWS Foundational Security Best Practices
-standard", the control's page) and checks the provider's real input shapes. Levels: :data:`LEVELS` is the one
-table (prod = the level in code; ``config.<env>.json`` carries the same levels); a control waived on purpose is
-``disabled`` everywhere and its config entry says why (``waiver``).
-
-| policy | FSBP | prod | dev / staging |
-|---|---|---|---|
-| alb-waf-attached | ELB.16 | mandatory | advisory |
-| vpc-flow-logs-enabled | EC2.6 | mandatory | advisory |
-| default-security-group-closed | EC2.2 | mandatory | advisory |
-| s3-bucket-access-logging | S3.9 | mandatory | advisory |
-| s3-bucket-lifecycle-rules | S3.13 | mandatory | advisory |
-| elasticache-automatic-backups | ElastiCache.1 | waived (disabled) | waived (disabled) |
-| alb-tls-policy-recommended | ELB.17 | mandatory | advisory |
-| vpc-interface-endpoints | EC2.10, EC2.55, EC2.56 (+ HyperPod docs) | mandatory | advisory |
+Each validator checks the provider's real input shapes for one FSBP control (AWS Security Hub user guide, "AWS
+Foundational Security Best Practices standard", the control's page). The control, the levels per environment and a
+waiver (a control disabled on purpose, and why) are in the policy's record, ``policies/records/<name>.yaml``.
 """
 
 from __future__ import annotations
@@ -22,20 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
     ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
     StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from .graph import BUCKETS, LISTENERS, REPLICATION_GROUP, as_list, depends_on, get, of_type, truthy
-
-MANDATORY = EnforcementLevel.MANDATORY
 
 LOAD_BALANCERS = ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer")
 WEB_ACL_ASSOCIATION = "aws:wafv2/webAclAssociation:WebAclAssociation"
@@ -49,15 +30,6 @@ LIFECYCLE = (
     "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
 )
 VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
-
-ELASTICACHE_WAIVER = (
-    "The L2 KV cache is rebuildable: a lost cache only costs prefill compute, and a snapshot would hold "
-    "prompt-derived KV blocks past their useful life (components/kv_cache.py, snapshot_retention_limit=0)."
-)
-LOG_DESTINATION_EXEMPTION = (
-    "Buckets that receive access logs (S3 server access log targets, ALB access-log buckets) do not log "
-    "themselves: logging a log bucket into itself loops, and AWS advises a separate destination."
-)
 
 
 def _refers(resource: PolicyResource, key: str, target: PolicyResource, literal_key: str) -> bool:
@@ -85,16 +57,6 @@ def _alb_waf_attached(args: StackValidationArgs, report: ReportViolation) -> Non
             )
 
 
-alb_waf_attached = StackValidationPolicy(
-    name="alb-waf-attached",
-    description="FSBP ELB.16: an internet-facing Application Load Balancer must be associated with an AWS WAF "
-    "web ACL (rate limits per client live there; the operator's router has none). AWS docs: Security Hub "
-    "elb-controls (ELB.16); seed: time-based rate limiting at the edge.",
-    validate=_alb_waf_attached,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
-
 # --- vpc-flow-logs-enabled (EC2.6) -------------------------------------------------------------------------
 
 
@@ -107,15 +69,6 @@ def _vpc_flow_logs_enabled(args: StackValidationArgs, report: ReportViolation) -
         if get(flow.props, "trafficType") not in ("ALL", "REJECT"):
             report("flow log records neither ALL nor REJECT traffic (EC2.6 asks for at least REJECT)", flow.urn)
 
-
-vpc_flow_logs_enabled = StackValidationPolicy(
-    name="vpc-flow-logs-enabled",
-    description="FSBP EC2.6: every VPC must have flow logging (traffic type ALL or REJECT). AWS docs: Security "
-    "Hub ec2-controls (EC2.6), Amazon VPC user guide 'Logging IP traffic using VPC Flow Logs'.",
-    validate=_vpc_flow_logs_enabled,
-    enforcement_level=MANDATORY,
-    severity=Severity.MEDIUM,
-)
 
 # --- default-security-group-closed (EC2.2) ----------------------------------------------------------------
 
@@ -134,16 +87,6 @@ def _default_security_group_closed(args: StackValidationArgs, report: ReportViol
         if rules:
             report(f"default security group has {' and '.join(rules)} rules; it must have none", sg.urn)
 
-
-default_security_group_closed = StackValidationPolicy(
-    name="default-security-group-closed",
-    description="FSBP EC2.2: the VPC default security group must allow no inbound and no outbound traffic "
-    "(manage it with no rules). AWS docs: Security Hub ec2-controls (EC2.2); Amazon VPC user guide 'Default "
-    "security groups for your VPCs'.",
-    validate=_default_security_group_closed,
-    enforcement_level=MANDATORY,
-    severity=Severity.HIGH,
-)
 
 # --- s3-bucket-access-logging (S3.9) ---------------------------------------------------------------------
 
@@ -178,26 +121,6 @@ def _s3_bucket_access_logging(args: StackValidationArgs, report: ReportViolation
         report("bucket has no server access logging (aws.s3.BucketLogging with a targetBucket)", bucket.urn)
 
 
-s3_bucket_access_logging = StackValidationPolicy(
-    name="s3-bucket-access-logging",
-    description="FSBP S3.9: every general purpose bucket must have server access logging. Log destinations are "
-    "exempt (exemptLogDestinations, default true: see the waiver in config). AWS docs: Security Hub "
-    "s3-controls (S3.9), Amazon S3 user guide 'Logging requests with server access logging'.",
-    validate=_s3_bucket_access_logging,
-    enforcement_level=MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "exemptLogDestinations": {
-                "type": "boolean",
-                "default": True,
-                "description": "Do not require logging on buckets that receive access logs.",
-            },
-            "waiver": {"type": "string", "description": "Why log destinations are exempt."},
-        }
-    ),
-    severity=Severity.MEDIUM,
-)
-
 # --- s3-bucket-lifecycle-rules (S3.13) -------------------------------------------------------------------
 
 
@@ -229,16 +152,6 @@ def _s3_bucket_lifecycle_rules(args: StackValidationArgs, report: ReportViolatio
             report(f"bucket has {len(mine)} lifecycle configurations; S3 keeps only the last one written", bucket.urn)
 
 
-s3_bucket_lifecycle_rules = StackValidationPolicy(
-    name="s3-bucket-lifecycle-rules",
-    description="FSBP S3.13: every bucket must have a lifecycle configuration; a versioned bucket must expire "
-    "noncurrent versions. AWS docs: Security Hub s3-controls (S3.13), Amazon S3 user guide 'Managing the "
-    "lifecycle of objects' (one lifecycle configuration per bucket).",
-    validate=_s3_bucket_lifecycle_rules,
-    enforcement_level=MANDATORY,
-    severity=Severity.LOW,
-)
-
 # --- elasticache-automatic-backups (ElastiCache.1) — waived -------------------------------------------------
 
 
@@ -248,19 +161,6 @@ def _elasticache_automatic_backups(args: ResourceValidationArgs, report: ReportV
     if not float(get(args.props, "snapshotRetentionLimit", default=0) or 0) > 0:
         report("replication group keeps no automatic backups (snapshotRetentionLimit is 0)", None)
 
-
-elasticache_automatic_backups = ResourceValidationPolicy(
-    name="elasticache-automatic-backups",
-    description="FSBP ElastiCache.1: ElastiCache (Redis OSS / Valkey) should have automatic backups. WAIVED "
-    "(disabled) in this pack: the L2 KV cache is rebuildable — see the waiver in config. AWS docs: Security Hub "
-    "elasticache-controls (ElastiCache.1).",
-    validate=_elasticache_automatic_backups,
-    enforcement_level=EnforcementLevel.DISABLED,
-    config_schema=PolicyConfigSchema(
-        properties={"waiver": {"type": "string", "description": "Why the control is waived."}}
-    ),
-    severity=Severity.LOW,
-)
 
 # --- alb-tls-policy-recommended (ELB.17) ---------------------------------------------------------------
 
@@ -300,17 +200,6 @@ def _alb_tls_policy_recommended(args: StackValidationArgs, report: ReportViolati
         if message:
             report(f"{str(get(listener.props, 'protocol')).upper()} listener: {message}", listener.urn)
 
-
-alb_tls_policy_recommended = StackValidationPolicy(
-    name=ALB_TLS_POLICY_RECOMMENDED,
-    description="FSBP ELB.17: HTTPS (ALB) and TLS (NLB) listeners must use a recommended security policy "
-    "(TLS 1.3-only, or TLS 1.2+ restricted ciphers: ELBSecurityPolicy-TLS13-1-2-Res-2021-06 and its FIPS/PQ "
-    "variants). AWS docs: Security Hub elb-controls (ELB.17, elbv2-predefined-security-policy-ssl-check); Elastic "
-    "Load Balancing 'Security policies for your Application Load Balancer'.",
-    validate=_alb_tls_policy_recommended,
-    enforcement_level=MANDATORY,
-    severity=Severity.MEDIUM,
-)
 
 # --- vpc-interface-endpoints (EC2.10, EC2.55, EC2.56; HyperPod private subnets) ---------------------------
 
@@ -363,53 +252,3 @@ def _vpc_interface_endpoints(args: StackValidationArgs, report: ReportViolation)
                     "hostname and go through the NAT gateway",
                     endpoint.urn,
                 )
-
-
-vpc_interface_endpoints = StackValidationPolicy(
-    name=VPC_INTERFACE_ENDPOINTS,
-    description="FSBP EC2.10, EC2.55, EC2.56: every VPC needs interface endpoints for EC2, ECR API and ECR Docker "
-    "Registry; HyperPod nodes in private subnets also need the SageMaker API and EKS Auth endpoints. Private DNS "
-    "must be on. AWS docs: Security Hub ec2-controls (EC2.10, EC2.55, EC2.56); SageMaker 'Installing the training "
-    "operator' (sagemaker-eks-operator-install, private VPC endpoints).",
-    validate=_vpc_interface_endpoints,
-    enforcement_level=MANDATORY,
-    severity=Severity.MEDIUM,
-)
-
-SECURITY_BASELINE_POLICIES = [
-    alb_waf_attached,
-    vpc_flow_logs_enabled,
-    default_security_group_closed,
-    s3_bucket_access_logging,
-    s3_bucket_lifecycle_rules,
-    elasticache_automatic_backups,
-    alb_tls_policy_recommended,
-    vpc_interface_endpoints,
-]
-
-# The one table of levels per environment (the config files must say the same; a test checks).
-_STRICT_IN_PROD = {"prod": "mandatory", "staging": "advisory", "dev": "advisory"}
-LEVELS: dict[str, dict[str, str]] = {
-    "alb-waf-attached": _STRICT_IN_PROD,
-    "vpc-flow-logs-enabled": _STRICT_IN_PROD,
-    "default-security-group-closed": _STRICT_IN_PROD,
-    "s3-bucket-access-logging": _STRICT_IN_PROD,
-    "s3-bucket-lifecycle-rules": _STRICT_IN_PROD,
-    "elasticache-automatic-backups": {"prod": "disabled", "staging": "disabled", "dev": "disabled"},
-    ALB_TLS_POLICY_RECOMMENDED: _STRICT_IN_PROD,
-    VPC_INTERFACE_ENDPOINTS: _STRICT_IN_PROD,
-}
-FSBP_CONTROLS: dict[str, str] = {
-    "alb-waf-attached": "ELB.16",
-    "vpc-flow-logs-enabled": "EC2.6",
-    "default-security-group-closed": "EC2.2",
-    "s3-bucket-access-logging": "S3.9",
-    "s3-bucket-lifecycle-rules": "S3.13",
-    "elasticache-automatic-backups": "ElastiCache.1",
-    ALB_TLS_POLICY_RECOMMENDED: "ELB.17",
-    VPC_INTERFACE_ENDPOINTS: "EC2.10, EC2.55, EC2.56",
-}
-WAIVERS: dict[str, str] = {
-    "elasticache-automatic-backups": ELASTICACHE_WAIVER,
-    "s3-bucket-access-logging": LOG_DESTINATION_EXEMPTION,
-}

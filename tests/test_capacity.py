@@ -646,10 +646,10 @@ def test_pack_catches_a_tainted_group_and_stranded_controllers(stack_runs: dict[
         ("endpoint-tolerates-group-taints", "endpoints-inference-llama-8b")
     ]
     groups[0]["kubernetesConfig"] = {"taints": [{"key": "dedicated", "value": "sys", "effect": "NoExecute"}]}
-    got = [(r.level, r.policy, r.resource_name) for r in _capacity_results(regs, "dev")]
+    got = sorted((r.level, r.policy, r.resource_name) for r in _capacity_results(regs, "dev"))
     assert got == [
-        ("mandatory", "endpoint-tolerates-group-taints", "endpoints-inference-llama-8b"),
         ("mandatory", "controllers-have-a-node", "hyperpod-cluster"),
+        ("mandatory", "endpoint-tolerates-group-taints", "endpoints-inference-llama-8b"),
     ]
 
 

@@ -40,7 +40,7 @@ from components.global_inference_gateway import (
 )
 from policies import global_policies as gp
 from policies.engine import evaluate
-from policies.pack import POLICIES
+from policies.pack import GLOBAL_POLICIES, POLICIES
 from tests.conftest import cached_scope, registered, stack_mapping
 from tests.iam_lint import assert_policy_clean, policy_documents
 from tools.plan import mocks
@@ -877,7 +877,7 @@ def _with_member(reg: Any, index: int, **changes: Any) -> Any:
 
 def _violations(reg: Any) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for r in evaluate(gp.GLOBAL_POLICIES, [reg], "prod"):
+    for r in evaluate(GLOBAL_POLICIES, [reg], "prod"):
         assert r.level == "mandatory"
         out.setdefault(r.policy, []).append(r.message)
     return out
@@ -948,9 +948,9 @@ def test_pack_ignores_other_dynamic_resources(global_run: StackRun) -> None:
 def test_policy_levels_are_in_every_environment_config() -> None:
     for env in ("dev", "staging", "prod"):
         cfg = json.loads((Path(__file__).resolve().parents[1] / "policies" / f"config.{env}.json").read_text())
-        for policy in gp.GLOBAL_POLICIES:
+        for policy in GLOBAL_POLICIES:
             assert cfg[policy.name] == {"enforcementLevel": "mandatory"}, (env, policy.name)
-    assert {p.name for p in gp.GLOBAL_POLICIES} <= {p.name for p in POLICIES}
+    assert {p.name for p in GLOBAL_POLICIES} <= {p.name for p in POLICIES}
 
 
 # --- the regional stacks' member export ---------------------------------------------------------------
@@ -1223,7 +1223,7 @@ def test_offline_engine_matches_the_cli_analyzer_on_a_broken_gateway(global_run:
     regs = [broken, opt_in]
     offline = {(r.level, r.policy, r.resource_type, r.resource_name) for r in evaluate(POLICIES, regs, env)}
     assert offline == _analyzer_results(regs, env)
-    assert {policy for _, policy, _, _ in offline} == {p.name for p in gp.GLOBAL_POLICIES}
+    assert {policy for _, policy, _, _ in offline} == {p.name for p in GLOBAL_POLICIES}
 
 
 def test_global_schema_file_is_current_and_accepts_the_reference_stack() -> None:

@@ -23,10 +23,10 @@ from rich.console import Console
 
 import tools.cli.preview as preview_mod
 from policies import rules
-from policies.baselines import RELAXED_OUTSIDE_PROD
+from policies.capacity_rules import CAPACITY_RULE_NAMES
 from policies.engine import PolicyResult, evaluate, policy_pack_config
-from policies.pack import PACK_NAME, POLICIES
-from policies.security_baselines import LEVELS as SECURITY_LEVELS
+from policies.pack import POLICIES
+from policies.records import RECORDS
 from tests.conftest import stack_mapping
 from tools.plan.harness import StackRun, run_stack
 from tools.plan.mocks import Registration
@@ -35,64 +35,8 @@ IEC_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointCo
 JSM_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1:JumpStartModel"
 IGC_TYPE = "kubernetes:inference.sagemaker.aws.amazon.com/v1alpha1:InferenceGatewayConfig"
 ENV = {"dev": "dev", "prod": "prod"}
-TABLE_NAMES = [
-    "kvaware-requires-vllm-completions",
-    "engine-matches-image",
-    "kv-cache-requires-vllm",
-    "gateway-excludes-intelligent-routing",
-    "request-limits-require-metrics",
-    "dpd-requires-efa-instances",
-    "endpoint-instance-type-in-cluster",
-    "instance-selection-exclusive",
-    "router-metrics-port-matches-worker",
-    "sglang-metrics-served",
-    "feature-supported-by-addon-version",
-    "feature-in-installed-crd",
-    "image-meets-release-requirement",
-    "image-meets-release-requirement-offline",
-    "image-compatible-with-operator",
-    "l2-redis-wired",
-    "known-addon-defect",
-    "tieredstorage-on-non-p-instance",
-    "weights-cache-needs-local-nvme",
-    "weights-cache-nvme-offline",
-    "s3-locations-valid",
-    "endpoint-tags-valid",
-    "gateway-requires-jwt",
-    "gateway-fronts-its-endpoints",
-    "alb-requires-authentication",
-    "execution-role-name-prefix",
-    "efa-security-group-self-rules",
-    "redis-encryption",
-    "s3-bucket-private-encrypted",
-    "eks-endpoint-private",
-    "stateful-resources-protected",
-    "eks-kubernetes-standard-support",
-    "eks-kubernetes-version-listed",
-    "prerequisite-build-listed",
-    "prerequisite-build-listed-offline",
-    *SECURITY_LEVELS,  # issue 17's FSBP controls: levels in policies/security_baselines.py, tests in test_edge.py
-    # the global stack (policies/global_policies.py, tests/test_global_gateway.py)
-    "global-gateway-routing-weights",
-    "global-gateway-members-same-account",
-    "global-gateway-members-not-opt-in",
-    "global-gateway-members-gateway-enabled",
-    "global-gateway-members-require-jwt",
-    "global-gateway-min-members",
-    # scheduling feasibility (policies/capacity.py; their own cases are in tests/test_capacity.py)
-    "endpoint-resources-valid",
-    "endpoint-pod-fits-node",
-    "endpoint-tolerates-group-taints",
-    "endpoint-fits-group-capacity",
-    "endpoint-fits-group-capacity-at-max",
-    "controllers-have-a-node",
-    "endpoint-on-empty-group",
-    "endpoint-node-selection-offline",
-]
-CAPACITY_NAMES = frozenset(TABLE_NAMES[-8:])
-CAPACITY_ADVISORY = frozenset(
-    {"endpoint-fits-group-capacity-at-max", "endpoint-on-empty-group", "endpoint-node-selection-offline"}
-)
+CAPACITY_NAMES = frozenset(CAPACITY_RULE_NAMES)
+FSBP_NAMES = frozenset(name for name, record in RECORDS.items() if record.fsbp)  # tests/test_edge.py breaks those
 
 Mutation = Callable[[list[Registration]], None]
 
@@ -186,64 +130,6 @@ def _edit(spec_fn: Callable[[], dict[str, Any]], change: Callable[[dict[str, Any
 
 
 # --- the pack as a whole --------------------------------------------------------------------------------
-
-
-def test_pack_has_every_rule_of_the_issue_table_once() -> None:
-    assert PACK_NAME == "hyperpod-inference"
-    assert [p.name for p in POLICIES] == TABLE_NAMES
-    for policy in POLICIES:
-        assert policy.description and len(policy.description) > 60, policy.name
-        assert policy.severity is not None, policy.name
-        assert any(
-            k in policy.description for k in ("AWS docs", "seed", "anchors", "CRD", "Pulumi docs", "compatibility.yaml")
-        ), policy.name
-
-
-@pytest.mark.parametrize("env", ["dev", "staging", "prod"])
-def test_config_files_set_every_policy_and_match_the_table(env: str) -> None:
-    """prod = the code's levels; dev/staging relax exactly the "mandatory / advisory" rows."""
-    config = policy_pack_config(env)
-    assert set(config) == set(TABLE_NAMES)
-    for policy in POLICIES:
-        level = config[policy.name]["enforcementLevel"]
-        if policy.name in SECURITY_LEVELS:
-            assert level == SECURITY_LEVELS[policy.name][env], policy.name
-        elif env == "prod":
-            assert level == policy.enforcement_level.value, policy.name
-        elif policy.name in CAPACITY_NAMES:  # the same in every environment
-            assert level == ("advisory" if policy.name in CAPACITY_ADVISORY else "mandatory"), policy.name
-        elif policy.name in rules.RULES and policy.name != "image-compatible-with-operator":
-            assert level == rules.RULES[policy.name].enforcement[env], policy.name
-        elif policy.name in RELAXED_OUTSIDE_PROD or policy.name == "image-compatible-with-operator":
-            assert level == "advisory", policy.name
-        elif policy.enforcement_level.value == "advisory":  # advisory everywhere (eks-kubernetes-standard-support)
-            assert level == "advisory", policy.name
-        else:
-            assert level == "mandatory", policy.name
-    assert config["l2-redis-wired"]["environment"] == env
-    assert config["image-compatible-with-operator"]["reportLevels"] == (
-        ["mandatory"] if env == "prod" else ["mandatory", "advisory"]
-    )
-
-
-def test_prod_levels_in_code_match_the_table() -> None:
-    advisory = {
-        "router-metrics-port-matches-worker",
-        "known-addon-defect",
-        "tieredstorage-on-non-p-instance",
-        "weights-cache-nvme-offline",
-        "feature-in-installed-crd",
-        "image-meets-release-requirement-offline",
-        "eks-kubernetes-standard-support",
-        "eks-kubernetes-version-listed",
-        "prerequisite-build-listed-offline",
-    }
-    advisory |= CAPACITY_ADVISORY
-    for policy in POLICIES:
-        if policy.name in SECURITY_LEVELS:
-            assert policy.enforcement_level.value == SECURITY_LEVELS[policy.name]["prod"], policy.name
-            continue
-        assert policy.enforcement_level.value == ("advisory" if policy.name in advisory else "mandatory"), policy.name
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -1275,7 +1161,7 @@ def _analyzer_results(regs: list[Registration], env: str) -> set[tuple[str, str,
     from pulumi_policy import EnforcementLevel
     from pulumi_policy.policy import _PolicyAnalyzerServicer
 
-    from policies.pack import PACK_ENFORCEMENT
+    from policies.pack import PACK_ENFORCEMENT, PACK_NAME
 
     levels = {"advisory": proto.ADVISORY, "mandatory": proto.MANDATORY, "disabled": proto.DISABLED}
     names = {proto.ADVISORY: "advisory", proto.MANDATORY: "mandatory"}
@@ -1368,8 +1254,8 @@ def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun]
     config = policy_pack_config(env)
     fired = {policy for _, policy, _, _ in analyzer}
     expected = (
-        set(TABLE_NAMES)
-        - set(SECURITY_LEVELS)
+        set(RECORDS)
+        - FSBP_NAMES
         - {  # test_edge.py breaks those on its own
             "feature-supported-by-addon-version",
             "known-addon-defect",
@@ -1381,7 +1267,7 @@ def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun]
             "prerequisite-build-listed",
         }
     )
-    expected -= {n for n in TABLE_NAMES if n.startswith("global-gateway-")}  # tests/test_global_gateway.py
+    expected -= {n for n, r in RECORDS.items() if "global" in r.scope.stacks}  # tests/test_global_gateway.py
     expected -= {  # capacity rules that need the groups untainted (tests/test_capacity.py covers them on the pack)
         "endpoint-pod-fits-node",
         "endpoint-fits-group-capacity",
@@ -1392,7 +1278,7 @@ def test_offline_engine_matches_the_cli_analyzer(stack_runs: dict[str, StackRun]
         expected.discard("l2-redis-wired")  # the injected redis:// URL is allowed outside prod
     assert expected <= fired, expected - fired
     assert {(policy, level) for level, policy, _, _ in analyzer} <= {
-        (p, config[p]["enforcementLevel"]) for p in TABLE_NAMES
+        (p, config[p]["enforcementLevel"]) for p in RECORDS
     }
 
 

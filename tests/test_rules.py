@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from policies import rules
+from policies.records import RECORDS
 from policies.rules import RULES, RuleContext
 
 DEV = RuleContext("dev", "v1.4.0-eksbuild.1", frozenset({"ml.p5.48xlarge", "ml.g5.8xlarge", "ml.p6-b200.48xlarge"}))
@@ -458,23 +459,10 @@ def test_unknown_instance_types_skip_cluster_rule() -> None:
 
 
 def test_enforcement_levels() -> None:
-    advisory = {
-        "router-metrics-port-matches-worker",
-        "known-addon-defect",
-        "tieredstorage-on-non-p-instance",
-        "image-compatible-with-operator",
-        "weights-cache-nvme-offline",
-        "feature-in-installed-crd",
-        "image-meets-release-requirement-offline",
-    }
-    mandatory_in_prod_only = {"sglang-metrics-served"}  # dashboards and alarms read the metrics in prod
+    """Each rule's levels are its record's; image-compatible-with-operator escalates kvaware endpoints in prod."""
     for name, rule in RULES.items():
         assert rule.description and rule.fn.__doc__
-        for env in ("dev", "staging", "prod"):
-            want = "advisory" if name in advisory else "mandatory"
-            if name in mandatory_in_prod_only:
-                want = "mandatory" if env == "prod" else "advisory"
-            assert rule.enforcement[env] == want, (name, env)
+        assert rule.enforcement == RECORDS[name].levels, name
     image = RULES["image-compatible-with-operator"]
     kvaware = copy.deepcopy(base_cr())
     KVAWARE(kvaware)

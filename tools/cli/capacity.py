@@ -13,8 +13,8 @@ import argparse
 import json
 import sys
 
-from policies.capacity import CAPACITY_POLICIES
 from policies.engine import evaluate
+from policies.pack import CAPACITY_POLICIES
 from tools.cli.mock_run import environment_of, mock_run
 from tools.plan.capacity_table import capacity_report
 from tools.report import cli

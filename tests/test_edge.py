@@ -1,6 +1,6 @@
 """Issue 17, edge and baselines: the WebACL, flow logs, the default security group, S3 access logs and
 lifecycle rules as registered, their config errors, and each new FSBP policy caught alone on a variant of the
-reference graph and passing on its nearest valid variant (at the levels of policies/security_baselines.py,
+reference graph and passing on its nearest valid variant (at the levels of their records, policies/records/<name>.yaml,
 written out here as literals)."""
 
 from __future__ import annotations

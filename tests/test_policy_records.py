@@ -16,7 +16,7 @@ import pytest
 import yaml
 from pulumi_policy import ResourceValidationPolicy, StackValidationPolicy
 
-from policies import rules
+from policies import records, rules
 from policies.capacity_rules import CAPACITY_RULE_NAMES
 from policies.engine import PolicyResult, enforcement_for, evaluate
 from policies.pack import POLICIES
@@ -255,3 +255,20 @@ def test_the_contributing_example_is_a_working_rule_and_record() -> None:
         assert function(sample["resource"], _context(sample)) == []
     for sample in samples.disallowed:
         assert any(sample["expect"] in v for v in function(sample["resource"], _context(sample)))
+
+
+def test_is_mandatory_reads_the_record() -> None:
+    """What a config-time check of a pack rule asks instead of hard-coding an environment."""
+    assert records.is_mandatory("alb-tls-policy-recommended", "prod")
+    assert not records.is_mandatory("alb-tls-policy-recommended", "staging")
+    assert not records.is_mandatory("alb-tls-policy-recommended", "qa")
+    assert records.is_mandatory("image-compatible-with-operator", "prod")  # escalates kvaware endpoints there
+    assert not records.is_mandatory("elasticache-automatic-backups", "prod")  # waived
+
+
+def test_resource_type_records_name_only_existing_policies() -> None:
+    """A resource-type record's ``baselines`` (policies/resource_types) names policies that have a record here."""
+    from policies.resource_types import load_resource_types
+
+    named = {(key, name) for key, rec in load_resource_types().types.items() for name in rec.baselines}
+    assert {(key, name) for key, name in named if name not in RECORDS} == set()

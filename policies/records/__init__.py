@@ -175,3 +175,9 @@ RECORDS: Mapping[str, PolicyRecord] = load()
 
 def of_kind(*kinds: Kind) -> list[PolicyRecord]:
     return [r for r in RECORDS.values() if r.kind in kinds]
+
+
+def is_mandatory(name: str, environment: str) -> bool:
+    """Whether policy ``name`` refuses in ``environment``: what a config-time check of the same rule asks, so the
+    rule's level stays written once, in its record."""
+    return any(environment == env and RECORDS[name].pack_level(env) == "mandatory" for env in ENVIRONMENTS)

@@ -567,6 +567,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_defaults_at_thresholds.py::test_prod_redis_with_the_default_replica_count_is_valid",),
         "prod's Redis replica floor moved by one: the default (1) sits on the threshold and is refused",
     ),
+    Mutation(
+        "vpc-endpoints-default-ignores-adoption",
+        "components/config/vpc_endpoints.py",
+        "else (cfg.is_prod and cfg.network.existing is None)",
+        "else cfg.is_prod",
+        ("tests/test_adoption_matrix.py::test_adopted_layer_builds_in_every_environment",),
+        "prod creates interface endpoints in an adopted VPC too (its owner's endpoints then collide on private DNS)",
+    ),
 )
 
 

@@ -551,6 +551,30 @@ MUTATIONS: tuple[Mutation, ...] = (
         ("tests/test_addon_builds.py::test_verify_passes_listed_pins_and_records_the_listing",),
         "verify asks EKS for the API server's gitVersion (v1.34.2-eks-...) instead of the minor it lists builds for",
     ),
+    Mutation(
+        "default-provider-unversioned-only",
+        "tools/plan/writer.py",
+        'and logical(urn).startswith("default")',
+        'and logical(urn) == "default"',
+        ("tests/test_plan_default_providers.py::test_a_default_provider_version_bump_changes_no_shown_step",),
+        "only an unversioned `default` provider is internal: a versioned one (default_7_51_1) shows as a step",
+    ),
+    Mutation(
+        "redis-replicas-threshold-on-default",
+        "components/config/kvcache.py",
+        "if kv.creates_redis and redis.replicas < 1:",
+        "if kv.creates_redis and redis.replicas < 2:",
+        ("tests/test_defaults_at_thresholds.py::test_prod_redis_with_the_default_replica_count_is_valid",),
+        "prod's Redis replica floor moved by one: the default (1) sits on the threshold and is refused",
+    ),
+    Mutation(
+        "vpc-endpoints-default-ignores-adoption",
+        "components/config/vpc_endpoints.py",
+        "else (cfg.is_prod and cfg.network.existing is None)",
+        "else cfg.is_prod",
+        ("tests/test_adoption_matrix.py::test_adopted_layer_builds_in_every_environment",),
+        "prod creates interface endpoints in an adopted VPC too (its owner's endpoints then collide on private DNS)",
+    ),
 )
 
 

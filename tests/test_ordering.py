@@ -70,6 +70,12 @@ def test_every_ordering_rule_has_a_source_with_a_defined_label() -> None:
         "crd-installer-before-its-custom-resources",
         "iam-role-grants-before-its-users",
         "lifecycle-scripts-before-the-hyperpod-cluster",
+        "bucket-access-block-before-its-policy",
+        "log-bucket-policy-before-its-log-sources",
+        "alb-log-bucket-policy-before-the-alb",
+        "access-entry-before-its-policy-associations",
+        "gateway-config-before-its-endpoints",
+        "secret-before-the-endpoints-that-read-it",
     ]
     for rule in r.ordering:
         head = rule.source.split()[0].strip(":,")

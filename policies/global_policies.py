@@ -38,10 +38,9 @@ from pulumi_policy import (
 )
 
 from .graph import get, is_list, truthy
+from .resource_types import DYNAMIC as DYNAMIC_RESOURCE
 
-# The dynamic resource's type token (pulumi.dynamic.Resource) and the marker input that says which
-# dynamic resource it is (every Python dynamic resource shares the token).
-DYNAMIC_RESOURCE = "pulumi-python:dynamic:Resource"
+# The marker input that says which dynamic resource it is (every Python dynamic resource shares the token).
 RESOURCE_KIND = "hyperpod:GlobalInferenceGateway"
 
 # Routing-weight keys: stack file / resource input (camelCase) -> API member name.

@@ -15,28 +15,38 @@ from typing import Any
 from pulumi.runtime import rpc
 from pulumi_policy import PolicyResource, StackValidationArgs
 
+# Re-exported: the policies import the tokens they select by from here.
+from policies.resource_types.tokens import (  # noqa: F401
+    ALB_LISTENER,
+    ALB_LISTENER_RULE,
+    BUCKET,
+    BUCKET_POLICY,
+    BUCKET_V2,
+    EKS_ADDON,
+    EKS_CLUSTER,
+    EKS_COMPONENT,
+    HYPERPOD_CLUSTER,
+    IAM_ROLE,
+    LISTENER,
+    LISTENER_RULE,
+    PUBLIC_ACCESS_BLOCK,
+    REPLICATION_GROUP,
+    SECURITY_GROUP,
+    SG_EGRESS_RULE,
+    SG_INGRESS_RULE,
+    SG_RULE,
+    SSE_CONFIG,
+    SSE_CONFIG_V2,
+)
+
 CRD_GROUP = "inference.sagemaker.aws.amazon.com"
 
-# Provider type tokens (pulumi.get_type_token of the SDK classes).
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-SG_INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-SG_EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
-SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
-HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-EKS_COMPONENT = "eks:index:Cluster"
-EKS_ADDON = "aws:eks/addon:Addon"
-IAM_ROLE = "aws:iam/role:Role"
-REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
-BUCKETS = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
-PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-SSE_CONFIGS = (
-    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
-)
-BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
-LISTENERS = ("aws:lb/listener:Listener", "aws:alb/listener:Listener")
-LISTENER_RULES = ("aws:lb/listenerRule:ListenerRule", "aws:alb/listenerRule:ListenerRule")
+# Provider type tokens come from the resource-type records (policies/resource_types/tokens.py); the SDK's
+# aliases of one AWS resource are judged together.
+BUCKETS = (BUCKET, BUCKET_V2)
+SSE_CONFIGS = (SSE_CONFIG, SSE_CONFIG_V2)
+LISTENERS = (LISTENER, ALB_LISTENER)
+LISTENER_RULES = (LISTENER_RULE, ALB_LISTENER_RULE)
 
 INFERENCE_ADDON = "amazon-sagemaker-hyperpod-inference"
 

@@ -246,10 +246,12 @@ class DeployerAccess(_Model):
     """How the rehearsal decides whether Pulumi can reach a private-only Kubernetes API (data-driven)."""
 
     config_keys: list[str] = Field(description="stack config keys that declare the deployer's path")
-    public_input: str = Field(description="eks:index:Cluster input turning the public endpoint on")
+    public_input: str = Field(description="the pulumi-eks cluster's input turning the public endpoint on")
     public_cidrs_input: str
-    cluster_sg_output: str = Field(description="eks:index:Cluster output: the cluster security group id")
-    cluster_sg_input: str = Field(description="eks:index:Cluster input: a security group given for the control plane")
+    cluster_sg_output: str = Field(description="the pulumi-eks cluster's output: its cluster security group id")
+    cluster_sg_input: str = Field(
+        description="the pulumi-eks cluster's input: a security group given for the control plane"
+    )
     sg_type: str = Field(description="type token of a security group")
     cluster_sg_child: str = Field(description="suffix of the expanded child: the control-plane SG pulumi-eks creates")
     rule_types: list[str] = Field(description="ingress rule types that can admit the deployer")

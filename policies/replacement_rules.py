@@ -14,8 +14,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from policies.resource_types import DYNAMIC
+
 RULES_FILE = Path(__file__).with_name("replacement_rules.json")
-DYNAMIC = "pulumi-python:dynamic:Resource"
 
 Path_ = tuple[str, ...]
 

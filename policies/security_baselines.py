@@ -17,19 +17,27 @@ from pulumi_policy import (
 )
 
 from .graph import BUCKETS, LISTENERS, REPLICATION_GROUP, as_list, depends_on, get, of_type, truthy
-
-LOAD_BALANCERS = ("aws:lb/loadBalancer:LoadBalancer", "aws:alb/loadBalancer:LoadBalancer")
-WEB_ACL_ASSOCIATION = "aws:wafv2/webAclAssociation:WebAclAssociation"
-VPC = "aws:ec2/vpc:Vpc"
-VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
-FLOW_LOG = "aws:ec2/flowLog:FlowLog"
-DEFAULT_SG = "aws:ec2/defaultSecurityGroup:DefaultSecurityGroup"
-BUCKET_LOGGING = ("aws:s3/bucketLogging:BucketLogging", "aws:s3/bucketLoggingV2:BucketLoggingV2")
-LIFECYCLE = (
-    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
-    "aws:s3/bucketLifecycleConfigurationV2:BucketLifecycleConfigurationV2",
+from .resource_types.tokens import (
+    ALB_LOAD_BALANCER,
+    BUCKET_LIFECYCLE,
+    BUCKET_LIFECYCLE_V2,
+    BUCKET_LOGGING_V2,
+    BUCKET_VERSIONING,
+    BUCKET_VERSIONING_V2,
+    DEFAULT_SECURITY_GROUP,
+    FLOW_LOG,
+    LOAD_BALANCER,
+    VPC,
+    VPC_ENDPOINT,
+    WEB_ACL_ASSOCIATION,
 )
-VERSIONING = ("aws:s3/bucketVersioning:BucketVersioning", "aws:s3/bucketVersioningV2:BucketVersioningV2")
+from .resource_types.tokens import BUCKET_LOGGING as _BUCKET_LOGGING
+
+LOAD_BALANCERS = (LOAD_BALANCER, ALB_LOAD_BALANCER)
+DEFAULT_SG = DEFAULT_SECURITY_GROUP
+BUCKET_LOGGING = (_BUCKET_LOGGING, BUCKET_LOGGING_V2)
+LIFECYCLE = (BUCKET_LIFECYCLE, BUCKET_LIFECYCLE_V2)
+VERSIONING = (BUCKET_VERSIONING, BUCKET_VERSIONING_V2)
 
 
 def _refers(resource: PolicyResource, key: str, target: PolicyResource, literal_key: str) -> bool:

@@ -289,7 +289,7 @@ def test_destroy_rehearsal_lists_the_guardduty_endpoint_risk_as_unknown(stack_ru
         "they block deleting its subnets, security groups and the VPC. Checked by python -m tools.preflight.regional "
         "(guardduty:ListDetectors, guardduty:GetDetector"
     )
-    assert "run python -m tools.preflight.guardduty_cleanup --stack prod [DR trap 15" in notes[0]
+    assert "run python -m tools.preflight.guardduty_cleanup --stack prod [ADT main.tf:367-385" in notes[0]
     # a stack that deletes no VPC has nothing of the kind
     attach = rehearse(stack_runs["attach"], mapping=stack_mapping("attach"), destroy=True)
     assert not [n for n in attach.notes if n.startswith("GuardDuty")]

@@ -172,7 +172,9 @@ def test_custom_resource_not_after_its_namespace(stack_runs: dict[str, StackRun]
             other="endpoints-ns-inference",
         )
     ]
-    assert result.findings[0].source.startswith("DR trap 13: an object created in a Namespace the same run creates")
+    assert result.findings[0].source.startswith(
+        "PULUMI concepts/options/dependson (the engine orders what the graph declares): an object created"
+    )
     data = result.to_json()["findings"][0]
     assert (data["kind"], data["rule"], data["resource"], data["other"]) == (
         "race",

@@ -415,7 +415,7 @@ def test_runner_cidr_without_a_route_back_is_unreachable_naming_the_route_tables
     result = rehearse(_without_deployer_routes(regs), mapping=mapping)
     found = [f for f in result.findings if f.kind == "unreachable-api" and f.resource == "eks-cluster-nodeAccess"]
     assert [f.why for f in found] == [UNROUTED_PLANE]
-    assert found[0].source.startswith("DR trap 11")
+    assert found[0].source.startswith("EKS user guide cluster-endpoint")
     assert result.exit_code == 1 and "hyperpod-cluster" in result.blocked
 
 
@@ -705,7 +705,7 @@ def test_unprotected_state_in_prod(stack_runs) -> None:
         )
     }
     assert result.findings[0].type == "aws:elasticache/replicationGroup:ReplicationGroup"
-    assert result.findings[0].source.startswith("DR row aws.elasticache.ReplicationGroup")
+    assert result.findings[0].source.startswith("TF-AWS website/docs/r/elasticache_replication_group.html.markdown")
 
 
 def test_addon_deleted_before_what_it_serves(stack_runs) -> None:

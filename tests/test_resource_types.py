@@ -3,6 +3,7 @@ register, strict files, and the joins the readers rely on (replacement rules, mo
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 from pathlib import Path
@@ -13,6 +14,7 @@ from policies.readiness import load_readiness
 from policies.replacement_rules import load_rules, rules_for
 from policies.resource_types import RECORDS_DIR, RecordError, ResourceTypes, load_resource_types
 from tests.conftest import ALL_STACKS
+from tools.generate.type_tokens import TOKENS_FILE, render
 from tools.plan.harness import run_stack
 from tools.plan.mocks import MOCK_SHAPES
 from tools.preflight.checks import LOOKUPS
@@ -100,9 +102,17 @@ def test_sources_start_with_a_defined_label_or_a_public_reference() -> None:
         texts += [w.source for e in record.readiness or [] for w in e.waits_for if w.source]
         for text in texts:
             head = text.split()[0].strip(":,;")
-            assert "../shared" not in text, f"{key}: {text!r} cites a path outside the repository"
             if head.isupper() and head not in {"AWS", "EKS", "EC2", "HPCLI@0986f2cc"}:
                 assert head in RECORDS.index.sources, f"{key}: source label {head!r} is not in index.yaml sources"
+
+
+def test_sources_are_public() -> None:
+    """No record (nor the cluster-level readiness) cites a document outside the repository or this project's issue
+    tracker: a reader follows a URL, a repo@commit path or a file of this repository."""
+    for path in [*sorted(RECORDS_DIR.rglob("*.yaml")), RECORDS_DIR.parent / "readiness.yaml"]:
+        text = path.read_text(encoding="utf-8")
+        for pattern in (r"\.\./shared", r"\bissue \d+", r"\b(?:DR|OPF)\b"):
+            assert not re.search(pattern, text), f"{path.name}: {re.search(pattern, text)!r}"
 
 
 def test_dynamic_entries_match_their_resource_kind_only() -> None:
@@ -146,8 +156,8 @@ def test_an_entry_without_a_source_is_rejected(tmp_path: Path) -> None:
     records = _copy(tmp_path)
     _edit(
         records / "aws/elasticache.yaml",
-        '        source: "DR row aws.elasticache.ReplicationGroup',
-        '        label2: "DR row aws.elasticache.ReplicationGroup',
+        '        source: "TF-AWS website/docs/r/elasticache_replication_group.html.markdown (Timeouts)"',
+        '        label2: "TF-AWS website/docs/r/elasticache_replication_group.html.markdown (Timeouts)"',
     )
     with pytest.raises(RecordError, match=r"elasticache\.yaml[\s\S]*readiness\.0\.source\n  Field required"):
         load_resource_types(records)
@@ -178,3 +188,77 @@ def test_deploy_and_no_iam_exclude_each_other(tmp_path: Path) -> None:
     )
     with pytest.raises(RecordError, match="exclude each other"):
         load_resource_types(records)
+
+
+# --- a type token is written in its record, and generated from there ---------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+# Type tokens as the providers spell them: aws:<module>/<resource>:<Type> (data sources: :get<Name>),
+# aws-native:<service>:<Type>, kubernetes:<group/version>:<Kind>, eks:index:<Type>, random:index/<r>:<Type>, and the
+# dynamic resource's token.
+TOKEN = re.compile(
+    r"(?<![\w-])(?:aws:[a-z0-9]+/[A-Za-z0-9]+:[A-Za-z]\w*"
+    r"|aws-native:[a-z0-9]+:[A-Za-z]\w*"
+    r"|kubernetes:[a-z0-9.-]+(?:/[a-z0-9]+)?:[A-Z]\w*"
+    r"|(?:eks|random):index(?:/[A-Za-z]+)?:[A-Z]\w*"
+    r"|pulumi-python:dynamic:Resource)"
+)
+# Where a token may be written in program code: the components that register the types (they also look up their
+# own readiness by it), the records' loader (the key of a dynamic resource) and the generated constants.
+TOKEN_HOMES = ("components/*.py", "policies/resource_types/__init__.py", "policies/resource_types/tokens.py")
+
+
+def _string_literals(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of a module except docstrings (documentation may show a token as an example)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_no_type_token_outside_its_record_and_component() -> None:
+    """Program code names a type by the constant its record gives it (policies/resource_types/tokens.py)."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in ("venv", "tests", "vendor") or any(rel.match(home) for home in TOKEN_HOMES):
+            continue
+        for line, text in _string_literals(path):
+            found += [f"{rel}:{line}: {token}" for token in TOKEN.findall(text)]
+    assert not found, "type tokens outside their records (name a `constant:` in the record instead):\n" + "\n".join(
+        found
+    )
+
+
+def test_the_token_scan_can_fail(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        '"""A docstring may say aws:eks/addon:Addon."""\n'
+        'A = "aws:eks/addon:Addon"\nB = f"x {A} kubernetes:core/v1:Namespace"\nC = "aws:kms:dsse"\n'
+        'D = "eks:AssociateAccessPolicy/eks:DescribeAccessEntry"\nE = "aws-native:sagemaker:getCluster"\n',
+        encoding="utf-8",
+    )
+    tokens = sorted(t for _, text in _string_literals(module) for t in TOKEN.findall(text))
+    assert tokens == ["aws-native:sagemaker:getCluster", "aws:eks/addon:Addon", "kubernetes:core/v1:Namespace"]
+
+
+def test_the_generated_tokens_are_current() -> None:
+    assert TOKENS_FILE.read_text(encoding="utf-8") == render(RECORDS), (
+        "stale: run python -m tools.generate.type_tokens --write"
+    )
+
+
+def test_every_constant_names_its_records_token() -> None:
+    from policies.resource_types import tokens
+
+    for key, record in [*RECORDS.types.items(), *RECORDS.invokes.items()]:
+        if record.constant:
+            assert getattr(tokens, record.constant) == key

@@ -28,6 +28,7 @@ from policies.resource_types.schema import (
     NameRule,
     Naming,
     ReadinessEntry,
+    ReplacementFacts,
     ResourceReadiness,
     TypeRow,
 )
@@ -59,9 +60,15 @@ class Preflight(_Model):
     name_input: str | None = None
 
 
+CONSTANT = r"^[A-Z][A-Z0-9_]*$"
+
+
 class ResourceType(_Model):
     """Everything known about one type (or, keyed by a glob, a family of types)."""
 
+    constant: str | None = Field(
+        default=None, pattern=CONSTANT, description="its name in the generated policies/resource_types/tokens.py"
+    )
     deploy: TypeRow | None = None
     no_iam: str | None = Field(default=None, description="why the type calls no AWS API (instead of `deploy`)")
     physical_name: NameRule | None = None
@@ -70,9 +77,9 @@ class ResourceType(_Model):
         description="first match wins; [] = no entry of its own (a family's entry, else the default, applies)",
     )
     replacement: str | None = Field(default=None, description="key in replacement_rules.json (default: the key)")
+    replacement_facts: ReplacementFacts | None = None
     mock: Mock | None = None
     preflight: Preflight | None = None
-    baselines: list[str] = Field(default_factory=list, description="names of the policies that judge the type")
 
     @model_validator(mode="after")
     def _one_iam_answer(self) -> ResourceType:
@@ -83,11 +90,17 @@ class ResourceType(_Model):
         return self
 
 
+class InvokeRecord(InvokeRow):
+    """A data source the program calls: its IAM actions (:class:`InvokeRow`) and its constant's name."""
+
+    constant: str | None = Field(default=None, pattern=CONSTANT)
+
+
 class RecordFile(_Model):
     """One file of records: the types of one provider's service and the data sources (invokes) it has."""
 
     types: dict[str, ResourceType] = Field(default_factory=dict)
-    invokes: dict[str, InvokeRow] = Field(default_factory=dict)
+    invokes: dict[str, InvokeRecord] = Field(default_factory=dict)
 
 
 class RequestTagAction(_Model):
@@ -119,7 +132,7 @@ class ResourceTypes(_Model):
 
     index: Index
     types: dict[str, ResourceType]
-    invokes: dict[str, InvokeRow]
+    invokes: dict[str, InvokeRecord]
     files: dict[str, str] = Field(description="record key -> the file it is written in (relative to the records)")
 
     @staticmethod
@@ -177,7 +190,7 @@ def load_resource_types(directory: Path = RECORDS_DIR) -> ResourceTypes:
     except ValidationError as err:
         raise RecordError(f"{directory / INDEX_FILE.name}: {err}") from err
     types: dict[str, ResourceType] = {}
-    invokes: dict[str, InvokeRow] = {}
+    invokes: dict[str, InvokeRecord] = {}
     files: dict[str, str] = {}
     for path in sorted(directory.rglob("*.yaml")):
         if path.name == INDEX_FILE.name:
@@ -193,4 +206,11 @@ def load_resource_types(directory: Path = RECORDS_DIR) -> ResourceTypes:
             files[key] = rel
         types.update(records.types)
         invokes.update(records.invokes)
+    constants = [(r.constant, k) for k, r in types.items() if r.constant]
+    constants += [(r.constant, k) for k, r in invokes.items() if r.constant]
+    taken: dict[str, str] = {}
+    for constant, key in constants:
+        if constant in taken:
+            raise RecordError(f"constant {constant} names both {taken[constant]} and {key}")
+        taken[constant] = key
     return ResourceTypes(index=index, types=types, invokes=invokes, files=files)

@@ -279,3 +279,69 @@ class Naming(_Model):
     separator: str
     random_hex: int
     prefix_suffix: PrefixSuffix | None = None
+
+
+# --- replacement rules: what the generator of policies/replacement_rules.json cannot read from a schema -----------
+
+
+class MayReplace(_Model):
+    path: str
+    why: str
+
+
+class TerraformFacts(_Model):
+    """What was read from the terraform-provider-aws resource file of a pulumi-aws type (keys as the generated
+    file writes them): ``forceNew`` and ``conditional`` (Terraform attribute paths), ``notInCopy`` (SDK inputs the
+    file read lacks: may replace), ``sdkNames`` (pulumi-aws renames, ``alarm_name`` -> ``name``), the file version
+    read (``repo``, ``commit``, ``path``, ``resource``) and ``alsoRead``; ``read: false``: not read yet."""
+
+    repo: str
+    path: str
+    resource: str
+    commit: str | None = None
+    read: bool = True
+    forceNew: list[str] = Field(default_factory=list)
+    conditional: list[MayReplace] = Field(default_factory=list)
+    notInCopy: list[str] = Field(default_factory=list)
+    sdkNames: dict[str, str] = Field(default_factory=dict)
+    alsoRead: str | None = None
+
+
+class ReplacementFacts(_Model):
+    """The inputs ``tools.generate.replacement_rules`` takes from a record (the rules of CloudFormation types and
+    dynamic providers it reads from their schemas and code itself).
+
+    ``owner: terraform`` — ``tf``, what was read from the type's Terraform resource file (:class:`TerraformFacts`).
+    ``owner: kubernetes`` — a Kubernetes object: its identity rules, plus ``replace`` (fields the API server or a
+    validating webhook refuses to change, ``why``), the ``oldSelf`` rules of its ``crd`` and a ``note``.
+    ``owner: code`` — rules read by hand from the owner's code: ``source``, ``replace``, ``update``,
+    ``may_replace`` and what any other change is (``other``). ``owner: engine`` — never diffed by a provider
+    (components, the stack, default providers): ``source`` and ``other`` only.
+    """
+
+    owner: Literal["terraform", "kubernetes", "code", "engine"]
+    tf: TerraformFacts | None = None
+    source: str | None = None
+    replace: list[str] = Field(default_factory=list)
+    update: list[str] = Field(default_factory=list)
+    may_replace: list[MayReplace] = Field(default_factory=list)
+    other: Literal["update", "may-replace"] | None = None
+    why: str | None = None
+    crd: str | None = None
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_the_owner(self) -> ReplacementFacts:
+        if (self.owner == "terraform") != (self.tf is not None):
+            raise ValueError("`tf` goes with owner terraform, and only with it")
+        if self.owner == "terraform":
+            if self.model_fields_set - {"owner", "tf"}:
+                raise ValueError("owner terraform has `tf` only")
+        elif self.owner == "kubernetes":
+            if self.source or self.update or self.may_replace or self.other:
+                raise ValueError("a Kubernetes object's facts are replace, why, crd and note only")
+        elif not (self.source and self.other):
+            raise ValueError(f"owner {self.owner} needs `source` and `other`")
+        elif self.owner == "engine" and (self.replace or self.update or self.may_replace or self.why or self.crd):
+            raise ValueError("owner engine has `source` and `other` only")
+        return self

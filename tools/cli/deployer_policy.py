@@ -42,6 +42,7 @@ from typing import Any
 from policies.deploy_actions import ArnPattern, DeployActions, TypeRow, load_deploy_actions
 from policies.physical_names import name_pattern, physical_name
 from policies.readiness import input_value
+from policies.resource_types.tokens import EKS_CLUSTER, IAM_ROLE
 from tools.plan.mocks import ACCOUNT_ID, Registration
 from tools.report import cli
 
@@ -207,7 +208,7 @@ class _Names:
         self.logical = {r.name for r in registrations}
         # The stack's own EKS cluster (``{eks_cluster}``): the cluster a HyperPod API acts on with the caller's
         # credentials (compute quotas, the scheduler config). None when the stack adopts one or has several.
-        eks = {r.inputs.get("name") for r in registrations if r.type == "aws:eks/cluster:Cluster"}
+        eks = {r.inputs.get("name") for r in registrations if r.type == EKS_CLUSTER}
         self.eks_cluster = next(iter(eks)) if len(eks) == 1 else None  # None in the set: a name not known offline
         self.patterns: dict[str, str] = {}
         for r in registrations:
@@ -325,7 +326,7 @@ class _Scopes:
         return arns, "scoped to the ARNs this stack's resources have"
 
 
-ROLE_TYPE = "aws:iam/role:Role"
+ROLE_TYPE = IAM_ROLE
 # What the boundary denies every role of the stack: changing IAM (users, roles, policies, boundaries) and the
 # account or organization, so no role the deploy role writes can give anyone more than the boundary allows. It
 # keeps iam:PassRole and iam:CreateServiceLinkedRole (the load balancer controller's policy uses them) and reads.

@@ -51,6 +51,8 @@ from policies.engine import evaluate
 from policies.graph import EKS_ADDON, EKS_COMPONENT, HYPERPOD_CLUSTER, LISTENER_RULES, LISTENERS, REPLICATION_GROUP
 from policies.pack import POLICIES
 from policies.readiness import load_readiness
+from policies.resource_types.tokens import COMPUTE_QUOTA, HELM_RELEASE
+from policies.resource_types.tokens import LOAD_BALANCER as ALB
 from tools.plan import member_outputs
 from tools.plan.capacity_table import capacity_report
 from tools.plan.diff import STATEFUL, BasePlanError, check_base, diff_lines, diff_plans, logical_name
@@ -68,8 +70,6 @@ from tools.report.console import make_console, progress
 EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG = 0, 1, 2
 GRAPH_SUFFIXES = {".dot", ".gv", ".mmd", ".md", ".svg", ".png"}
 
-ALB = "aws:lb/loadBalancer:LoadBalancer"
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 _ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
 
 
@@ -195,7 +195,7 @@ def _scheduler_properties(i: dict[str, Any]) -> str:
 def key_properties(reg: Registration) -> str:
     """The properties a reviewer checks first, for the resource types that have them ("" otherwise)."""
     inputs = unwrap_secrets(reg.inputs)
-    if reg.type == "aws-native:sagemaker:ComputeQuota":
+    if reg.type == COMPUTE_QUOTA:
         return _quota_properties(inputs)
     if inputs.get("resourceKind") == "hyperpod:ClusterSchedulerConfig":
         return _scheduler_properties(inputs)

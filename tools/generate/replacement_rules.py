@@ -2,28 +2,29 @@
 
     venv/bin/python -m tools.generate.replacement_rules --write                 # regenerate policies/replacement_rules.json
     venv/bin/python -m tools.generate.replacement_rules --check                 # exit 1 when the file is stale
-    venv/bin/python -m tools.generate.replacement_rules --write --tf-source DIR --tf-commit SHA   # re-read from Go files
+    venv/bin/python -m tools.generate.replacement_rules --tf-source DIR --tf-commit SHA   # compare with the Go files
 
 No provider plugin runs its ``Diff`` offline, so ``tools.plan.diff`` judges a changed property by the rules in
 ``policies/replacement_rules.json`` (read by :mod:`policies.replacement_rules`), each taken from the owner's
 machine-readable source:
 
-* ``aws-native:*`` — the ``createOnlyProperties`` (replace) and ``conditionalCreateOnlyProperties`` (may replace)
+* ``aws-native:*`` (every aws-native record with deploy actions) — the ``createOnlyProperties`` (replace) and ``conditionalCreateOnlyProperties`` (may replace)
   of the CloudFormation resource schema cfn-lint ships (read here, as data, through :func:`tools.plan.render.resource_schema`).
 * ``aws:*`` (pulumi-aws bridges terraform-provider-aws) — the attributes the Terraform schema marks ``ForceNew``
   (SDKv2) or ``RequiresReplace`` (plugin framework), those a ``CustomizeDiff``/``ModifyPlan`` forces new only
   under a condition (may replace), SDK inputs newer than the Go file read (may replace), and ``region`` on every
-  Region-aware type (:data:`REGION_SOURCE`). Each entry keeps what was read (``tf``: Terraform names, the
-  ``repo@commit:path`` of the file version read); the generator maps the names to the SDK's camelCase inputs by
+  Region-aware type (:data:`REGION_SOURCE`). What was read is in the type's record (``replacement_facts.tf``:
+  Terraform names, the ``repo@commit:path`` of the file version read) and copied to its entry; the generator maps the names to the SDK's camelCase inputs by
   walking the pulumi-aws *Args classes (:func:`sdk_path`) and fails on a name the SDK does not have. With
-  ``--tf-source DIR --tf-commit SHA`` (a terraform-provider-aws tree) the entries read at SHA are re-read from
-  their Go files by :func:`parse_go_schema`.
+  ``--tf-source DIR --tf-commit SHA`` (a terraform-provider-aws tree) the records' facts read at SHA are re-read
+  from their Go files by :func:`parse_go_schema` and every difference is printed.
 * ``kubernetes:*`` — the object's identity (``metadata.name``/``namespace``; a changed ``apiVersion`` or ``kind`` is
   another type token, so another URN) plus the fields a CRD (``x-kubernetes-validations`` with ``oldSelf``) or a
-  validating webhook makes immutable (:data:`K8S_KINDS`, each with its source).
+  validating webhook makes immutable (``replacement_facts`` of the kind's record, each with its source).
 * ``pulumi-python:dynamic:Resource`` — keyed by its ``resourceKind`` input; the rules are derived by calling the
   provider's own ``diff()`` (:func:`_dynamic_rules`).
-* pulumi-eks, Helm releases, the Kubernetes provider, components: :data:`STATIC`, each with its source.
+* pulumi-eks, Helm releases, the Kubernetes provider, components: rules read by hand from their code, in the
+  ``replacement_facts`` of their records (``policies/resource_types``), each with its source.
 
 ``other`` says what a change of any property no rule names is: ``update`` when the source is complete (a
 Terraform schema: every attribute that is not ForceNew is updated in place), ``may-replace`` when it is not.
@@ -41,113 +42,19 @@ from pathlib import Path
 from typing import Any
 
 from policies.replacement_rules import DYNAMIC, RULES_FILE
+from policies.resource_types import load_resource_types
+from policies.resource_types.schema import ReplacementFacts
 from tools.report import cli
 
 RULES_FORMAT = 1
 
 # --- generation -------------------------------------------------------------------------------------------------
 
-# aws-native types the program registers (their rules come from cfn-lint's schemas).
-AWS_NATIVE_TYPES = ("aws-native:sagemaker:Cluster", "aws-native:sagemaker:ComputeQuota")
-
-# Kubernetes kinds -> fields a validating webhook (or the API server) refuses to change, with the source.
-LBC_WEBHOOK = (
-    "kubernetes-sigs/aws-load-balancer-controller webhooks/elbv2/targetgroupbinding_validator.go "
-    "checkImmutableFields (read at 0a27108f617683e51e6b39675b855aa31f650eac; identical at tag v2.13.0 "
-    "73980cf1: UNCONFIRMED [lbc-webhook-at-tag]), webhook failurePolicy=fail"
-)
+# The Kubernetes objects' rules start from their identity (``replacement_facts`` of their records add the rest).
 K8S_IDENTITY_SOURCE = (
     "pulumi-kubernetes replaces an object whose metadata.name or metadata.namespace changes; apiVersion and "
     "kind are part of the type token, so a change is another resource (delete and create)"
 )
-K8S_KINDS: dict[str, dict[str, Any]] = {
-    "kubernetes:core/v1:Namespace": {},
-    "kubernetes:core/v1:ServiceAccount": {},
-    "kubernetes:core/v1:ConfigMap": {},
-    "kubernetes:core/v1:Secret": {
-        "replace": ["type"],
-        "why": "the API server refuses to change a Secret's type (kubernetes/kubernetes "
-        "pkg/apis/core/validation ValidateSecretUpdate: `field is immutable`; UNCONFIRMED [k8s-secret-type-immutable])",
-    },
-    "kubernetes:rbac.authorization.k8s.io/v1:Role": {},
-    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": {
-        "replace": ["roleRef"],
-        "why": "the API server refuses to change a binding's roleRef (Kubernetes RBAC documentation: 'After you "
-        "create a binding, you cannot change the Role or ClusterRole that it refers to')",
-    },
-    "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding": {
-        "replace": ["spec.targetGroupARN", "spec.targetType", "spec.vpcID", "spec.ipAddressType"],
-        "why": LBC_WEBHOOK,
-        "crd": "third-party/elbv2.k8s.aws_targetgroupbindings.yaml",
-    },
-    "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig": {
-        "crd": "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
-        "note": "the operator's validating webhooks are not public: a change it refuses cannot be known offline",
-    },
-    "kubernetes:inference.sagemaker.aws.amazon.com/v1:JumpStartModel": {
-        "crd": "inference.sagemaker.aws.amazon.com_jumpstartmodels.yaml",
-        "note": "the operator's validating webhooks are not public: a change it refuses cannot be known offline",
-    },
-    "kubernetes:inference.sagemaker.aws.amazon.com/v1alpha1:InferenceGatewayConfig": {
-        "note": "no public CRD or webhook: the identity rules only",
-    },
-}
-
-_P_K8S = "pulumi/pulumi-kubernetes@94977969 provider/pkg/provider"
-_P_EKS = "pulumi/pulumi-eks@7bf0c1b179932ce51cb02dfc4f9bd0d7550cb0cd nodejs/eks/cluster/cluster.ts"
-_TF_EKS = "hashicorp/terraform-provider-aws@00555dc5b38f92abbfa230badea0ed0754cea81e:internal/service/eks/cluster.go"
-
-# Types whose diff is code we read (not a schema the generator can parse): the rules with their sources.
-STATIC: dict[str, dict[str, Any]] = {
-    "eks:index:Cluster": {
-        "source": f"{_P_EKS} (component inputs -> its aws.eks.Cluster) and {_TF_EKS} (ForceNew)",
-        "replace": ["name", "serviceRole", "kubernetesServiceIpAddressRange", "ipFamily"],
-        "update": [
-            "version",
-            "tags",
-            "clusterTags",
-            "endpointPublicAccess",
-            "endpointPrivateAccess",
-            "publicAccessCidrs",
-            "enabledClusterLogTypes",
-            "vpcCniOptions",
-            "kubeProxyAddonOptions",
-            "corednsAddonOptions",
-            "accessEntries",
-        ],
-        # A remote component: what else a change does depends on the children pulumi-eks creates from it
-        # (security groups, the aws-auth ConfigMap, the OIDC provider, ...), which no mock run shows.
-        "other": "may-replace",
-    },
-    "kubernetes:helm.sh/v3:Release": {
-        "source": f"{_P_K8S}/helm_release.go Diff (a changed release name or namespace replaces; UNCONFIRMED [helm-release-diff])",
-        "replace": ["name", "namespace"],
-        "other": "update",
-    },
-    "pulumi:providers:kubernetes": {
-        "source": f"{_P_K8S}/provider.go DiffConfig (a kubeconfig for another cluster replaces the provider, "
-        "and with it every object it manages; decided from the cluster the kubeconfig names)",
-        "mayReplace": [{"path": "kubeconfig", "why": "DiffConfig compares the clusters the kubeconfigs name"}],
-        "other": "update",
-    },
-    "random:index/randomPassword:RandomPassword": {
-        "source": "hashicorp/terraform-provider-random resource_password.go (not read here)",
-        "other": "may-replace",
-    },
-}
-
-# Types that are never diffed by a provider.
-GLOBS: dict[str, dict[str, Any]] = {
-    "hyperpod:*": {
-        "source": "a ComponentResource: no provider diffs it; its children carry every change",
-        "other": "update",
-    },
-    "pulumi:pulumi:Stack": {"source": "the stack resource: its outputs only", "other": "update"},
-    "pulumi:providers:*": {
-        "source": "a default provider (its version and the stack's provider config)",
-        "other": "update",
-    },
-}
 
 
 def _camel(snake: str) -> str:
@@ -343,19 +250,32 @@ def _crd_immutable(crds_dir: Path | None, crd: str | None) -> list[str]:
     return sorted(out)
 
 
-def _kubernetes_entry(token: str, facts: dict[str, Any], crds_dir: Path | None) -> dict[str, Any]:
-    replace = ["metadata.name", "metadata.namespace", *facts.get("replace", [])]
+def _kubernetes_entry(facts: ReplacementFacts, crds_dir: Path | None) -> dict[str, Any]:
+    replace = ["metadata.name", "metadata.namespace", *facts.replace]
     sources = [K8S_IDENTITY_SOURCE]
-    if facts.get("why"):
-        sources.append(facts["why"])
-    cel = _crd_immutable(crds_dir, facts.get("crd"))
+    if facts.why:
+        sources.append(facts.why)
+    cel = _crd_immutable(crds_dir, facts.crd)
     if cel:
         replace += cel
-        sources.append(f"x-kubernetes-validations oldSelf rules of {facts['crd']}")
+        sources.append(f"x-kubernetes-validations oldSelf rules of {facts.crd}")
     entry: dict[str, Any] = {"owner": "kubernetes", "source": "; ".join(sources), "replace": sorted(set(replace))}
-    if facts.get("note"):
-        entry["note"] = facts["note"]
+    if facts.note:
+        entry["note"] = facts.note
     entry["other"] = "update"
+    return entry
+
+
+def _read_by_hand(facts: ReplacementFacts) -> dict[str, Any]:
+    """The rules a record states from its owner's code (``owner: code``), or for what no provider diffs."""
+    entry: dict[str, Any] = {"source": facts.source}
+    if facts.replace:
+        entry["replace"] = list(facts.replace)
+    if facts.update:
+        entry["update"] = list(facts.update)
+    if facts.may_replace:
+        entry["mayReplace"] = [m.model_dump() for m in facts.may_replace]
+    entry["other"] = facts.other
     return entry
 
 
@@ -469,36 +389,28 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
     return out
 
 
-def generate(
-    existing: dict[str, Any] | None,
-    *,
-    tf_source: Path | None = None,
-    tf_commit: str | None = None,
-    crds_dir: Path | None = None,
-) -> dict:
-    """The rule data: regenerated from cfn-lint, the SDK, the CRDs and the code. The Terraform facts are the
-    generator's input, carried over from ``existing``; with ``tf_source`` (a terraform-provider-aws tree at
-    ``tf_commit``) the entries read at that commit are re-read from their Go files (:func:`reread_terraform`)."""
+def generate(*, crds_dir: Path | None = None) -> dict:
+    """The rule data, from the records (``policies/resource_types``: the Terraform facts of each pulumi-aws type,
+    the Kubernetes kinds' and the hand-read rules), cfn-lint's schemas, the SDK, the CRDs and the code."""
+    records = load_resource_types().types
+    facts = {token: r.replacement_facts for token, r in records.items() if r.replacement_facts is not None}
     types: dict[str, dict[str, Any]] = {}
-    for token in AWS_NATIVE_TYPES:
-        types[token] = _aws_native_entry(token)
-    for token, entry in sorted(((existing or {}).get("types") or {}).items()):
-        tf = entry.get("tf")
-        if tf is None:
-            continue
-        if tf_source is not None and tf.get("read", True) and tf.get("commit") == tf_commit:
-            tf = reread_terraform(token, tf, tf_source)
-        types[token] = _terraform_entry(token, tf)
-    for token, facts in K8S_KINDS.items():
-        types[token] = _kubernetes_entry(token, facts, crds_dir)
+    for token, record in records.items():
+        if token.startswith("aws-native:") and record.deploy is not None:
+            types[token] = _aws_native_entry(token)
+    for token, f in sorted(facts.items()):
+        if f.tf is not None:
+            types[token] = _terraform_entry(token, f.tf.model_dump(exclude_unset=True))
+    for token, f in facts.items():
+        if f.owner == "kubernetes":
+            types[token] = _kubernetes_entry(f, crds_dir)
     types.update(_dynamic_rules())
-    for token, entry in STATIC.items():
-        types[token] = dict(entry)
+    types.update({token: _read_by_hand(f) for token, f in facts.items() if f.owner == "code"})
     return {
         "format": RULES_FORMAT,
         "generatedBy": "python -m tools.generate.replacement_rules --write",
         "types": dict(sorted(types.items())),
-        "globs": GLOBS,
+        "globs": {token: _read_by_hand(f) for token, f in sorted(facts.items()) if f.owner == "engine"},
     }
 
 
@@ -694,6 +606,24 @@ def _crds_dir() -> Path | None:
     return shared if shared.is_dir() else None
 
 
+def _compare_with_go(tf_source: Path, tf_commit: str) -> int:
+    """Re-read from the Go files every record's Terraform facts read at ``tf_commit``; print those that differ
+    (as the record should write them) and exit 1, so the records stay the one place the facts are written."""
+    records = load_resource_types()
+    stale = 0
+    for token, record in sorted(records.types.items()):
+        f = record.replacement_facts
+        if f is None or f.tf is None or not f.tf.read or f.tf.commit != tf_commit:
+            continue
+        written = f.tf.model_dump(exclude_unset=True)
+        again = reread_terraform(token, written, tf_source)
+        if again != written:
+            stale += 1
+            print(f"{records.files[token]}: {token}: replacement_facts.tf should be {json.dumps(again)}")
+    print(f"{stale} record(s) differ from the Go files at {tf_commit}", file=sys.stderr if stale else sys.stdout)
+    return 1 if stale else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.generate.replacement_rules", description=__doc__.split("\n\n")[0]
@@ -701,12 +631,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help=f"write {RULES_FILE.name}")
     parser.add_argument("--check", action="store_true", help="exit 1 when the file differs from a regeneration")
     parser.add_argument("--tf-source", type=Path, help="a hashicorp/terraform-provider-aws tree (internal/, names/)")
-    parser.add_argument("--tf-commit", help="the commit of --tf-source: the entries read at it are re-read")
+    parser.add_argument(
+        "--tf-commit", help="the commit of --tf-source: the records' facts read at it are compared with the Go files"
+    )
     args = parser.parse_args(argv)
     if (args.tf_source is None) != (args.tf_commit is None):
         parser.error("--tf-source and --tf-commit go together")
-    existing = json.loads(RULES_FILE.read_text(encoding="utf-8")) if RULES_FILE.exists() else None
-    data = generate(existing, tf_source=args.tf_source, tf_commit=args.tf_commit, crds_dir=_crds_dir())
+    if args.tf_source is not None:
+        return _compare_with_go(args.tf_source, args.tf_commit)
+    data = generate(crds_dir=_crds_dir())
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     if args.write:
         RULES_FILE.write_text(text, encoding="utf-8")

@@ -38,7 +38,7 @@ from typing import Any
 
 from components.config import PROJECT
 from policies.baselines import STATEFUL as _PACK_STATEFUL
-from policies.graph import EKS_CLUSTER, EKS_COMPONENT
+from policies.graph import EKS_CLUSTER, EKS_COMPONENT, HYPERPOD_CLUSTER
 from policies.replacement_rules import rules_for
 from tools.plan.mocks import ROOT_STACK_TYPE, qualified_type
 from tools.plan.writer import (
@@ -363,7 +363,7 @@ def stateful_results(
             level = "mandatory" if environment == "prod" else "advisory"
             message += (
                 f", destroying it and what it holds"
-                f"{' (every HyperPod node)' if state.get('type') == 'aws-native:sagemaker:Cluster' else ''}; "
+                f"{' (every HyperPod node)' if state.get('type') == HYPERPOD_CLUSTER else ''}; "
                 f"if that is intended, list `{name}` in hyperpod-inference:allowReplacement of the stack file"
             )
         out.append(

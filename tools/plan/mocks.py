@@ -25,6 +25,13 @@ from pulumi.runtime.mocks import MockMonitor
 from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.plan.render and the tests
 from policies.physical_names import physical_name
 from policies.resource_types import load_resource_types
+from policies.resource_types.tokens import (
+    GET_CALLER_IDENTITY,
+    GET_EKS_CLUSTER,
+    GET_HYPERPOD_CLUSTER,
+    GET_PARTITION,
+    GET_REGION,
+)
 
 ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-west-2"
@@ -537,19 +544,19 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         self.calls.append(args)
-        if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
+        if args.token == GET_CALLER_IDENTITY:
             return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/preview", "userId": "AIDAPREVIEW"}
-        if args.token == "aws:index/getRegion:getRegion":
+        if args.token == GET_REGION:
             return {"name": self.region, "region": self.region, "id": self.region}
-        if args.token == "aws:index/getPartition:getPartition":
+        if args.token == GET_PARTITION:
             return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
-        if args.token == "aws:eks/getCluster:getCluster":  # an adopted EKS cluster
+        if args.token == GET_EKS_CLUSTER:  # an adopted EKS cluster
             name = str(args.args["name"])
             return eks_cluster_read(self.region, name, **self.eks_overrides.get(name, {}))
-        if args.token == "aws-native:sagemaker:getCluster":  # an adopted HyperPod cluster, orchestrated by EKS
+        if args.token == GET_HYPERPOD_CLUSTER:  # an adopted HyperPod cluster, orchestrated by EKS
             arn = str(args.args["clusterArn"])
             # By default the EKS cluster the stack adopts, as read above (the stack's only `eks:getCluster` call).
-            eks_names = [c.args["name"] for c in self.calls if c.token == "aws:eks/getCluster:getCluster"]
+            eks_names = [c.args["name"] for c in self.calls if c.token == GET_EKS_CLUSTER]
             eks_arn = f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{eks_names[-1] if eks_names else 'unknown'}"
             return hyperpod_cluster_read(self.region, arn, eks_arn, **self.hyperpod_overrides.get(arn, {}))
         return {}

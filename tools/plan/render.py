@@ -16,6 +16,19 @@ from typing import Any
 
 import yaml
 
+from policies.resource_types.tokens import (
+    BUCKET_POLICY,
+    DASHBOARD,
+    ECR_REPOSITORY_POLICY,
+    EKS_ADDON,
+    EKS_COMPONENT,
+    IAM_GROUP_POLICY,
+    IAM_POLICY,
+    IAM_ROLE,
+    IAM_ROLE_POLICY,
+    IAM_USER_POLICY,
+    KMS_KEY,
+)
 from tools.plan.mocks import Registration, unwrap_secrets
 
 # aws-native type token -> CloudFormation type, for the services this package uses.
@@ -259,14 +272,14 @@ def _file_name(name: str) -> str:
 
 # Which input of which type holds an IAM policy document (pulumi-aws input names).
 _IAM_DOCUMENT_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "aws:iam/role:Role": (("assumeRolePolicy", "trust"),),
-    "aws:iam/policy:Policy": (("policy", "policy"),),
-    "aws:iam/rolePolicy:RolePolicy": (("policy", "inline"),),
-    "aws:iam/userPolicy:UserPolicy": (("policy", "inline"),),
-    "aws:iam/groupPolicy:GroupPolicy": (("policy", "inline"),),
-    "aws:s3/bucketPolicy:BucketPolicy": (("policy", "bucket-policy"),),
-    "aws:kms/key:Key": (("policy", "key-policy"),),
-    "aws:ecr/repositoryPolicy:RepositoryPolicy": (("policy", "resource-policy"),),
+    IAM_ROLE: (("assumeRolePolicy", "trust"),),
+    IAM_POLICY: (("policy", "policy"),),
+    IAM_ROLE_POLICY: (("policy", "inline"),),
+    IAM_USER_POLICY: (("policy", "inline"),),
+    IAM_GROUP_POLICY: (("policy", "inline"),),
+    BUCKET_POLICY: (("policy", "bucket-policy"),),
+    KMS_KEY: (("policy", "key-policy"),),
+    ECR_REPOSITORY_POLICY: (("policy", "resource-policy"),),
 }
 
 
@@ -330,15 +343,12 @@ def iam_documents(registrations: list[Registration]) -> dict[str, dict[str, Any]
             doc = _document(r.inputs.get(key))
             if doc is not None:
                 out[f"{_file_name(r.name)}.{kind}.json"] = doc
-        if r.type == "aws:iam/role:Role":
+        if r.type == IAM_ROLE:
             for inline in unwrap_secrets(r.inputs.get("inlinePolicies")) or []:
                 doc = _document(inline.get("policy")) if isinstance(inline, dict) else None
                 if doc is not None:
                     out[f"{_file_name(r.name)}.inline-{_file_name(str(inline.get('name') or 'policy'))}.json"] = doc
     return dict(sorted(out.items()))
-
-
-DASHBOARD = "aws:cloudwatch/dashboard:Dashboard"
 
 
 def dashboards(registrations: list[Registration]) -> dict[str, Any]:
@@ -365,11 +375,11 @@ def validate_written_manifests(registrations: list[Registration], out_dir: Path)
         (
             r.inputs.get("addonVersion")
             for r in registrations
-            if r.type == "aws:eks/addon:Addon" and r.inputs.get("addonName") == "amazon-sagemaker-hyperpod-inference"
+            if r.type == EKS_ADDON and r.inputs.get("addonName") == "amazon-sagemaker-hyperpod-inference"
         ),
         None,
     )
-    k8s_version = next((str(r.inputs.get("version")) for r in registrations if r.type == "eks:index:Cluster"), "1.35")
+    k8s_version = next((str(r.inputs.get("version")) for r in registrations if r.type == EKS_COMPONENT), "1.35")
     results, advisories = validate_manifests(
         redacted_manifests(registrations), addon_version=addon, kubernetes_version=k8s_version
     )

@@ -27,6 +27,7 @@ from components.config.capacity import zone_names
 from components.config.cluster import InstanceGroup
 from policies import capacity_rules
 from policies.resource_types import load_resource_types
+from policies.resource_types.tokens import EKS_ADDON
 
 Status = Literal["PASS", "FAIL", "WARN", "SKIP"]
 
@@ -1048,7 +1049,7 @@ def planned_addons(cfg: StackConfig) -> list[tuple[str, str, str | None]]:
         raise ValueError(f"the program rejected the config under mocks: {run.config_error}")
     by_urn = {r.urn: r for r in run.registrations}
     out: list[tuple[str, str, str | None]] = []
-    for reg in run.of_type("aws:eks/addon:Addon"):
+    for reg in run.of_type(EKS_ADDON):
         parent = by_urn.get(reg.parent or "")
         parent_urn = engine_urn(cfg.stack, PROJECT, parent, by_urn) if parent is not None else None
         out.append((reg.name, str(reg.inputs.get("addonName")), parent_urn))
@@ -1064,9 +1065,7 @@ def import_command(stack: str, resource_name: str, cluster: str, addon: str, par
     parent = ""
     if parent_urn:
         parent = f" --parent '{parent_urn.rsplit('::', 1)[-1]}={parent_urn}'"
-    return (
-        f"pulumi import --stack {stack} aws:eks/addon:Addon {resource_name} {cluster}:{addon}{parent} --protect=false"
-    )
+    return f"pulumi import --stack {stack} {EKS_ADDON} {resource_name} {cluster}:{addon}{parent} --protect=false"
 
 
 @check("add-ons not yet installed")

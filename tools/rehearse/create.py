@@ -28,6 +28,7 @@ from policies.readiness import (
     all_hold,
     input_value,
 )
+from policies.resource_types.tokens import EKS_CLUSTER, EKS_COMPONENT
 from tools.plan.mocks import Registration
 from tools.rehearse.model import CompleteGraph, crd_of
 from tools.rehearse.ordering import ordering_edges, report_missing
@@ -418,10 +419,10 @@ def route_back(ctx: _Context, cluster: Registration, runner_cidrs: list[ipaddres
 def api_path(ctx: _Context, mapping: dict[str, Any] | None, project: str) -> ApiPath | None:
     """Both halves of the deployer's path to a private endpoint (or the public endpoint); None: no cluster here."""
     da = ctx.readiness.deployer_access
-    clusters = [r for r in ctx.graph.nodes.values() if r.type == "eks:index:Cluster"]
+    clusters = [r for r in ctx.graph.nodes.values() if r.type == EKS_COMPONENT]
     prefix = ""
     if not clusters:
-        clusters = [r for r in ctx.graph.nodes.values() if r.type == "aws:eks/cluster:Cluster"]
+        clusters = [r for r in ctx.graph.nodes.values() if r.type == EKS_CLUSTER]
         prefix = "vpcConfig."
     if not clusters:
         return None

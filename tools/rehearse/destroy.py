@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from policies.readiness import Readiness, input_value
+from policies.resource_types.tokens import BUCKET, BUCKET_V2, EKS_CLUSTER, LOAD_BALANCER
 from tools.rehearse.create import _context, _Findings
 from tools.rehearse.model import CompleteGraph
 
-BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+BUCKET_TYPES = (BUCKET, BUCKET_V2)
 # Inputs that turn on deletion protection, by type (the stack's own flags; AWS refuses the delete).
 DELETION_PROTECTION = {
-    "aws:lb/loadBalancer:LoadBalancer": "enableDeletionProtection",
-    "aws:eks/cluster:Cluster": "deletionProtection",
+    LOAD_BALANCER: "enableDeletionProtection",
+    EKS_CLUSTER: "deletionProtection",
 }
 
 

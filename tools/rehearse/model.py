@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from policies.readiness import Readiness, RemoteComponent, load_readiness
+from policies.resource_types.tokens import EKS_CLUSTER
 from tools.plan.mocks import Registration
 
 
@@ -41,7 +42,7 @@ def _expand_one(reg: Registration, spec: RemoteComponent) -> list[Registration]:
         # what the component waits on.
         deps = sibling if sibling else list(reg.dependencies)
         # The control plane carries the component's outputs (cluster security group id, endpoint, ...).
-        outputs = copy.deepcopy(reg.outputs) if child.type == "aws:eks/cluster:Cluster" else {}
+        outputs = copy.deepcopy(reg.outputs) if child.type == EKS_CLUSTER else {}
         out.append(
             Registration(
                 type=child.type,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from components.config import observed
+from policies.resource_types.tokens import AMP_WORKSPACE, HYPERPOD_CLUSTER
 from tools.preflight.checks import call
 
 from .base import Context, Result, check, condition
@@ -100,8 +101,6 @@ def parse_event_log(lines: Iterable[str], source: str = "event log") -> list[Ste
     return steps
 
 
-AMP_WORKSPACE = "aws:amp/workspace:Workspace"
-HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
 ENDPOINT_TYPES = re.compile(r"^kubernetes:inference\.sagemaker\.aws\.amazon\.com/v1:")
 
 

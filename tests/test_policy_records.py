@@ -264,11 +264,3 @@ def test_is_mandatory_reads_the_record() -> None:
     assert not records.is_mandatory("alb-tls-policy-recommended", "qa")
     assert records.is_mandatory("image-compatible-with-operator", "prod")  # escalates kvaware endpoints there
     assert not records.is_mandatory("elasticache-automatic-backups", "prod")  # waived
-
-
-def test_resource_type_records_name_only_existing_policies() -> None:
-    """A resource-type record's ``baselines`` (policies/resource_types) names policies that have a record here."""
-    from policies.resource_types import load_resource_types
-
-    named = {(key, name) for key, rec in load_resource_types().types.items() for name in rec.baselines}
-    assert {(key, name) for key, name in named if name not in RECORDS} == set()

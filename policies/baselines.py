@@ -35,6 +35,7 @@ from .graph import (
     SG_EGRESS_RULE,
     SG_INGRESS_RULE,
     SG_RULE,
+    SNS_TOPIC,
     SSE_CONFIGS,
     as_json,
     as_list,
@@ -446,3 +447,39 @@ def _stateful_resources_protected(args: ResourceValidationArgs, report: ReportVi
     what = STATEFUL.get(args.resource_type)
     if what is not None and not args.opts.protect:
         report(f"{what} is not protected (ResourceOptions(protect=True)); a stray destroy would delete its state", None)
+
+
+# --- eks-secrets-encrypted / eks-deletion-protection ------------------------------------------------
+
+
+def _eks_secrets_key(props: Mapping[str, Any], resource_type: str) -> Any:
+    """The KMS key that envelope-encrypts the cluster's Secrets (None when the input is left out)."""
+    if resource_type == EKS_COMPONENT:
+        return get(props, "encryptionConfigKeyArn")
+    configs = as_list(get(props, "encryptionConfig"))
+    return next(
+        (get(c, "provider", "keyArn") for c in configs if "secrets" in as_list(get(c, "resources"))),
+        None,
+    )
+
+
+def _eks_secrets_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in (EKS_COMPONENT, EKS_CLUSTER):
+        return
+    if not _eks_secrets_key(args.props, args.resource_type):
+        report("Kubernetes Secrets are not envelope-encrypted with a KMS key (the input is missing or empty)", None)
+
+
+def _eks_deletion_protection(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in (EKS_COMPONENT, EKS_CLUSTER):
+        return
+    if not truthy(get(args.props, "deletionProtection")):
+        report("deletionProtection is not true (EKS's default is false: one DeleteCluster removes the cluster)", None)
+
+
+# --- sns-topic-encrypted ----------------------------------------------------------------------------
+
+
+def _sns_topic_encrypted(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type == SNS_TOPIC and not get(args.props, "kmsMasterKeyId"):
+        report("the topic has no kmsMasterKeyId: SNS stores its messages unencrypted (the API's default)", None)

@@ -35,6 +35,7 @@ from policies.resource_types.tokens import (  # noqa: F401
     SG_EGRESS_RULE,
     SG_INGRESS_RULE,
     SG_RULE,
+    SNS_TOPIC,
     SSE_CONFIG,
     SSE_CONFIG_V2,
 )

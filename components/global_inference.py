@@ -183,7 +183,12 @@ class GlobalInference(pulumi.ComponentResource):
             description=f"Invoke the Global Inference Gateway {cfg.name} (attach to callers)",
             policy=gateway.arn.apply(lambda arn: json.dumps(invoke_policy(arn))),
             tags=cfg.common_tags,
-            opts=child,
+            # Outside callers attach it (no boundary holds them), so the deploy role writes no new version of it
+            # (tools.cli.deployer_policy): a changed document replaces the policy instead, and AWS refuses the
+            # delete while a caller still has it attached (DeleteConflict) rather than widening what they hold.
+            opts=pulumi.ResourceOptions.merge(
+                child, pulumi.ResourceOptions(replace_on_changes=["policy"], delete_before_replace=True)
+            ),
         )
         self._export("environment", cfg.environment)
         self._export("globalGatewayName", cfg.name)

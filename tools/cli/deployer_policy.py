@@ -149,6 +149,11 @@ class DeployerPolicy:
     unknown_invokes: list[str] = field(default_factory=list)
     boundary: str = ""  # the permissions boundary every role of the stack must carry
     unbounded_roles: list[str] = field(default_factory=list)  # roles registered without it
+    stack_roles: list[str] = field(default_factory=list)  # the ARN patterns of the stack's roles
+
+    @property
+    def boundary_document(self) -> dict[str, Any]:
+        return boundary_document(self.stack_roles)
 
     @property
     def document(self) -> dict[str, Any]:
@@ -326,6 +331,14 @@ class _Scopes:
 
 
 ROLE_TYPE = "aws:iam/role:Role"
+POLICY_TYPE = "aws:iam/policy:Policy"
+ATTACHMENT_TYPE = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+ATTACH_ACTIONS = frozenset({"iam:AttachRolePolicy", "iam:DetachRolePolicy"})
+POLICY_VERSION_WRITES = frozenset({"iam:CreatePolicyVersion", "iam:DeletePolicyVersion", "iam:SetDefaultPolicyVersion"})
+VERSION_WRITE_WHY = (
+    "only the stack's managed policies attached to nothing but the stack's roles (each under the boundary): a new "
+    "version cannot reach a principal outside the stack"
+)
 # What the boundary denies every role of the stack: changing IAM (users, roles, policies, boundaries) and the
 # account or organization, so no role the deploy role writes can give anyone more than the boundary allows. It
 # keeps iam:PassRole and iam:CreateServiceLinkedRole (the load balancer controller's policy uses them) and reads.
@@ -366,13 +379,60 @@ def boundary_arn(stack: str, partition: str = "aws", account: str = "*") -> str:
     return f"arn:{partition}:iam::{account}:policy/{role_boundary_name(stack)}"
 
 
-def boundary_document() -> dict[str, Any]:
-    """The boundary's document: what a role of the stack may do at most, whatever its own policies say."""
+# What the boundary also denies: every way a principal turns its permissions into another principal's (the
+# escalation paths principalmapper's edge checks and its admin test look for: assuming a role, passing a role to
+# compute it then controls, changing code that runs as a role) and the actions that expose what it may read.
+BOUNDARY_DENIED_PATHS = (
+    "autoscaling:CreateAutoScalingGroup",
+    "autoscaling:CreateLaunchConfiguration",
+    "autoscaling:UpdateAutoScalingGroup",
+    "cloudformation:CreateChangeSet",
+    "cloudformation:CreateStack",
+    "cloudformation:ExecuteChangeSet",
+    "cloudformation:SetStackPolicy",
+    "cloudformation:UpdateStack",
+    "codebuild:*",
+    "ec2:AssociateIamInstanceProfile",
+    "ec2:CreateFleet",
+    "ec2:CreateLaunchTemplate",
+    "ec2:CreateLaunchTemplateVersion",
+    "ec2:ModifyImageAttribute",
+    "ec2:ModifyInstanceAttribute",
+    "ec2:ModifySnapshotAttribute",
+    "ec2:ReplaceIamInstanceProfileAssociation",
+    "ec2:RequestSpotFleet",
+    "ec2:RequestSpotInstances",
+    "ec2:RunInstances",
+    "ec2-instance-connect:SendSSHPublicKey",
+    "glue:CreateDevEndpoint",
+    "glue:UpdateDevEndpoint",
+    "lambda:*",
+    "sagemaker:CreateNotebookInstance",
+    "sagemaker:CreatePresignedNotebookInstanceUrl",
+    "sagemaker:CreateProcessingJob",
+    "sagemaker:CreateTrainingJob",
+    "ssm:SendCommand",
+    "ssm:StartSession",
+    "sts:AssumeRole",
+    "sts:GetFederationToken",
+)
+
+
+def boundary_document(stack_roles: Sequence[str] = ()) -> dict[str, Any]:
+    """The boundary's document: what a role of the stack may do at most, whatever its own policies say. With the
+    stack's role ARNs (``stack_roles``), iam:PassRole is denied on every other role; without them, on all."""
+    pass_role: dict[str, Any] = {"Sid": "PassOnlyTheStacksRoles", "Effect": "Deny", "Action": "iam:PassRole"}
+    if stack_roles:
+        pass_role["NotResource"] = sorted(stack_roles)
+    else:
+        pass_role["Resource"] = "*"
     return {
         "Version": POLICY_VERSION,
         "Statement": [
             {"Sid": "AtMostWhatTheRolesOwnPoliciesAllow", "Effect": "Allow", "Action": "*", "Resource": "*"},
             {"Sid": "NoIamOrAccountChanges", "Effect": "Deny", "Action": list(BOUNDARY_DENIED), "Resource": "*"},
+            {"Sid": "NoEscalationPaths", "Effect": "Deny", "Action": list(BOUNDARY_DENIED_PATHS), "Resource": "*"},
+            pass_role,
         ],
     }
 
@@ -422,9 +482,13 @@ class _Conditions:
         if plain and tagged and request is None:
             # One request names both (kms:CreateAlias: the alias and its key): one statement, else each would
             # lack a resource type the action requires. Aliases carry no tags, so the tag is required where the
-            # resource has one (a key of another stack is refused; an untagged key is not: docs/first-deploy.md).
+            # resource has one; an untagged key or cluster is refused by DenyUntaggedOrOtherStacksResources.
             cond = {**base, "StringEqualsIfExists": {f"aws:ResourceTag/{tag}": self.stack}}
             return [(plain + tagged, cond, "Tagged")]
+        if plain and tagged and request is not None:
+            # a create naming an account resource besides the new one (CreateCluster and a training plan): the
+            # request's tag is the request's, one statement covers both
+            return [(plain + tagged, {**base, "StringEquals": {f"aws:RequestTag/{tag}": self.stack}}, "TaggedCreate")]
         if plain:
             out.append((plain, base, ""))
         if tagged:
@@ -432,6 +496,21 @@ class _Conditions:
                 out.append((tagged, {**base, "StringEquals": {f"aws:RequestTag/{tag}": self.stack}}, "TaggedCreate"))
             if request is None or request.existing:
                 out.append((tagged, {**base, "StringEquals": {f"aws:ResourceTag/{tag}": self.stack}}, "Tagged"))
+        return out
+
+    def tag_writes(self, action: str, resources: list[str], creates: list[str]) -> list[tuple[list[str], dict, str]]:
+        """A tag write (``tag_write_actions``): only where the stack's tag already is, never with a request tag
+        alone (it would claim an untagged resource of the account); SageMaker's tag-on-create is told apart by the
+        create API it comes with (``tag_on_create``)."""
+        tag = self.table.stack_tag
+        own: dict[str, dict[str, Any]] = {"StringEquals": {f"aws:ResourceTag/{tag}": self.stack}}
+        out: list[tuple[list[str], dict, str]] = [(resources, own, "Tagged")]
+        on_create = self.table.tag_on_create.get(action)
+        if on_create is not None and creates:
+            cond = {"StringEquals": {f"aws:RequestTag/{tag}": self.stack, on_create.condition_key: creates}}
+            if action.split(":", 1)[0] not in self.table.global_services:
+                cond["StringEquals"]["aws:RequestedRegion"] = self.region
+            out.append((resources, cond, "TagOnCreate"))
         return out
 
 
@@ -457,6 +536,9 @@ def deployer_policy(
 
     passed_to: set[str] = set()
     service_linked: set[str] = set()
+    attached: list[tuple[str, str]] = []  # (role name, policy ARN) of each attachment the plan makes
+    stack_policies: dict[str, str] = {}  # the mocks' ARN of each managed policy of the stack -> its ARN pattern
+    role_names: set[str] = set()
     unbounded: list[str] = []
     boundary = boundary_arn(stack, partition, account)
 
@@ -477,7 +559,21 @@ def deployer_policy(
             passed_to.update(row.passes_role_to)
         if "iam:CreateServiceLinkedRole" in row.all_actions():
             service_linked.update(row.service_linked_roles)
+        if reg.type == ATTACHMENT_TYPE:
+            attached.append((names.clean(reg.inputs.get("role")), names.clean(reg.inputs.get("policyArn"))))
+        if reg.type == POLICY_TYPE:
+            stack_policies[names.clean(str(reg.outputs.get("arn") or ""))] = render_arn(
+                "arn:{partition}:iam::{account}:policy/{name}",
+                inputs=reg.inputs,
+                name=_physical_name(reg, row, names),
+                partition=partition,
+                region=region,
+                names=names,
+            )
         if reg.type == ROLE_TYPE:
+            role_names.add(names.clean(physical_name(reg.type, reg.name, reg.inputs)))
+            for arn in reg.inputs.get("managedPolicyArns") or []:
+                attached.append((names.clean(physical_name(reg.type, reg.name, reg.inputs)), names.clean(arn)))
             given = names.clean(reg.inputs.get("permissionsBoundary"))
             if given != boundary:
                 unbounded.append(f"{reg.name} ({'no permissionsBoundary' if given == '*' else given})")
@@ -494,6 +590,16 @@ def deployer_policy(
         by_type.setdefault(f"invoke {token}", set()).update(invoke.actions)
         add_arns(invoke.arns, args, names.clean(args.get("name")))
 
+    # iam:AttachRolePolicy/DetachRolePolicy only for the policies the plan attaches (iam:PolicyARN): never
+    # AdministratorAccess, never the boundary itself (it allows `*` minus its denials).
+    attachable = sorted({stack_policies.get(p, p) for _, p in attached if p != "*"})
+    # A new version of a managed policy changes every principal it is attached to: written only for the stack's
+    # policies attached to nothing but the stack's own (bounded) roles, never one outside callers attach.
+    version_writable = {
+        arn
+        for mock_arn, arn in stack_policies.items()
+        if any(p == mock_arn for _, p in attached) and all(r in role_names for r, p in attached if p == mock_arn)
+    }
     conditions = _Conditions(
         table=table,
         stack=stack,
@@ -504,10 +610,26 @@ def deployer_policy(
     )
     # Scope each action, then group actions of one service with the same scope and condition into one statement.
     groups: dict[tuple[str, tuple[str, ...], str, str], tuple[set[str], set[str]]] = {}
-    for action in sorted({a for acts in by_type.values() for a in acts}):
+    granted_actions = sorted({a for acts in by_type.values() for a in acts})
+    for action in granted_actions:
         resources, why = _scope(action, scopes, table, partition, region, names)
         service = action.split(":", 1)[0]
-        for arns, cond, kind in conditions.split(action, resources, scopes):
+        if action in POLICY_VERSION_WRITES:
+            resources = [r for r in resources if r in version_writable]
+            if not resources:
+                continue  # no policy of the stack whose new version only the stack's bounded roles would get
+            why = VERSION_WRITE_WHY
+        if action in table.tag_write_actions:
+            creates = sorted(a.split(":", 1)[1] for a in granted_actions if a.startswith(f"{service}:Create"))
+            split = conditions.tag_writes(action, resources, creates)
+        else:
+            split = conditions.split(action, resources, scopes)
+        for arns, given, kind in split:
+            cond = dict(given)
+            if action in ATTACH_ACTIONS:
+                cond["ArnEquals"] = {"iam:PolicyARN": attachable}
+            elif arns == ["*"] and service not in table.global_services and "aws:RequestedRegion" not in str(cond):
+                cond["StringEquals"] = {**cond.get("StringEquals", {}), "aws:RequestedRegion": region}
             key = (service, tuple(arns), kind, json.dumps(cond, sort_keys=True))
             acts, reasons = groups.setdefault(key, (set(), set()))
             acts.add(action)
@@ -523,6 +645,27 @@ def deployer_policy(
         used.add(sid)
         statements.append(Statement(sid, sorted(acts), list(scope), condition, "; ".join(sorted(reasons))))
     granted = {a for st in statements for a in st.actions}
+    # Whatever grants name a tag-scoped ARN pattern (a key, a cluster: IDs AWS assigns), only the stack's tagged
+    # resources behind it are reachable: an untagged resource of the account (StringNotEquals matches a missing
+    # key) or another stack's is refused. The creating calls (no resource yet) and the tag-on-create are apart.
+    tag_scoped = sorted(scopes.tagged - scopes.untagged)
+    creating = set(table.request_tag_actions) | set(table.tag_on_create)
+    on_tagged = sorted(
+        {a for st in statements if st.effect == "Allow" and set(st.resources) & set(tag_scoped) for a in st.actions}
+        - creating
+    )
+    if on_tagged:
+        statements.append(
+            Statement(
+                "DenyUntaggedOrOtherStacksResources",
+                on_tagged,
+                tag_scoped,
+                {"StringNotEquals": {f"aws:ResourceTag/{table.stack_tag}": stack}},
+                "a key or cluster whose ARN cannot carry the stack's name is the stack's only if it carries the "
+                "stack's tag; tagging one that has none is not granted either (issue 46)",
+                effect="Deny",
+            )
+        )
     retag = sorted(a for a in table.tag_write_actions if a in granted)
     if retag:
         tag_key = f"aws:ResourceTag/{table.stack_tag}"
@@ -546,6 +689,7 @@ def deployer_policy(
         unknown_invokes=sorted(unknown_invokes),
         boundary=boundary,
         unbounded_roles=sorted(unbounded),
+        stack_roles=sorted(f"arn:{partition}:iam::{account}:role/{name}" for name in role_names if name != "*"),
     )
 
 
@@ -580,7 +724,7 @@ def policy_files(policy: DeployerPolicy) -> dict[str, dict[str, Any]]:
     out = {f"iam/deployer-{policy.stack}.json": policy.document}
     for n, part in enumerate(policy.parts(), start=1):
         out[f"iam/deployer-{policy.stack}.part{n}.json"] = part
-    out[f"iam/boundary-{policy.stack}.json"] = boundary_document()
+    out[f"iam/boundary-{policy.stack}.json"] = boundary_document(policy.stack_roles)
     return out
 
 

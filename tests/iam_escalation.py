@@ -27,8 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from principalmapper.common import Edge, Node, Policy
-from principalmapper.graphing import (
+from tests import iam_eval
+
+# tests.iam_eval restores collections.Mapping, which principalmapper 1.1.5 imports (Python >= 3.10 removed it)
+assert iam_eval.allowed
+
+from principalmapper.common import Edge, Node, Policy  # noqa: E402
+from principalmapper.graphing import (  # noqa: E402
     autoscaling_edges,
     cloudformation_edges,
     codebuild_edges,
@@ -39,9 +44,7 @@ from principalmapper.graphing import (
     ssm_edges,
     sts_edges,
 )
-from principalmapper.graphing.gathering import update_admin_status
-
-import tests.iam_eval  # noqa: F401  (restores collections.Mapping before principalmapper imports)
+from principalmapper.graphing.gathering import update_admin_status  # noqa: E402
 
 ADMIN = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 # Services PMapper's edge checks pass a role to (ec2, lambda, sagemaker, cloudformation, codebuild, autoscaling).

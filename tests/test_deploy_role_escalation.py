@@ -7,6 +7,8 @@ generated document must hold, and escalation probes evaluated as IAM would (test
 from __future__ import annotations
 
 import copy
+import json
+import re
 from typing import Any
 
 import pytest
@@ -235,3 +237,53 @@ def test_the_global_invoke_policy_gets_no_new_version(stack_runs: dict[str, Stac
     prod_docs = _policy(stack_runs["prod"]).parts()  # a policy only the stack's bounded roles hold: versioned
     keda = f"arn:aws:iam::{ACCOUNT_ID}:policy/hpi-prod-keda-operator"
     assert allowed(prod_docs, "iam:CreatePolicyVersion", keda)
+
+
+# --- the preview role pull requests get (issue 46 item 2) ------------------------------------------------------
+
+READ_VERB = re.compile(r"^(Get|Describe|List|BatchGet|Head)[A-Za-z]*$")
+
+
+@pytest.mark.parametrize("stack", ANALYSED)
+def test_the_preview_policy_only_reads(stack: str, stack_runs: dict[str, StackRun]) -> None:
+    run = stack_runs[stack]
+    region = str(load_stack_file(stack_path(stack)).get("aws:region"))
+    preview = dp.preview_policy(run.registrations, run.mocks.calls, stack=stack, region=region, account=ACCOUNT_ID)
+    assert preview.complete
+    granted = {a for st in preview.statements if st.effect == "Allow" for a in st.actions}
+    writes = sorted(a for a in granted if not READ_VERB.match(a.split(":", 1)[1]))
+    assert writes == []
+    table = dp.load_deploy_actions()
+    reads = {
+        a for r in expand(run.registrations) if r.custom and (row := table.row_for(r.type, r.inputs)) for a in row.read
+    }
+    assert reads and reads <= granted  # every read of the refresh
+    deploy = {a for st in _policy(run).statements for a in st.actions}
+    assert granted <= deploy
+    docs = preview.parts()
+    assert not allowed(
+        docs,
+        "iam:PassRole",
+        f"arn:aws:iam::{ACCOUNT_ID}:role/hpi-{stack}-x",
+        {"iam:PassedToService": "eks.amazonaws.com"},
+    )
+
+
+def test_deployer_policy_writes_both_roles_and_their_trusts(stack_runs: dict[str, StackRun], tmp_path) -> None:
+    run = stack_runs["dev"]
+    written = dp.write_deployer_policy(
+        run.registrations, run.mocks.calls, tmp_path, stack="dev", region="us-west-2", repo="acme/hpi"
+    )
+    names = sorted(p.name for p in written)
+    assert "trust-deployer-dev.json" in names and "trust-preview-dev.json" in names
+    assert any(n.startswith("preview-dev.part") for n in names) and any(
+        n.startswith("deployer-dev.part") for n in names
+    )
+    trust = json.loads((tmp_path / "iam" / "trust-preview-dev.json").read_text())
+    assert trust["Statement"][0]["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"] == (
+        "repo:acme/hpi:pull_request"
+    )
+    trust = json.loads((tmp_path / "iam" / "trust-deployer-dev.json").read_text())
+    assert trust["Statement"][0]["Condition"]["StringEquals"]["token.actions.githubusercontent.com:sub"] == (
+        "repo:acme/hpi:environment:dev"
+    )

@@ -523,8 +523,10 @@ def deployer_policy(
     partition: str = "aws",
     account: str = "*",
     table: DeployActions | None = None,
+    phases: Sequence[str] = ("create", "read", "update", "delete"),
 ) -> DeployerPolicy:
-    """The deploy policy of the stack whose mock run registered ``registrations`` and made ``calls`` (invokes)."""
+    """The deploy policy of the stack whose mock run registered ``registrations`` and made ``calls`` (invokes);
+    with ``phases=("read",)`` the preview policy (:func:`preview_policy`)."""
     from tools.rehearse.model import expand
 
     table = table or load_deploy_actions()
@@ -553,11 +555,12 @@ def deployer_policy(
             if not table.needs_no_iam(reg.type):
                 unknown_types.add(table.key_of(reg.type, reg.inputs))
             continue
-        by_type.setdefault(table.key_of(reg.type, reg.inputs), set()).update(row.all_actions())
+        row_actions = {a for phase in phases for a in row.actions()[phase]}
+        by_type.setdefault(table.key_of(reg.type, reg.inputs), set()).update(row_actions)
         add_arns(row.arns, reg.inputs, _physical_name(reg, row, names))
-        if "iam:PassRole" in row.all_actions():
+        if "iam:PassRole" in row_actions:
             passed_to.update(row.passes_role_to)
-        if "iam:CreateServiceLinkedRole" in row.all_actions():
+        if "iam:CreateServiceLinkedRole" in row_actions:
             service_linked.update(row.service_linked_roles)
         if reg.type == ATTACHMENT_TYPE:
             attached.append((names.clean(reg.inputs.get("role")), names.clean(reg.inputs.get("policyArn"))))
@@ -693,6 +696,48 @@ def deployer_policy(
     )
 
 
+def preview_policy(
+    registrations: Iterable[Registration],
+    calls: Iterable[Any] = (),
+    *,
+    stack: str,
+    region: str,
+    partition: str = "aws",
+    account: str = "*",
+) -> DeployerPolicy:
+    """The read-only policy of the role pull requests get (issue 46 item 2): what a real ``pulumi preview`` reads
+    (the refresh, each type's ``read`` row, and the program's data sources), scoped like the deploy policy; nothing
+    it holds creates, changes, deletes, tags or passes anything."""
+    return deployer_policy(
+        registrations, calls, stack=stack, region=region, partition=partition, account=account, phases=("read",)
+    )
+
+
+GITHUB_OIDC = "token.actions.githubusercontent.com"
+
+
+def github_trust(repo: str, subject: str, *, account: str = "*", partition: str = "aws") -> dict[str, Any]:
+    """The trust policy of a role GitHub Actions assumes with OIDC for one ``sub`` claim (GitHub docs, "About
+    security hardening with OpenID Connect", subject claims: ``repo:ORG/REPO:pull_request`` for a pull request's
+    jobs, ``repo:ORG/REPO:environment:NAME`` for a job that names an environment)."""
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": f"arn:{partition}:iam::{account}:oidc-provider/{GITHUB_OIDC}"},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        f"{GITHUB_OIDC}:aud": "sts.amazonaws.com",
+                        f"{GITHUB_OIDC}:sub": f"repo:{repo}:{subject}",
+                    }
+                },
+            }
+        ],
+    }
+
+
 def _scope(  # noqa: PLR0917 - one private helper, called once
     action: str,
     scopes: _Scopes,
@@ -719,12 +764,22 @@ def _scope(  # noqa: PLR0917 - one private helper, called once
 # --- files and the command line --------------------------------------------------------------------------------
 
 
-def policy_files(policy: DeployerPolicy) -> dict[str, dict[str, Any]]:
-    """``{path under --out: document}``: the whole policy, its parts to attach, and the boundary."""
-    out = {f"iam/deployer-{policy.stack}.json": policy.document}
+def policy_files(
+    policy: DeployerPolicy, preview: DeployerPolicy | None = None, *, repo: str = "ORG/REPO", account: str = "*"
+) -> dict[str, dict[str, Any]]:
+    """``{path under --out: document}``: the whole policy, its parts to attach, and the boundary; with the preview
+    policy, its parts too and the trust policy of each role (the deploy role: the stack's GitHub environment, the
+    preview role: pull requests)."""
+    stack = policy.stack
+    out = {f"iam/deployer-{stack}.json": policy.document}
     for n, part in enumerate(policy.parts(), start=1):
-        out[f"iam/deployer-{policy.stack}.part{n}.json"] = part
-    out[f"iam/boundary-{policy.stack}.json"] = boundary_document(policy.stack_roles)
+        out[f"iam/deployer-{stack}.part{n}.json"] = part
+    out[f"iam/boundary-{stack}.json"] = boundary_document(policy.stack_roles)
+    if preview is not None:
+        for n, part in enumerate(preview.parts(), start=1):
+            out[f"iam/preview-{stack}.part{n}.json"] = part
+        out[f"iam/trust-deployer-{stack}.json"] = github_trust(repo, f"environment:{stack}", account=account)
+        out[f"iam/trust-preview-{stack}.json"] = github_trust(repo, "pull_request", account=account)
     return out
 
 
@@ -736,23 +791,27 @@ def write_deployer_policy(
     stack: str,
     region: str,
     account: str = "*",
+    repo: str = "ORG/REPO",
 ) -> list[Path]:
     """Write ``out_dir/iam/deployer-<stack>.json`` (the whole policy, to read), ``out_dir/iam/deployer-<stack>.part<N>
     .json`` (the managed policies to attach to the deploy role, each within the size limit),
     ``out_dir/iam/boundary-<stack>.json`` (the permissions boundary, created once as the managed policy
     ``hpi-<stack>-role-boundary``) and ``out_dir/deployer-<stack>.notes.json``; return the paths."""
+    registrations, calls = list(registrations), list(calls)
     policy = deployer_policy(registrations, calls, stack=stack, region=region, account=account)
+    preview = preview_policy(registrations, calls, stack=stack, region=region, account=account)
     iam_dir = out_dir / "iam"
     iam_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for rel, doc in policy_files(policy).items():
+    for rel, doc in policy_files(policy, preview, repo=repo, account=account).items():
         path = out_dir / rel
         path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         written.append(path)
     notes_path = out_dir / f"deployer-{stack}.notes.json"
     notes = {
         **policy.notes(),
-        "parts": [f"iam/{p.name}" for p in written if ".part" in p.name],
+        "parts": [f"iam/{p.name}" for p in written if ".part" in p.name and p.name.startswith("deployer-")],
+        "previewParts": [f"iam/{p.name}" for p in written if p.name.startswith("preview-")],
         "boundaryFile": f"iam/boundary-{stack}.json",
     }
     notes_path.write_text(json.dumps(notes, indent=2) + "\n", encoding="utf-8")
@@ -769,6 +828,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--account", default="*", help="the AWS account ID to put in ARNs (default: *)")
     parser.add_argument("--json", action="store_true", help="print the notes (scopes, reasons, types) as well")
     parser.add_argument(
+        "--repo",
+        default="ORG/REPO",
+        help="the GitHub repository (OWNER/NAME) in the roles' trust `sub` claims (default: ORG/REPO)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -782,8 +846,22 @@ def main(argv: list[str] | None = None) -> int:
         except cli.InputError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    if not re.fullmatch(r"\*|[0-9]{12}", ns.account):
-        print(f"--account {ns.account!r}: expected a 12-digit AWS account ID", file=sys.stderr)
+    bad = [
+        message
+        for ok, message in (
+            (
+                re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", ns.repo),
+                f"--repo {ns.repo!r}: expected OWNER/NAME of the GitHub repository",
+            ),
+            (
+                re.fullmatch(r"\*|[0-9]{12}", ns.account),
+                f"--account {ns.account!r}: expected a 12-digit AWS account ID",
+            ),
+        )
+        if not ok
+    ]
+    if bad:
+        print("\n".join(bad), file=sys.stderr)
         return 2
     path = stack_path(ns.stack)
     if not path.exists():
@@ -798,12 +876,17 @@ def main(argv: list[str] | None = None) -> int:
     region = str(mapping.get("aws:region") or "us-east-1")
     if ns.out is not None:
         for written in write_deployer_policy(
-            run.registrations, run.mocks.calls, ns.out, stack=ns.stack, region=region, account=ns.account
+            run.registrations, run.mocks.calls, ns.out, stack=ns.stack, region=region, account=ns.account, repo=ns.repo
         ):
             print(f"wrote {written}")
     policy = deployer_policy(run.registrations, run.mocks.calls, stack=ns.stack, region=region, account=ns.account)
     if ns.out is None:
-        files = {k: v for k, v in policy_files(policy).items() if k != f"iam/deployer-{ns.stack}.json"}
+        preview = preview_policy(run.registrations, run.mocks.calls, stack=ns.stack, region=region, account=ns.account)
+        files = {
+            k: v
+            for k, v in policy_files(policy, preview, repo=ns.repo, account=ns.account).items()
+            if k != f"iam/deployer-{ns.stack}.json"
+        }
         print(json.dumps(policy.notes() if ns.json else files, indent=2))
     if not policy.complete:
         if policy.unbounded_roles:

@@ -498,13 +498,15 @@ class _Conditions:
                 out.append((tagged, {**base, "StringEquals": {f"aws:ResourceTag/{tag}": self.stack}}, "Tagged"))
         return out
 
-    def tag_writes(self, action: str, resources: list[str], creates: list[str]) -> list[tuple[list[str], dict, str]]:
+    def tag_writes(
+        self, action: str, resources: list[str], creates: list[str]
+    ) -> list[tuple[list[str], dict[str, Any], str]]:
         """A tag write (``tag_write_actions``): only where the stack's tag already is, never with a request tag
         alone (it would claim an untagged resource of the account); SageMaker's tag-on-create is told apart by the
         create API it comes with (``tag_on_create``)."""
         tag = self.table.stack_tag
         own: dict[str, dict[str, Any]] = {"StringEquals": {f"aws:ResourceTag/{tag}": self.stack}}
-        out: list[tuple[list[str], dict, str]] = [(resources, own, "Tagged")]
+        out: list[tuple[list[str], dict[str, Any], str]] = [(resources, own, "Tagged")]
         on_create = self.table.tag_on_create.get(action)
         if on_create is not None and creates:
             cond = {"StringEquals": {f"aws:RequestTag/{tag}": self.stack, on_create.condition_key: creates}}
@@ -627,8 +629,8 @@ def deployer_policy(
             split = conditions.tag_writes(action, resources, creates)
         else:
             split = conditions.split(action, resources, scopes)
-        for arns, given, kind in split:
-            cond = dict(given)
+        for arns, base_cond, kind in split:
+            cond: dict[str, Any] = dict(base_cond)
             if action in ATTACH_ACTIONS:
                 cond["ArnEquals"] = {"iam:PolicyARN": attachable}
             elif arns == ["*"] and service not in table.global_services and "aws:RequestedRegion" not in str(cond):

@@ -78,3 +78,26 @@ def test_value_shapes_and_entropy() -> None:
     assert secret_reason("MAX_TOKENS", "4096") is None
     assert secret_reason("HF_TOKEN", "") is None  # the omitted value: nothing written
     assert env_secret_reason({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}) is None
+
+
+# --- control-plane logs (issue 46 item 3) -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("types", "missing"),
+    [([], "audit and authenticator logs"), (["api", "audit"], "authenticator log"), (["authenticator"], "audit log")],
+)
+def test_prod_needs_audit_and_authenticator_logs(types: list[str], missing: str) -> None:
+    mapping = stack_mapping("prod")
+    mapping.setdefault("hyperpod-inference:cluster", {})["controlPlaneLogTypes"] = types
+    (issue,) = [i for i in _issues(mapping) if "controlPlaneLogTypes" in i]
+    assert issue.startswith(f"hyperpod-inference:cluster.controlPlaneLogTypes: prod needs the {missing}")
+
+
+def test_the_omitted_log_list_holds_in_prod_and_dev_may_turn_them_off() -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:cluster"].pop("controlPlaneLogTypes", None)  # the default: all five
+    assert not [i for i in _issues(mapping) if "controlPlaneLogTypes" in i]
+    dev = stack_mapping("dev")
+    dev.setdefault("hyperpod-inference:cluster", {})["controlPlaneLogTypes"] = []
+    assert not [i for i in _issues(dev, "dev") if "controlPlaneLogTypes" in i]

@@ -101,3 +101,36 @@ def test_the_omitted_log_list_holds_in_prod_and_dev_may_turn_them_off() -> None:
     dev = stack_mapping("dev")
     dev.setdefault("hyperpod-inference:cluster", {})["controlPlaneLogTypes"] = []
     assert not [i for i in _issues(dev, "dev") if "controlPlaneLogTypes" in i]
+
+
+# --- the front door's baseline in prod (issue 46 item 3) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "text"),
+    [
+        ({"deletionProtection": False}, "ingress.deletionProtection", "deletion protection on (FSBP ELB.6)"),
+        ({"waf": {"ipReputation": False}}, "ingress.waf.ipReputation", "AWSManagedRulesAmazonIpReputationList"),
+        ({"waf": {"logRetentionDays": 1}}, "ingress.waf.logRetentionDays", "1 days is below prod's log retention"),
+        ({"accessLogRetentionDays": 30}, "ingress.accessLogRetentionDays", "30 days is below prod's log retention"),
+    ],
+)
+def test_prod_refuses_a_weakened_front_door(edit: dict[str, Any], key: str, text: str) -> None:
+    mapping = stack_mapping("prod")
+    ingress = mapping["hyperpod-inference:ingress"]
+    for k, v in edit.items():
+        ingress[k] = {**ingress.get(k, {}), **v} if isinstance(v, dict) else v
+    issues = [i for i in _issues(mapping) if i.startswith(f"hyperpod-inference:{key}:")]
+    assert len(issues) == 1 and text in issues[0], issues
+
+
+def test_the_omitted_front_door_keys_hold_and_staging_may_differ() -> None:
+    mapping = stack_mapping("prod")
+    ingress = mapping["hyperpod-inference:ingress"]
+    for k in ("deletionProtection", "accessLogRetentionDays"):
+        ingress.pop(k, None)
+    ingress.get("waf", {}).pop("ipReputation", None)
+    assert not [i for i in _issues(mapping) if "deletionProtection" in i or "ipReputation" in i or "Retention" in i]
+    staging = stack_mapping("staging")
+    staging["hyperpod-inference:ingress"]["deletionProtection"] = False
+    assert not [i for i in _issues(staging, "staging") if "deletionProtection" in i]

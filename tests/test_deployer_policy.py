@@ -224,16 +224,20 @@ def test_out_writes_the_deployer_policy_and_its_notes(tmp_path: Path, runs) -> N
     policy = policy_for(run)
     n = len(policy.parts())
     assert n >= 3  # the dev policy is larger than one managed policy may be
+    previews = len(dp.preview_policy(run.registrations, run.mocks.calls, stack="dev", region="us-west-2").parts())
     assert names == [
         "iam/deployer-dev.json",
         *[f"iam/deployer-dev.part{i}.json" for i in range(1, n + 1)],
         "iam/boundary-dev.json",
+        *[f"iam/preview-dev.part{i}.json" for i in range(1, previews + 1)],  # the pull requests' role (issue 46.2)
+        "iam/trust-deployer-dev.json",
+        "iam/trust-preview-dev.json",
         "deployer-dev.notes.json",
     ]
     assert json.loads(written[0].read_text()) == policy.document
     parts = [json.loads(p.read_text()) for p in written[1 : n + 1]]
     assert parts == policy.parts()
-    boundary = json.loads(written[-2].read_text())
+    boundary = json.loads(written[n + 1].read_text())
     assert boundary["Statement"][1]["Effect"] == "Deny"
     assert {"iam:CreateRole", "iam:PutRolePolicy", "iam:DeleteRolePermissionsBoundary"} <= set(
         boundary["Statement"][1]["Action"]
@@ -441,6 +445,8 @@ def test_cli_prints_the_parts_to_attach_and_the_boundary(capsys) -> None:
     assert dp.main(["--stack", "dev"]) == 0
     printed = json.loads(capsys.readouterr().out)
     names = list(printed)
-    assert names[-1] == "iam/boundary-dev.json"
-    assert names[:-1] == [f"iam/deployer-dev.part{i}.json" for i in range(1, len(names))]
+    n = names.index("iam/boundary-dev.json")
+    assert names[:n] == [f"iam/deployer-dev.part{i}.json" for i in range(1, n + 1)]
+    assert names[-2:] == ["iam/trust-deployer-dev.json", "iam/trust-preview-dev.json"]
+    assert all(name.startswith("iam/preview-dev.part") for name in names[n + 1 : -2])
     assert all(dp.policy_chars(doc) <= dp.MANAGED_POLICY_MAX_CHARS for doc in printed.values())

@@ -38,6 +38,11 @@ from .global_inference_gateway import GlobalInferenceGateway, GlobalInferenceGat
 
 INVOKE_ACTIONS = ("sagemaker:InvokeGlobalInferenceGateway", "sagemaker:InvokeGlobalInferenceGatewayWithResponseStream")
 
+# Outside callers attach the invoke policy (no boundary holds them): the deploy role writes no new version of it
+# (tools.cli.deployer_policy), so a changed document replaces the policy; its fixed name needs the old one deleted
+# first, which AWS refuses while a caller still has it attached (DeleteConflict) instead of widening their access.
+INVOKE_POLICY_REPLACED = pulumi.ResourceOptions(replace_on_changes=["policy"], delete_before_replace=True)
+
 
 @dataclass(frozen=True)
 class GlobalInferenceArgs:
@@ -183,7 +188,7 @@ class GlobalInference(pulumi.ComponentResource):
             description=f"Invoke the Global Inference Gateway {cfg.name} (attach to callers)",
             policy=gateway.arn.apply(lambda arn: json.dumps(invoke_policy(arn))),
             tags=cfg.common_tags,
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(child, INVOKE_POLICY_REPLACED),
         )
         self._export("environment", cfg.environment)
         self._export("globalGatewayName", cfg.name)

@@ -24,6 +24,7 @@ from policies.resource_types import (
     ActionResources,
     RequestTagAction,
     ResourceTypes,
+    TagOnCreate,
     load_resource_types,
 )
 from policies.resource_types.schema import LIFECYCLE, ArnPattern, InvokeRow, TypeRow
@@ -42,6 +43,7 @@ class DeployActions(_Model):
     request_tag_actions: dict[str, RequestTagAction] = Field(default_factory=dict)
     boundary_actions: list[str] = Field(default_factory=list)
     tag_write_actions: list[str] = Field(default_factory=list)
+    tag_on_create: dict[str, TagOnCreate] = Field(default_factory=dict)
     action_resources: dict[str, ActionResources] = Field(default_factory=dict)
     types: dict[str, TypeRow]
     no_iam: dict[str, str]
@@ -75,6 +77,7 @@ def load_deploy_actions() -> DeployActions:
         request_tag_actions=index.request_tag_actions,
         boundary_actions=index.boundary_actions,
         tag_write_actions=index.tag_write_actions,
+        tag_on_create=index.tag_on_create,
         action_resources=index.action_resources,
         types={key: rec.deploy for key, rec in records.types.items() if rec.deploy is not None},
         no_iam={key: rec.no_iam for key, rec in records.types.items() if rec.no_iam is not None},

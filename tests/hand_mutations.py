@@ -476,12 +476,37 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "deployer-quota-any-eks-cluster",
         "policies/resource_types/pulumi/dynamic.yaml",
-        '"arn:{partition}:eks:{region}:{account}:cluster/{eks_cluster}"}\n      # cluster-scheduler-config',
-        '"arn:{partition}:eks:{region}:{account}:cluster/*"}\n      # cluster-scheduler-config',
+        '"arn:{partition}:eks:{region}:{account}:cluster/{eks_cluster}"}\n        # cluster-scheduler-config',
+        '"arn:{partition}:eks:{region}:{account}:cluster/*"}\n        # cluster-scheduler-config',
         (
             "tests/test_deployer_policy_eval.py::test_another_stacks_buckets_roles_policies_clusters_and_keys_are_denied",
         ),
         "the scheduler config's EKS actions on every cluster of the region (staging's role could delete dev's)",
+    ),
+    # --- issue 46: the deploy role has no escalation path ---
+    Mutation(
+        "deployer-attach-any-policy",
+        "tools/cli/deployer_policy.py",
+        '                cond["ArnEquals"] = {"iam:PolicyARN": attachable}\n',
+        "                pass\n",
+        ("tests/test_deploy_role_escalation.py::test_escalation_probes_fail",),
+        "iam:AttachRolePolicy without iam:PolicyARN: AdministratorAccess (or the boundary itself) attaches",
+    ),
+    Mutation(
+        "boundary-allows-assume-role",
+        "tools/cli/deployer_policy.py",
+        '    "sts:AssumeRole",\n    "sts:GetFederationToken",\n',
+        '    "sts:GetFederationToken",\n',
+        ("tests/test_deploy_role_escalation.py::test_pmapper_finds_no_escalation_path",),
+        "a stack role (AWS managed policies count as Allow *) may assume the account's administrator role",
+    ),
+    Mutation(
+        "deployer-claims-untagged-keys",
+        "tools/cli/deployer_policy.py",
+        "    if on_tagged:\n",
+        "    if False:\n",
+        ("tests/test_deploy_role_escalation.py::test_escalation_probes_fail",),
+        "an untagged key or cluster of the account is reachable through the tag-scoped ARN patterns",
     ),
     # --- issues 34/38: the operator 3.4-3.7 overlays and their release gating ---
     Mutation(

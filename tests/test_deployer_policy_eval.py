@@ -36,7 +36,8 @@ SERVICE_LINKED = {
     "aws:eks/cluster:Cluster": "eks.amazonaws.com",
     "aws:lb/loadBalancer:LoadBalancer": "elasticloadbalancing.amazonaws.com",
     "aws:elasticache/replicationGroup:ReplicationGroup": "elasticache.amazonaws.com",
-    "aws-native:sagemaker:Cluster": "sagemaker.amazonaws.com",
+    "aws-native:sagemaker:Cluster": "hyperpod.sagemaker.amazonaws.com",
+    "aws:ec2transitgateway/vpcAttachment:VpcAttachment": "transitgateway.amazonaws.com",
 }
 # The service each type passes a role to (EKS API reference CreateCluster roleArn and CreateAddon
 # serviceAccountRoleArn / EKS Pod Identity; VPC user guide, flow logs to CloudWatch Logs; SageMaker CreateCluster
@@ -185,6 +186,16 @@ def _context(
     return ctx
 
 
+def _attached(reg: Registration, action: str) -> list[dict[str, Any]]:
+    """The iam:PolicyARN of each attachment the call makes (the role's managedPolicyArns, the attachment's
+    policyArn); a role with none makes no attach call."""
+    if action not in dp.ATTACH_ACTIONS:
+        return [{}]
+    if reg.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
+        return [{"iam:PolicyARN": reg.inputs["policyArn"]}]
+    return [{"iam:PolicyARN": arn} for arn in reg.inputs.get("managedPolicyArns") or []]
+
+
 def _aws(run: StackRun) -> list[Registration]:
     return [
         r
@@ -216,10 +227,12 @@ def test_every_create_update_delete_action_is_allowed_on_the_arns_it_will_have(s
                 if action in PER_ROLE:
                     continue
                 for arn in _requests(reg, action, region):
-                    checked += 1
-                    kinds.add(reg.type)
-                    if not allowed(docs, action, arn, _context(reg, by_arn, arn, region, phase, action)):
-                        denied.append(f"{reg.type} {reg.name} {phase}: {action} on {arn}")
+                    for extra in _attached(reg, action):
+                        checked += 1
+                        kinds.add(reg.type)
+                        ctx = {**_context(reg, by_arn, arn, region, phase, action), **extra}
+                        if not allowed(docs, action, arn, ctx):
+                            denied.append(f"{reg.type} {reg.name} {phase}: {action} on {arn} {extra}")
     assert denied == []
     assert checked > 300
     # the resources issue 31 names: buckets, roles, policies, clusters
@@ -309,11 +322,13 @@ def test_roles_only_with_the_boundary_and_service_linked_roles_only_for_the_stac
     docs = _documents(runs[stack])
     role = f"arn:aws:iam::{ACCOUNT_ID}:role/hpi-{stack}-hyperpod-execution"
     boundary = f"arn:aws:iam::{ACCOUNT_ID}:policy/hpi-{stack}-role-boundary"
+    attach = {"iam:PolicyARN": "arn:aws:iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy"}
     for action in ("iam:CreateRole", "iam:PutRolePolicy", "iam:AttachRolePolicy", "iam:PutRolePermissionsBoundary"):
-        assert allowed(docs, action, role, {"iam:PermissionsBoundary": boundary}), action
+        extra = attach if action == "iam:AttachRolePolicy" else {}
+        assert allowed(docs, action, role, {"iam:PermissionsBoundary": boundary, **extra}), action
         assert not allowed(docs, action, role, {}), action
         other = f"arn:aws:iam::{ACCOUNT_ID}:policy/hpi-{_other(stack)}-role-boundary"
-        assert not allowed(docs, action, role, {"iam:PermissionsBoundary": other}), action
+        assert not allowed(docs, action, role, {"iam:PermissionsBoundary": other, **extra}), action
     assert not allowed(docs, "iam:CreatePolicyVersion", boundary)
     assert not allowed(docs, "iam:DeleteRolePermissionsBoundary", role)
     slr = f"arn:aws:iam::{ACCOUNT_ID}:role/aws-service-role/eks.amazonaws.com/AWSServiceRoleForAmazonEKS"

@@ -406,6 +406,7 @@ def test_config_time_advisories_and_checks_are_documented() -> None:
     rows = _doc_rows("policies.md")
     for rule in (
         "model-bucket-region",
+        "env-secret-plaintext",
         "scheduler-model-served",
         "ingress-service-known",
         "allow-replacement-names",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -358,4 +359,6 @@ def test_workflow_actions_are_pinned() -> None:
     for job in _workflow()["jobs"].values():
         for step in job["steps"]:
             if "uses" in step:
-                assert "@v" in step["uses"], f"unpinned action {step['uses']}"
+                assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", step["uses"]), (
+                    f"not pinned by commit: {step['uses']}"
+                )

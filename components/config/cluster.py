@@ -579,7 +579,28 @@ def _chart_checks(cfg: StackView) -> Iterable[ConfigIssue]:
         yield from chart_issues(cfg.cluster.hyperpod_dependencies)
 
 
+# FSBP EKS.8 ("EKS clusters should have audit logging enabled") and the authenticator log (who the API server
+# mapped each IAM principal to): what an incident needs; the other types stay the user's choice (issue 46.3).
+REQUIRED_CONTROL_PLANE_LOGS: tuple[LogType, ...] = ("audit", "authenticator")
+
+
+def _control_plane_logs(cfg: StackView) -> Iterable[ConfigIssue]:
+    """Prod refuses a control-plane log list without audit and authenticator, the omitted key included (the
+    default has both); staging and dev may turn them off."""
+    if not cfg.is_prod:
+        return
+    missing = [t for t in REQUIRED_CONTROL_PLANE_LOGS if t not in cfg.cluster.control_plane_log_types]
+    if missing:
+        yield ConfigIssue(
+            "cluster.controlPlaneLogTypes",
+            f"prod needs the {' and '.join(missing)} log{'s' if len(missing) > 1 else ''} (FSBP EKS.8: audit; "
+            f"authenticator: which IAM principal each request ran as); add {', '.join(missing)} "
+            f"(allowed: {', '.join(CONTROL_PLANE_LOG_TYPES)})",
+        )
+
+
 cross_check(_cluster_checks)
+cross_check(_control_plane_logs)
 cross_check(_chart_checks)
 
 

@@ -20,6 +20,7 @@ from .base import ConfigAdvisory, ConfigIssue, Model, join_path
 from .checks import advisory_check, cross_check
 from .cluster import ClusterConfig
 from .crd import InferenceEndpointConfigSpec, JumpStartModelSpec, KvCacheSpec, LoadBalancer, ModelCacheConfig
+from .env_secrets import env_secret_reason
 from .kvcache import CREDENTIALS_SECRET, RESERVED_ENV, KvCacheConfig
 from .operator import OperatorConfig
 
@@ -437,6 +438,48 @@ def _credential_env_checks(cfg: StackView) -> Iterator[ConfigIssue]:
                     f"{var['name']} is wired by this stack for the Redis L2 cache (its URL and credentials come from "
                     f"the Secret {CREDENTIALS_SECRET}); remove it",
                 )
+
+
+ENV_SECRET_PLAINTEXT = "env-secret-plaintext"
+
+
+def _env_secrets(cfg: StackView) -> Iterator[tuple[str, str]]:
+    for i, ep in enumerate(cfg.endpoints):
+        for j, var in enumerate(ep.env):
+            reason = env_secret_reason(var)
+            if reason is None:
+                continue
+            name = var.get("name")
+            fix = (
+                f"put it in a Kubernetes Secret in namespace {ep.namespace} and reference it: "
+                f"{{name: {name}, valueFrom: {{secretKeyRef: {{name: <secret>, key: <key>}}}}}}"
+                if isinstance(ep.spec, InferenceEndpointConfigSpec)
+                else "a JumpStartModel's environmentVariables take no Secret reference: deploy the model as an "
+                "InferenceEndpointConfig and reference a Kubernetes Secret (valueFrom.secretKeyRef)"
+            )
+            yield (
+                join_path("endpoints", i, "spec", *ep.env_path, j, "value"),
+                f"{name} is written in plain text and {reason}: the value lands in the stack file, plan.json and the "
+                f"endpoint's custom resource (readable by the endpoint viewers); {fix}",
+            )
+
+
+@cross_check
+def _env_secrets_refused_in_prod(cfg: StackView) -> Iterator[ConfigIssue]:
+    """Prod refuses a secret in an endpoint's environment variables (by name or value shape)."""
+    if cfg.environment != "prod":
+        return
+    for where, message in _env_secrets(cfg):
+        yield ConfigIssue(where, f"{message} [{ENV_SECRET_PLAINTEXT}]")
+
+
+@advisory_check
+def _env_secrets_advised(cfg: StackView) -> Iterator[ConfigAdvisory]:
+    """Staging and dev: the same finding as an advisory."""
+    if cfg.environment == "prod":
+        return
+    for where, message in _env_secrets(cfg):
+        yield ConfigAdvisory(where, message, ENV_SECRET_PLAINTEXT, "kubectl get secret (the reference's target)")
 
 
 @cross_check

@@ -839,6 +839,40 @@ def _route_checks(cfg: StackView) -> Iterable[ConfigIssue]:
 
 cross_check(_ingress_checks)
 
+# The shortest log retention prod keeps (days) for the front door's WAF and access logs: an incident found a
+# quarter later still has its requests (a project floor; CloudWatch Logs and S3 take any retention).
+PROD_LOG_RETENTION_FLOOR_DAYS = 90
+
+
+def _front_door_weakening(cfg: StackView) -> Iterable[ConfigIssue]:
+    """Prod refuses turning off what the front door's baseline needs (issue 46.3): ALB deletion protection, the
+    IP-reputation managed rule group of the WebACL it creates, and log retention below the floor. Each omitted key
+    holds (the defaults are on, 90 days)."""
+    ing = cfg.ingress
+    if not cfg.is_prod or not ing.enabled:
+        return
+    if ing.deletion_protection is False:
+        yield ConfigIssue(
+            "ingress.deletionProtection",
+            "prod keeps the front door ALB's deletion protection on (FSBP ELB.6); remove the key or set true",
+        )
+    if waf_enabled(ing) and not ing.waf.ip_reputation:
+        yield ConfigIssue(
+            "ingress.waf.ipReputation",
+            "prod keeps AWSManagedRulesAmazonIpReputationList in the WebACL (known malicious sources, the baseline's "
+            "managed rule group); remove the key or set true",
+        )
+    floor = PROD_LOG_RETENTION_FLOOR_DAYS
+    for key, days in (
+        ("ingress.waf.logRetentionDays", ing.waf.log_retention_days if waf_enabled(ing) else None),
+        ("ingress.accessLogRetentionDays", ing.access_log_retention_days),
+    ):
+        if days is not None and days < floor:
+            yield ConfigIssue(key, f"{days} days is below prod's log retention floor of {floor} days; set >= {floor}")
+
+
+cross_check(_front_door_weakening)
+
 
 @advisory_check
 def _operator_ingresses(cfg: StackView) -> Iterable[ConfigAdvisory]:

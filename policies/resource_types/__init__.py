@@ -108,6 +108,11 @@ class RequestTagAction(_Model):
     existing: bool = False  # it also acts on existing (tagged) resources: granted there on aws:ResourceTag too
 
 
+class TagOnCreate(_Model):
+    condition_key: str  # the service's key naming the create API the tags come with (sagemaker:TaggingAction)
+    why: str
+
+
 class ActionResources(_Model):
     arns: list[str]
     why: str
@@ -122,6 +127,7 @@ class Index(_Model):
     request_tag_actions: dict[str, RequestTagAction] = Field(default_factory=dict)
     boundary_actions: list[str] = Field(default_factory=list)
     tag_write_actions: list[str] = Field(default_factory=list)
+    tag_on_create: dict[str, TagOnCreate] = Field(default_factory=dict)
     action_resources: dict[str, ActionResources] = Field(default_factory=dict)
     naming: dict[str, Naming] = Field(description="per provider package (the token's first part): aws, aws-native")
     default_readiness: ReadinessEntry

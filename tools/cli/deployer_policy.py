@@ -42,7 +42,7 @@ from typing import Any
 from policies.deploy_actions import ArnPattern, DeployActions, TypeRow, load_deploy_actions
 from policies.physical_names import name_pattern, physical_name
 from policies.readiness import input_value
-from policies.resource_types.tokens import EKS_CLUSTER, IAM_ROLE
+from policies.resource_types.tokens import EKS_CLUSTER, IAM_POLICY, IAM_ROLE, IAM_ROLE_POLICY_ATTACHMENT
 from tools.plan.mocks import ACCOUNT_ID, Registration
 from tools.report import cli
 
@@ -150,6 +150,11 @@ class DeployerPolicy:
     unknown_invokes: list[str] = field(default_factory=list)
     boundary: str = ""  # the permissions boundary every role of the stack must carry
     unbounded_roles: list[str] = field(default_factory=list)  # roles registered without it
+    stack_roles: list[str] = field(default_factory=list)  # the ARN patterns of the stack's roles
+
+    @property
+    def boundary_document(self) -> dict[str, Any]:
+        return boundary_document(self.stack_roles)
 
     @property
     def document(self) -> dict[str, Any]:
@@ -327,6 +332,14 @@ class _Scopes:
 
 
 ROLE_TYPE = IAM_ROLE
+POLICY_TYPE = IAM_POLICY
+ATTACHMENT_TYPE = IAM_ROLE_POLICY_ATTACHMENT
+ATTACH_ACTIONS = frozenset({"iam:AttachRolePolicy", "iam:DetachRolePolicy"})
+POLICY_VERSION_WRITES = frozenset({"iam:CreatePolicyVersion", "iam:DeletePolicyVersion", "iam:SetDefaultPolicyVersion"})
+VERSION_WRITE_WHY = (
+    "only the stack's managed policies attached to nothing but the stack's roles (each under the boundary): a new "
+    "version cannot reach a principal outside the stack"
+)
 # What the boundary denies every role of the stack: changing IAM (users, roles, policies, boundaries) and the
 # account or organization, so no role the deploy role writes can give anyone more than the boundary allows. It
 # keeps iam:PassRole and iam:CreateServiceLinkedRole (the load balancer controller's policy uses them) and reads.
@@ -367,13 +380,60 @@ def boundary_arn(stack: str, partition: str = "aws", account: str = "*") -> str:
     return f"arn:{partition}:iam::{account}:policy/{role_boundary_name(stack)}"
 
 
-def boundary_document() -> dict[str, Any]:
-    """The boundary's document: what a role of the stack may do at most, whatever its own policies say."""
+# What the boundary also denies: every way a principal turns its permissions into another principal's (the
+# escalation paths principalmapper's edge checks and its admin test look for: assuming a role, passing a role to
+# compute it then controls, changing code that runs as a role) and the actions that expose what it may read.
+BOUNDARY_DENIED_PATHS = (
+    "autoscaling:CreateAutoScalingGroup",
+    "autoscaling:CreateLaunchConfiguration",
+    "autoscaling:UpdateAutoScalingGroup",
+    "cloudformation:CreateChangeSet",
+    "cloudformation:CreateStack",
+    "cloudformation:ExecuteChangeSet",
+    "cloudformation:SetStackPolicy",
+    "cloudformation:UpdateStack",
+    "codebuild:*",
+    "ec2:AssociateIamInstanceProfile",
+    "ec2:CreateFleet",
+    "ec2:CreateLaunchTemplate",
+    "ec2:CreateLaunchTemplateVersion",
+    "ec2:ModifyImageAttribute",
+    "ec2:ModifyInstanceAttribute",
+    "ec2:ModifySnapshotAttribute",
+    "ec2:ReplaceIamInstanceProfileAssociation",
+    "ec2:RequestSpotFleet",
+    "ec2:RequestSpotInstances",
+    "ec2:RunInstances",
+    "ec2-instance-connect:SendSSHPublicKey",
+    "glue:CreateDevEndpoint",
+    "glue:UpdateDevEndpoint",
+    "lambda:*",
+    "sagemaker:CreateNotebookInstance",
+    "sagemaker:CreatePresignedNotebookInstanceUrl",
+    "sagemaker:CreateProcessingJob",
+    "sagemaker:CreateTrainingJob",
+    "ssm:SendCommand",
+    "ssm:StartSession",
+    "sts:AssumeRole",
+    "sts:GetFederationToken",
+)
+
+
+def boundary_document(stack_roles: Sequence[str] = ()) -> dict[str, Any]:
+    """The boundary's document: what a role of the stack may do at most, whatever its own policies say. With the
+    stack's role ARNs (``stack_roles``), iam:PassRole is denied on every other role; without them, on all."""
+    pass_role: dict[str, Any] = {"Sid": "PassOnlyTheStacksRoles", "Effect": "Deny", "Action": "iam:PassRole"}
+    if stack_roles:
+        pass_role["NotResource"] = sorted(stack_roles)
+    else:
+        pass_role["Resource"] = "*"
     return {
         "Version": POLICY_VERSION,
         "Statement": [
             {"Sid": "AtMostWhatTheRolesOwnPoliciesAllow", "Effect": "Allow", "Action": "*", "Resource": "*"},
             {"Sid": "NoIamOrAccountChanges", "Effect": "Deny", "Action": list(BOUNDARY_DENIED), "Resource": "*"},
+            {"Sid": "NoEscalationPaths", "Effect": "Deny", "Action": list(BOUNDARY_DENIED_PATHS), "Resource": "*"},
+            pass_role,
         ],
     }
 
@@ -423,9 +483,13 @@ class _Conditions:
         if plain and tagged and request is None:
             # One request names both (kms:CreateAlias: the alias and its key): one statement, else each would
             # lack a resource type the action requires. Aliases carry no tags, so the tag is required where the
-            # resource has one (a key of another stack is refused; an untagged key is not: docs/first-deploy.md).
+            # resource has one; an untagged key or cluster is refused by DenyUntaggedOrOtherStacksResources.
             cond = {**base, "StringEqualsIfExists": {f"aws:ResourceTag/{tag}": self.stack}}
             return [(plain + tagged, cond, "Tagged")]
+        if plain and tagged and request is not None:
+            # a create naming an account resource besides the new one (CreateCluster and a training plan): the
+            # request's tag is the request's, one statement covers both
+            return [(plain + tagged, {**base, "StringEquals": {f"aws:RequestTag/{tag}": self.stack}}, "TaggedCreate")]
         if plain:
             out.append((plain, base, ""))
         if tagged:
@@ -433,6 +497,23 @@ class _Conditions:
                 out.append((tagged, {**base, "StringEquals": {f"aws:RequestTag/{tag}": self.stack}}, "TaggedCreate"))
             if request is None or request.existing:
                 out.append((tagged, {**base, "StringEquals": {f"aws:ResourceTag/{tag}": self.stack}}, "Tagged"))
+        return out
+
+    def tag_writes(
+        self, action: str, resources: list[str], creates: list[str]
+    ) -> list[tuple[list[str], dict[str, Any], str]]:
+        """A tag write (``tag_write_actions``): only where the stack's tag already is, never with a request tag
+        alone (it would claim an untagged resource of the account); SageMaker's tag-on-create is told apart by the
+        create API it comes with (``tag_on_create``)."""
+        tag = self.table.stack_tag
+        own: dict[str, dict[str, Any]] = {"StringEquals": {f"aws:ResourceTag/{tag}": self.stack}}
+        out: list[tuple[list[str], dict[str, Any], str]] = [(resources, own, "Tagged")]
+        on_create = self.table.tag_on_create.get(action)
+        if on_create is not None and creates:
+            cond = {"StringEquals": {f"aws:RequestTag/{tag}": self.stack, on_create.condition_key: creates}}
+            if action.split(":", 1)[0] not in self.table.global_services:
+                cond["StringEquals"]["aws:RequestedRegion"] = self.region
+            out.append((resources, cond, "TagOnCreate"))
         return out
 
 
@@ -445,8 +526,10 @@ def deployer_policy(
     partition: str = "aws",
     account: str = "*",
     table: DeployActions | None = None,
+    phases: Sequence[str] = ("create", "read", "update", "delete"),
 ) -> DeployerPolicy:
-    """The deploy policy of the stack whose mock run registered ``registrations`` and made ``calls`` (invokes)."""
+    """The deploy policy of the stack whose mock run registered ``registrations`` and made ``calls`` (invokes);
+    with ``phases=("read",)`` the preview policy (:func:`preview_policy`)."""
     from tools.rehearse.model import expand
 
     table = table or load_deploy_actions()
@@ -458,6 +541,9 @@ def deployer_policy(
 
     passed_to: set[str] = set()
     service_linked: set[str] = set()
+    attached: list[tuple[str, str]] = []  # (role name, policy ARN) of each attachment the plan makes
+    stack_policies: dict[str, str] = {}  # the mocks' ARN of each managed policy of the stack -> its ARN pattern
+    role_names: set[str] = set()
     unbounded: list[str] = []
     boundary = boundary_arn(stack, partition, account)
 
@@ -472,13 +558,28 @@ def deployer_policy(
             if not table.needs_no_iam(reg.type):
                 unknown_types.add(table.key_of(reg.type, reg.inputs))
             continue
-        by_type.setdefault(table.key_of(reg.type, reg.inputs), set()).update(row.all_actions())
+        row_actions = {a for phase in phases for a in row.actions()[phase]}
+        by_type.setdefault(table.key_of(reg.type, reg.inputs), set()).update(row_actions)
         add_arns(row.arns, reg.inputs, _physical_name(reg, row, names))
-        if "iam:PassRole" in row.all_actions():
+        if "iam:PassRole" in row_actions:
             passed_to.update(row.passes_role_to)
-        if "iam:CreateServiceLinkedRole" in row.all_actions():
+        if "iam:CreateServiceLinkedRole" in row_actions:
             service_linked.update(row.service_linked_roles)
+        if reg.type == ATTACHMENT_TYPE:
+            attached.append((names.clean(reg.inputs.get("role")), names.clean(reg.inputs.get("policyArn"))))
+        if reg.type == POLICY_TYPE:
+            stack_policies[names.clean(str(reg.outputs.get("arn") or ""))] = render_arn(
+                "arn:{partition}:iam::{account}:policy/{name}",
+                inputs=reg.inputs,
+                name=_physical_name(reg, row, names),
+                partition=partition,
+                region=region,
+                names=names,
+            )
         if reg.type == ROLE_TYPE:
+            role_names.add(names.clean(physical_name(reg.type, reg.name, reg.inputs)))
+            for arn in reg.inputs.get("managedPolicyArns") or []:
+                attached.append((names.clean(physical_name(reg.type, reg.name, reg.inputs)), names.clean(arn)))
             given = names.clean(reg.inputs.get("permissionsBoundary"))
             if given != boundary:
                 unbounded.append(f"{reg.name} ({'no permissionsBoundary' if given == '*' else given})")
@@ -495,6 +596,16 @@ def deployer_policy(
         by_type.setdefault(f"invoke {token}", set()).update(invoke.actions)
         add_arns(invoke.arns, args, names.clean(args.get("name")))
 
+    # iam:AttachRolePolicy/DetachRolePolicy only for the policies the plan attaches (iam:PolicyARN): never
+    # AdministratorAccess, never the boundary itself (it allows `*` minus its denials).
+    attachable = sorted({stack_policies.get(p, p) for _, p in attached if p != "*"})
+    # A new version of a managed policy changes every principal it is attached to: written only for the stack's
+    # policies attached to nothing but the stack's own (bounded) roles, never one outside callers attach.
+    version_writable = {
+        arn
+        for mock_arn, arn in stack_policies.items()
+        if any(p == mock_arn for _, p in attached) and all(r in role_names for r, p in attached if p == mock_arn)
+    }
     conditions = _Conditions(
         table=table,
         stack=stack,
@@ -505,10 +616,26 @@ def deployer_policy(
     )
     # Scope each action, then group actions of one service with the same scope and condition into one statement.
     groups: dict[tuple[str, tuple[str, ...], str, str], tuple[set[str], set[str]]] = {}
-    for action in sorted({a for acts in by_type.values() for a in acts}):
+    granted_actions = sorted({a for acts in by_type.values() for a in acts})
+    for action in granted_actions:
         resources, why = _scope(action, scopes, table, partition, region, names)
         service = action.split(":", 1)[0]
-        for arns, cond, kind in conditions.split(action, resources, scopes):
+        if action in POLICY_VERSION_WRITES:
+            resources = [r for r in resources if r in version_writable]
+            if not resources:
+                continue  # no policy of the stack whose new version only the stack's bounded roles would get
+            why = VERSION_WRITE_WHY
+        if action in table.tag_write_actions:
+            creates = sorted(a.split(":", 1)[1] for a in granted_actions if a.startswith(f"{service}:Create"))
+            split = conditions.tag_writes(action, resources, creates)
+        else:
+            split = conditions.split(action, resources, scopes)
+        for arns, base_cond, kind in split:
+            cond: dict[str, Any] = dict(base_cond)
+            if action in ATTACH_ACTIONS:
+                cond["ArnEquals"] = {"iam:PolicyARN": attachable}
+            elif arns == ["*"] and service not in table.global_services and "aws:RequestedRegion" not in str(cond):
+                cond["StringEquals"] = {**cond.get("StringEquals", {}), "aws:RequestedRegion": region}
             key = (service, tuple(arns), kind, json.dumps(cond, sort_keys=True))
             acts, reasons = groups.setdefault(key, (set(), set()))
             acts.add(action)
@@ -524,6 +651,27 @@ def deployer_policy(
         used.add(sid)
         statements.append(Statement(sid, sorted(acts), list(scope), condition, "; ".join(sorted(reasons))))
     granted = {a for st in statements for a in st.actions}
+    # Whatever grants name a tag-scoped ARN pattern (a key, a cluster: IDs AWS assigns), only the stack's tagged
+    # resources behind it are reachable: an untagged resource of the account (StringNotEquals matches a missing
+    # key) or another stack's is refused. The creating calls (no resource yet) and the tag-on-create are apart.
+    tag_scoped = sorted(scopes.tagged - scopes.untagged)
+    creating = set(table.request_tag_actions) | set(table.tag_on_create)
+    on_tagged = sorted(
+        {a for st in statements if st.effect == "Allow" and set(st.resources) & set(tag_scoped) for a in st.actions}
+        - creating
+    )
+    if on_tagged:
+        statements.append(
+            Statement(
+                "DenyUntaggedOrOtherStacksResources",
+                on_tagged,
+                tag_scoped,
+                {"StringNotEquals": {f"aws:ResourceTag/{table.stack_tag}": stack}},
+                "a key or cluster whose ARN cannot carry the stack's name is the stack's only if it carries the "
+                "stack's tag; tagging one that has none is not granted either (issue 46)",
+                effect="Deny",
+            )
+        )
     retag = sorted(a for a in table.tag_write_actions if a in granted)
     if retag:
         tag_key = f"aws:ResourceTag/{table.stack_tag}"
@@ -547,7 +695,50 @@ def deployer_policy(
         unknown_invokes=sorted(unknown_invokes),
         boundary=boundary,
         unbounded_roles=sorted(unbounded),
+        stack_roles=sorted(f"arn:{partition}:iam::{account}:role/{name}" for name in role_names if name != "*"),
     )
+
+
+def preview_policy(
+    registrations: Iterable[Registration],
+    calls: Iterable[Any] = (),
+    *,
+    stack: str,
+    region: str,
+    partition: str = "aws",
+    account: str = "*",
+) -> DeployerPolicy:
+    """The read-only policy of the role pull requests get (issue 46 item 2): what a real ``pulumi preview`` reads
+    (the refresh, each type's ``read`` row, and the program's data sources), scoped like the deploy policy; nothing
+    it holds creates, changes, deletes, tags or passes anything."""
+    return deployer_policy(
+        registrations, calls, stack=stack, region=region, partition=partition, account=account, phases=("read",)
+    )
+
+
+GITHUB_OIDC = "token.actions.githubusercontent.com"
+
+
+def github_trust(repo: str, subject: str, *, account: str = "*", partition: str = "aws") -> dict[str, Any]:
+    """The trust policy of a role GitHub Actions assumes with OIDC for one ``sub`` claim (GitHub docs, "About
+    security hardening with OpenID Connect", subject claims: ``repo:ORG/REPO:pull_request`` for a pull request's
+    jobs, ``repo:ORG/REPO:environment:NAME`` for a job that names an environment)."""
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Federated": f"arn:{partition}:iam::{account}:oidc-provider/{GITHUB_OIDC}"},
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        f"{GITHUB_OIDC}:aud": "sts.amazonaws.com",
+                        f"{GITHUB_OIDC}:sub": f"repo:{repo}:{subject}",
+                    }
+                },
+            }
+        ],
+    }
 
 
 def _scope(  # noqa: PLR0917 - one private helper, called once
@@ -576,12 +767,22 @@ def _scope(  # noqa: PLR0917 - one private helper, called once
 # --- files and the command line --------------------------------------------------------------------------------
 
 
-def policy_files(policy: DeployerPolicy) -> dict[str, dict[str, Any]]:
-    """``{path under --out: document}``: the whole policy, its parts to attach, and the boundary."""
-    out = {f"iam/deployer-{policy.stack}.json": policy.document}
+def policy_files(
+    policy: DeployerPolicy, preview: DeployerPolicy | None = None, *, repo: str = "ORG/REPO", account: str = "*"
+) -> dict[str, dict[str, Any]]:
+    """``{path under --out: document}``: the whole policy, its parts to attach, and the boundary; with the preview
+    policy, its parts too and the trust policy of each role (the deploy role: the stack's GitHub environment, the
+    preview role: pull requests)."""
+    stack = policy.stack
+    out = {f"iam/deployer-{stack}.json": policy.document}
     for n, part in enumerate(policy.parts(), start=1):
-        out[f"iam/deployer-{policy.stack}.part{n}.json"] = part
-    out[f"iam/boundary-{policy.stack}.json"] = boundary_document()
+        out[f"iam/deployer-{stack}.part{n}.json"] = part
+    out[f"iam/boundary-{stack}.json"] = boundary_document(policy.stack_roles)
+    if preview is not None:
+        for n, part in enumerate(preview.parts(), start=1):
+            out[f"iam/preview-{stack}.part{n}.json"] = part
+        out[f"iam/trust-deployer-{stack}.json"] = github_trust(repo, f"environment:{stack}", account=account)
+        out[f"iam/trust-preview-{stack}.json"] = github_trust(repo, "pull_request", account=account)
     return out
 
 
@@ -593,23 +794,27 @@ def write_deployer_policy(
     stack: str,
     region: str,
     account: str = "*",
+    repo: str = "ORG/REPO",
 ) -> list[Path]:
     """Write ``out_dir/iam/deployer-<stack>.json`` (the whole policy, to read), ``out_dir/iam/deployer-<stack>.part<N>
     .json`` (the managed policies to attach to the deploy role, each within the size limit),
     ``out_dir/iam/boundary-<stack>.json`` (the permissions boundary, created once as the managed policy
     ``hpi-<stack>-role-boundary``) and ``out_dir/deployer-<stack>.notes.json``; return the paths."""
+    registrations, calls = list(registrations), list(calls)
     policy = deployer_policy(registrations, calls, stack=stack, region=region, account=account)
+    preview = preview_policy(registrations, calls, stack=stack, region=region, account=account)
     iam_dir = out_dir / "iam"
     iam_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for rel, doc in policy_files(policy).items():
+    for rel, doc in policy_files(policy, preview, repo=repo, account=account).items():
         path = out_dir / rel
         path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         written.append(path)
     notes_path = out_dir / f"deployer-{stack}.notes.json"
     notes = {
         **policy.notes(),
-        "parts": [f"iam/{p.name}" for p in written if ".part" in p.name],
+        "parts": [f"iam/{p.name}" for p in written if ".part" in p.name and p.name.startswith("deployer-")],
+        "previewParts": [f"iam/{p.name}" for p in written if p.name.startswith("preview-")],
         "boundaryFile": f"iam/boundary-{stack}.json",
     }
     notes_path.write_text(json.dumps(notes, indent=2) + "\n", encoding="utf-8")
@@ -626,6 +831,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--account", default="*", help="the AWS account ID to put in ARNs (default: *)")
     parser.add_argument("--json", action="store_true", help="print the notes (scopes, reasons, types) as well")
     parser.add_argument(
+        "--repo",
+        default="ORG/REPO",
+        help="the GitHub repository (OWNER/NAME) in the roles' trust `sub` claims (default: ORG/REPO)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -639,8 +849,22 @@ def main(argv: list[str] | None = None) -> int:
         except cli.InputError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    if not re.fullmatch(r"\*|[0-9]{12}", ns.account):
-        print(f"--account {ns.account!r}: expected a 12-digit AWS account ID", file=sys.stderr)
+    bad = [
+        message
+        for ok, message in (
+            (
+                re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", ns.repo),
+                f"--repo {ns.repo!r}: expected OWNER/NAME of the GitHub repository",
+            ),
+            (
+                re.fullmatch(r"\*|[0-9]{12}", ns.account),
+                f"--account {ns.account!r}: expected a 12-digit AWS account ID",
+            ),
+        )
+        if not ok
+    ]
+    if bad:
+        print("\n".join(bad), file=sys.stderr)
         return 2
     path = stack_path(ns.stack)
     if not path.exists():
@@ -655,12 +879,17 @@ def main(argv: list[str] | None = None) -> int:
     region = str(mapping.get("aws:region") or "us-east-1")
     if ns.out is not None:
         for written in write_deployer_policy(
-            run.registrations, run.mocks.calls, ns.out, stack=ns.stack, region=region, account=ns.account
+            run.registrations, run.mocks.calls, ns.out, stack=ns.stack, region=region, account=ns.account, repo=ns.repo
         ):
             print(f"wrote {written}")
     policy = deployer_policy(run.registrations, run.mocks.calls, stack=ns.stack, region=region, account=ns.account)
     if ns.out is None:
-        files = {k: v for k, v in policy_files(policy).items() if k != f"iam/deployer-{ns.stack}.json"}
+        preview = preview_policy(run.registrations, run.mocks.calls, stack=ns.stack, region=region, account=ns.account)
+        files = {
+            k: v
+            for k, v in policy_files(policy, preview, repo=ns.repo, account=ns.account).items()
+            if k != f"iam/deployer-{ns.stack}.json"
+        }
         print(json.dumps(policy.notes() if ns.json else files, indent=2))
     if not policy.complete:
         if policy.unbounded_roles:

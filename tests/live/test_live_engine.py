@@ -303,3 +303,39 @@ def test_wait_for_times_out_when_the_status_never_comes(workspace: Callable[...,
     assert "waited" in str(failed.value)
     stored = engine_api.get(WAITED)
     assert stored is not None and "status" not in stored
+
+
+def test_the_engine_runs_a_python_program_without_a_language_host(tmp_path: Path) -> None:
+    """The part that builds: the CLI runs an inline program (the Python SDK serves the language runtime; no
+    ``pulumi-language-python`` exists here) against a local backend, up and destroy, with real URNs."""
+    import pulumi
+    from pulumi import automation as auto
+
+    found = binaries_or_skip(("pulumi",))
+    (tmp_path / "state").mkdir()
+
+    def program() -> None:
+        pulumi.export("answer", 42)
+
+    env = {
+        "PULUMI_CONFIG_PASSPHRASE": "hpi-live",
+        "PULUMI_HOME": str(tmp_path / "home"),
+        "PULUMI_SKIP_UPDATE_CHECK": "1",
+    }
+    stack = auto.create_or_select_stack(
+        stack_name="smoke",
+        project_name=PROJECT,
+        program=program,
+        opts=auto.LocalWorkspaceOptions(
+            work_dir=str(tmp_path), pulumi_home=str(tmp_path / "home"), env_vars=env,
+            project_settings=auto.ProjectSettings(
+                name=PROJECT, runtime="python", backend=auto.ProjectBackend(url=f"file://{tmp_path / 'state'}")
+            ),
+            pulumi_command=auto.PulumiCommand(root=str(found["pulumi"].parent.parent), skip_version_check=True),
+        ),
+    )  # fmt: skip
+    events: list[Any] = []
+    up = stack.up(on_event=events.append)
+    assert up.summary.result == "succeeded" and up.outputs["answer"].value == 42
+    assert _ops(events) == {f"urn:pulumi:smoke::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-smoke": "create"}
+    assert stack.destroy().summary.result == "succeeded"

@@ -51,6 +51,7 @@ class Component:
     package: str
     binary: str
     why: str
+    ldflags: str = ""
 
     @property
     def module_dir(self) -> Path:
@@ -70,7 +71,15 @@ COMPONENTS: dict[str, Component] = {
         Component(
             "kube-apiserver", "v1.35.4", "k8s.io/kubernetes/cmd/kube-apiserver", "kube-apiserver", "the API server"
         ),
-        Component("pulumi", "v3.274.0", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi", "pulumi", "the Pulumi engine"),
+        Component(
+            "pulumi",
+            "v3.274.0",
+            "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
+            "pulumi",
+            "the Pulumi engine",
+            # what the release build stamps in (`pulumi version`; the Automation API reads it)
+            ldflags="-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v3.274.0",
+        ),
         Component(
             "pulumi-resource-kubernetes",
             "v4.0.0-20260115033456-f47bc2d6f199",
@@ -108,6 +117,7 @@ def module_digest(component: Component) -> str:
     for name in ("go.mod", "go.sum", "tools.go"):
         path = component.module_dir / name
         h.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    h.update(component.ldflags.encode())
     return h.hexdigest()
 
 
@@ -187,7 +197,11 @@ def build(component: Component, *, say: Callable[[str], object] = print) -> bool
                 ("download modules", [go, "mod", "download"]),
                 (
                     "compile",
-                    ["nice", "-n", "10", go, "build", "-p", "2", "-trimpath", "-o", str(out), component.package],
+                    [
+                        *("nice", "-n", "10", go, "build", "-p", "2", "-trimpath"),
+                        *(("-ldflags", component.ldflags) if component.ldflags else ()),
+                        *("-o", str(out), component.package),
+                    ],
                 ),
             ]
             for label, cmd in steps:

@@ -463,3 +463,9 @@ class ApiClient:
                 return
             time.sleep(0.2)
         raise TimeoutError(f"{obj['kind']} {obj['metadata']['name']} still there after {timeout:.0f} s")
+
+
+if __name__ == "__main__":
+    from tools.report.cli import not_a_command
+
+    not_a_command("tools.live.cluster", "python -m tools.live.build, then pytest -n 0 -m live_apiserver tests/live")

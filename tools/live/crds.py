@@ -101,3 +101,9 @@ def gateway_crd() -> dict[str, Any]:
             ],
         },
     }
+
+
+if __name__ == "__main__":
+    from tools.report.cli import not_a_command
+
+    not_a_command("tools.live.crds", "python -m tools.live.build, then pytest -n 0 -m live_apiserver tests/live")

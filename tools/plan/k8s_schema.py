@@ -11,7 +11,7 @@ Four outcomes per object (never "valid" by default), each naming the schema it r
     release lacks the field: never ``valid`` against a schema lacking one of its fields;
   - TargetGroupBinding: the CRD the AWS Load Balancer Controller v2.13.0 publishes
     (``../shared/crds/third-party/elbv2.k8s.aws_targetgroupbindings.yaml``), the whole object's ``spec``, closed;
-  - core kinds (Namespace, ServiceAccount, Role, RoleBinding, Secret, ConfigMap, ...): the Kubernetes OpenAPI
+  - built-in kinds (Namespace, Secret, Role, RoleBinding, NetworkPolicy: core and `*.k8s.io`): the Kubernetes OpenAPI
     schemas the ``kubernetes-validate`` package ships, strict (unknown fields are errors), for the stack's
     Kubernetes version or, when the pinned release does not ship it, the newest it has (reported as an advisory);
 * ``valid-against-docs-schema`` / ``invalid`` for the InferenceGatewayConfig (no CRD is published): its spec
@@ -142,7 +142,8 @@ def validate_object(  # noqa: PLR0911 - one return per schema family and outcome
         assert crds_dir is not None
         errs = _errors(_tgb_validator(crds_dir), obj.get("spec") or {}, "spec.")
         return result("invalid" if errs else "valid", f"{TGB_CRD} (LBC v2.13.0)", errs)
-    if "." not in api.split("/", maxsplit=1)[0] or api.startswith(("rbac.authorization.k8s.io/", "apps/", "batch/")):
+    group = api.split("/", maxsplit=1)[0] if "/" in api else ""
+    if "." not in group or group.endswith(".k8s.io"):  # the built-in API groups (networking.k8s.io, rbac, ...)
         import kubernetes_validate
 
         version, _ = kubernetes_validate_version(kubernetes_version)

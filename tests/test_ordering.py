@@ -27,12 +27,9 @@ ROLE_RULE = "iam-role-grants-before-its-users"
 
 
 @pytest.fixture(scope=cached_scope("module"))
-def reference_runs(stack_runs: dict[str, StackRun]) -> dict[str, StackRun]:
+def reference_runs(every_stack_run: dict[str, StackRun]) -> dict[str, StackRun]:
     """Every stack in stacks/, the global one included (it is not among ``stack_runs``)."""
-    runs = dict(stack_runs)
-    for stack in ALL_STACKS:
-        if stack not in runs:
-            runs[stack] = registered(run_stack(stack))
+    runs = every_stack_run
     assert set(runs) == set(ALL_STACKS) and set(REGIONAL_STACKS) < set(runs)
     return runs
 

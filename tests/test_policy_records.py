@@ -154,9 +154,11 @@ def test_loader_reads_a_record_and_refuses_a_misspelt_field(tmp_path: Path) -> N
     ("changes", "message"),
     [
         ({"levels": {"dev": "advisory", "prod": "mandatory"}}, "no level for staging"),
+        ({"levels": {"staging": "advisory", "prod": "mandatory"}}, "no level for dev"),  # record-level-missing-env
         ({"levels": {"dev": "advisory", "staging": "advisory", "prod": "strict"}}, "levels.prod"),
         ({"name": "redis-encryption-2"}, "not the file's name"),
         ({"sources": ["../shared/docs/operator-facts.md"]}, "not a public https URL"),
+        ({"sources": ["http://docs.aws.amazon.com/x.html"]}, "not a public https URL"),  # record-http-source
         ({"needs": ["addon"]}, "only endpoint rules"),
         ({"samples": {"allowed": []}}, "samples"),  # samples go in the second document, after ---
     ],

@@ -137,6 +137,28 @@ def test_families_come_after_exact_entries_most_specific_first() -> None:
     assert anything.type == "kubernetes:*"
 
 
+def test_every_dynamic_entry_first_asks_for_its_resource_kind() -> None:
+    """Hand mutation ``types-dynamic-kind-ignored``: a record keyed ``<dynamic>#<resourceKind>`` gives its entries
+    the condition on that kind, so a drain's entry never times a GuardDuty cleanup or an unknown kind."""
+    dynamic = [e for e in RECORDS.readiness_entries() if e.type == "pulumi-python:dynamic:Resource"]
+    assert dynamic, "no dynamic resource has a readiness entry"
+    kinds = {k.partition("#")[2] for k, r in RECORDS.types.items() if "#" in k and r.readiness}
+    for entry in dynamic:
+        first = entry.match[0]
+        assert (first.input, first.op) == ("resourceKind", "eq") and first.value in kinds, entry.label
+
+
+def test_families_of_a_key_most_specific_first_and_not_a_look_alike() -> None:
+    """Hand mutation ``types-family-least-specific-first``: the operator's family wins over ``kubernetes:*``."""
+    endpoint = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
+    assert [p for p, _ in RECORDS.families(endpoint)][:2] == [
+        "kubernetes:inference.sagemaker.aws.amazon.com/*",
+        "kubernetes:*",
+    ]
+    assert [p for p, _ in RECORDS.families("kubernetes:apps/v1:Deployment")] == ["kubernetes:*"]
+    assert RECORDS.families("aws:s3/bucket:Bucket") == []
+
+
 # --- the loader refuses what it cannot read exactly ------------------------------------------------------------
 
 

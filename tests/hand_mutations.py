@@ -673,7 +673,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tools/generate/policy_docs.py",
         'outside_prod = dev if dev == staging else f"dev: {dev}, staging: {staging}"',
         "outside_prod = staging",
-        (PR,),
+        (f"{PR}::test_a_docs_row_names_dev_and_staging_apart_when_their_levels_differ",),
         "the docs' dev / staging column shows staging's level even where dev differs",
     ),
     Mutation(

@@ -130,6 +130,16 @@ def test_docs_rows_are_the_records_in_both_tables() -> None:
     assert "global-gateway-min-members" in policy_docs.table("global", RECORDS.values())
 
 
+def test_a_docs_row_names_dev_and_staging_apart_when_their_levels_differ() -> None:
+    """Hand mutation ``docs-outside-prod-shows-staging``: no record differs between dev and staging today, so the
+    row of one that does is built here (one level per environment, written once in the record)."""
+    base = RECORDS["alb-tls-policy-recommended"]
+    split = base.model_copy(update={"levels": {"dev": "disabled", "staging": "advisory", "prod": "mandatory"}})
+    assert "| mandatory | dev: disabled, staging: advisory |" in policy_docs.row(split)
+    same = base.model_copy(update={"levels": {"dev": "advisory", "staging": "advisory", "prod": "mandatory"}})
+    assert "| mandatory | advisory |" in policy_docs.row(same)
+
+
 # --- the loader refuses a bad record ------------------------------------------------------------------------
 
 

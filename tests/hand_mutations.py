@@ -721,7 +721,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "policies/readiness.yaml",
         '    user_paths: [principalArn]\n    provider: {type: "aws:eks/accessEntry:AccessEntry"}\n    provider_paths: [principalArn]',
         '    user_paths: [clusterName]\n    provider: {type: "aws:eks/accessEntry:AccessEntry"}\n    provider_paths: [clusterName]',
-        (TO,),
+        (f"{TO}::test_access_policy_associations_wait_for_their_own_principals_entry_only",),
         "access-policy associations are joined to every access entry of the cluster, not their principal's",
     ),
     Mutation(
@@ -729,7 +729,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "components/config/health_checks.py",
         "if instance_count < 2:",
         "if instance_count <= 2:",
-        ("tests/test_node_wait_deep_health_checks.py", "tests/test_defaults_at_thresholds.py"),
+        ("tests/test_node_wait_deep_health_checks.py::test_instance_connectivity_runs_on_two_instances_the_threshold",),
         "InstanceConnectivity refused on a two-instance group (the threshold moved by one)",
     ),
     Mutation(

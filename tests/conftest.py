@@ -116,6 +116,18 @@ def stack_runs() -> dict[str, StackRun]:
     return {s: registered(run_stack(s)) for s in REGIONAL_STACKS}
 
 
+@pytest.fixture(scope=cached_scope("session"))
+def every_stack_run(stack_runs: dict[str, StackRun]) -> dict[str, StackRun]:
+    """Every stack in stacks/ run once per session, the global ones included (``stack_runs`` plus those): the
+    ordering, deploy-policy, plan-JSON, declared-edge and resource-type tests read it instead of each running
+    the stacks again (tests only read these)."""
+    runs = dict(stack_runs)
+    for stack in ALL_STACKS:
+        if stack not in runs:
+            runs[stack] = registered(run_stack(stack))
+    return runs
+
+
 @pytest.fixture
 def run() -> Callable[..., StackRun]:
     """``run(stack, mapping=None)``: a fresh program run with an optional modified config mapping."""

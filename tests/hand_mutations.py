@@ -24,6 +24,9 @@ PJ = "tests/test_plan_json.py"
 PS = "tests/test_plan_state.py"
 PP = "tests/test_plan_propagation.py"
 TP = "tests/test_plan.py"
+PR = "tests/test_policy_records.py"
+RT = "tests/test_resource_types.py"
+TO = "tests/test_ordering.py"
 
 
 @dataclass(frozen=True)
@@ -599,6 +602,168 @@ MUTATIONS: tuple[Mutation, ...] = (
         "else cfg.is_prod",
         ("tests/test_adoption_matrix.py::test_adopted_layer_builds_in_every_environment",),
         "prod creates interface endpoints in an adopted VPC too (its owner's endpoints then collide on private DNS)",
+    ),
+    # --- issue 49, round 5: a fresh hand-made set on the code this round added (policy records, resource-type
+    # records and their loaders, the docs generator, the new ordering rules) and on the six kinds of the issue
+    Mutation(
+        "record-level-missing-env",
+        "policies/records/__init__.py",
+        "missing = [e for e in ENVIRONMENTS if e not in self.levels]",
+        'missing = [e for e in ENVIRONMENTS if e not in self.levels and e != "dev"]',
+        (f"{PR}::test_loader_refuses",),
+        "a policy record without a dev level loads (and fails later with a KeyError, not a record error)",
+    ),
+    Mutation(
+        "record-escalates-everywhere",
+        "policies/records/__init__.py",
+        "if self.escalate is not None and environment in self.escalate.environments:\n            return self.escalate.to",
+        "if self.escalate is not None:\n            return self.escalate.to",
+        (PR,),
+        "an escalating rule is raised to its escalated level in every environment, not only the listed ones",
+    ),
+    Mutation(
+        "record-report-levels-mandatory-only",
+        "policies/records/__init__.py",
+        'else ("mandatory", "advisory")',
+        'else ("mandatory",)',
+        (PR,),
+        "outside its escalation an escalating rule reports only mandatory findings (advisories vanish)",
+    ),
+    Mutation(
+        "record-config-placeholder-literal",
+        "policies/records/__init__.py",
+        'entry[key] = environment if value == "{environment}" else value',
+        "entry[key] = value",
+        (PR,),
+        "a config value `{environment}` is written literally into config.<env>.json",
+    ),
+    Mutation(
+        "record-is-mandatory-ignores-escalation",
+        "policies/records/__init__.py",
+        'RECORDS[name].pack_level(env) == "mandatory"',
+        'RECORDS[name].levels[env] == "mandatory"',
+        (PR,),
+        "is_mandatory reads the base level and misses an escalation to mandatory",
+    ),
+    Mutation(
+        "record-name-not-the-file",
+        "policies/records/__init__.py",
+        "if record.name != path.stem:",
+        "if not record.name:",
+        (PR,),
+        "a record whose name differs from its file name loads (samples() then reads another file)",
+    ),
+    Mutation(
+        "record-http-source",
+        "policies/records/__init__.py",
+        'if not url.startswith("https://"):',
+        'if not url.startswith("http"):',
+        (f"{PR}::test_loader_refuses",),
+        "a plain-http source is accepted as a public reference",
+    ),
+    Mutation(
+        "record-waiver-prod-only",
+        "policies/records/__init__.py",
+        "if self.waiver is not None:",
+        'if self.waiver is not None and environment == "prod":',
+        (PR,),
+        "a waiver is written into prod's pack config only",
+    ),
+    Mutation(
+        "types-family-least-specific-first",
+        "policies/resource_types/__init__.py",
+        "return sorted(found, key=lambda item: -len(item[0]))",
+        "return sorted(found, key=lambda item: len(item[0]))",
+        (f"{RT}::test_families_of_a_key_most_specific_first_and_not_a_look_alike",),
+        "the broadest glob record (kubernetes:*) wins over a more specific family",
+    ),
+    Mutation(
+        "types-dynamic-kind-ignored",
+        "policies/resource_types/__init__.py",
+        'kind_match = [Condition(input="resourceKind", value=kind)] if kind else []',
+        "kind_match = []",
+        (f"{RT}::test_every_dynamic_entry_first_asks_for_its_resource_kind",),
+        "a dynamic resource's readiness entry matches every dynamic resource, whatever its resourceKind",
+    ),
+    Mutation(
+        "types-duplicate-key-last-wins",
+        "policies/resource_types/__init__.py",
+        "            if key in files:\n",
+        "            if key in files and files[key] == rel:\n",
+        (RT,),
+        "a type written in two record files silently takes the later file's record",
+    ),
+    Mutation(
+        "docs-outside-prod-shows-staging",
+        "tools/generate/policy_docs.py",
+        'outside_prod = dev if dev == staging else f"dev: {dev}, staging: {staging}"',
+        "outside_prod = staging",
+        (f"{PR}::test_a_docs_row_names_dev_and_staging_apart_when_their_levels_differ",),
+        "the docs' dev / staging column shows staging's level even where dev differs",
+    ),
+    Mutation(
+        "docs-global-table-every-record",
+        "tools/generate/policy_docs.py",
+        'return HEADER + "".join(row(r) for r in records if stack in r.scope.stacks)',
+        'return HEADER + "".join(row(r) for r in records)',
+        (PR,),
+        "the global stack's policy table lists every regional policy too",
+    ),
+    Mutation(
+        "docs-escalation-note-everywhere",
+        "tools/generate/policy_docs.py",
+        'return f"{level} ({up.when})" if up is not None and environment in up.environments else level',
+        'return f"{level} ({up.when})" if up is not None else level',
+        (PR,),
+        "the escalation's note (kvaware only) is printed in environments that do not escalate",
+    ),
+    Mutation(
+        "docs-drift-ignores-the-doc",
+        "tools/generate/policy_docs.py",
+        'return [path for path, text in expected(root).items() if (root / path).read_text(encoding="utf-8") != text]',
+        'return [path for path, text in expected(root).items() if path != DOC and (root / path).read_text(encoding="utf-8") != text]',
+        (PR,),
+        "the drift check compares the config files only, so a hand-edited docs table passes CI",
+    ),
+    Mutation(
+        "ordering-alb-log-wrong-path",
+        "policies/readiness.yaml",
+        "user_paths: [accessLogs.bucket]",
+        "user_paths: [accessLogs.bucketName]",
+        (TO,),
+        "the ALB access-log ordering rule reads a field the provider does not have, so it never applies",
+    ),
+    Mutation(
+        "ordering-secret-env-no-wildcard",
+        "policies/readiness.yaml",
+        "user_paths: [spec.worker.environmentVariables.*.valueFrom.secretKeyRef.name]",
+        "user_paths: [spec.worker.environmentVariables.valueFrom.secretKeyRef.name]",
+        (TO,),
+        "the Secret ordering rule misses the list index, so no endpoint is ever its user",
+    ),
+    Mutation(
+        "ordering-access-entry-by-cluster",
+        "policies/readiness.yaml",
+        '    user_paths: [principalArn]\n    provider: {type: "aws:eks/accessEntry:AccessEntry"}\n    provider_paths: [principalArn]',
+        '    user_paths: [clusterName]\n    provider: {type: "aws:eks/accessEntry:AccessEntry"}\n    provider_paths: [clusterName]',
+        (f"{TO}::test_access_policy_associations_wait_for_their_own_principals_entry_only",),
+        "access-policy associations are joined to every access entry of the cluster, not their principal's",
+    ),
+    Mutation(
+        "health-connectivity-threshold",
+        "components/config/health_checks.py",
+        "if instance_count < 2:",
+        "if instance_count <= 2:",
+        ("tests/test_node_wait_deep_health_checks.py::test_instance_connectivity_runs_on_two_instances_the_threshold",),
+        "InstanceConnectivity refused on a two-instance group (the threshold moved by one)",
+    ),
+    Mutation(
+        "redis-at-rest-only-when-false",
+        "policies/baselines.py",
+        'if not truthy(get(args.props, "atRestEncryptionEnabled")):',
+        'if get(args.props, "atRestEncryptionEnabled") is False:',
+        ("tests/test_omitted_security_inputs.py", "tests/test_policies.py"),
+        "redis-encryption flags at-rest encryption only when set false, not when omitted (the provider's default)",
     ),
 )
 

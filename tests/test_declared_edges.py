@@ -14,8 +14,8 @@ import copy
 
 import pytest
 
-from tests.conftest import ALL_STACKS, cached_scope, registered, stack_mapping
-from tools.plan.harness import StackRun, run_stack
+from tests.conftest import cached_scope, stack_mapping
+from tools.plan.harness import StackRun
 from tools.plan.mocks import Registration
 from tools.rehearse import rehearse
 
@@ -110,11 +110,8 @@ def _explicit_edges(regs: list[Registration]) -> list[tuple[int, str]]:
 
 
 @pytest.fixture(scope=cached_scope("module"))
-def runs(stack_runs: dict[str, StackRun]) -> dict[str, StackRun]:
-    out = dict(stack_runs)
-    for stack in ALL_STACKS:
-        out.setdefault(stack, registered(run_stack(stack)))
-    return out
+def runs(every_stack_run: dict[str, StackRun]) -> dict[str, StackRun]:
+    return every_stack_run
 
 
 def _dropped_is_found(regs: list[Registration], stack: str, index: int, dep: str) -> bool:

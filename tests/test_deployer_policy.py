@@ -20,10 +20,10 @@ import botocore.session
 import pytest
 
 from policies.deploy_actions import DYNAMIC, DeployActions, load_deploy_actions
-from tests.conftest import ALL_STACKS, REGIONAL_STACKS, cached_scope, registered
+from tests.conftest import ALL_STACKS, REGIONAL_STACKS, cached_scope
 from tests.iam_lint import assert_policy_clean
 from tools.cli import deployer_policy as dp
-from tools.plan.harness import StackRun, run_stack
+from tools.plan.harness import StackRun
 from tools.plan.mocks import ACCOUNT_ID, Registration
 from tools.plan.render import cfn_type, resource_schema
 from tools.rehearse.model import expand
@@ -32,13 +32,9 @@ TABLE = load_deploy_actions()
 
 
 @pytest.fixture(scope=cached_scope("module"))
-def runs(stack_runs: dict[str, StackRun]) -> dict[str, StackRun]:
-    """Every reference stack's run: the regional ones from the session cache, the global ones run here."""
-    out = dict(stack_runs)
-    for stack in ALL_STACKS:
-        if stack not in REGIONAL_STACKS:
-            out[stack] = registered(run_stack(stack))
-    return out
+def runs(every_stack_run: dict[str, StackRun]) -> dict[str, StackRun]:
+    """Every reference stack's run (the session's, tests/conftest.py)."""
+    return every_stack_run
 
 
 def policy_for(run: StackRun) -> dp.DeployerPolicy:

@@ -115,3 +115,12 @@ def test_a_rerun_after_a_timed_out_wait_converges() -> None:
         stub.assert_no_pending_responses()
     assert again.id == CLUSTER
     assert again.outs is not None and again.outs["runningNodes"] == {"empty": 0, "p5": 2, "system": 2}
+
+
+def test_instance_connectivity_runs_on_two_instances_the_threshold() -> None:
+    """Hand mutation ``health-connectivity-threshold``: two EFA instances are the least InstanceConnectivity tests
+    (the API's "communication between instances"); one is refused, two are not."""
+    from components.config.health_checks import INSTANCE_CONNECTIVITY, unsupported_reason
+
+    assert unsupported_reason(INSTANCE_CONNECTIVITY, "ml.p5.48xlarge", 2) is None
+    assert "the group has 1" in (unsupported_reason(INSTANCE_CONNECTIVITY, "ml.p5.48xlarge", 1) or "")

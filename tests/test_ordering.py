@@ -27,12 +27,9 @@ ROLE_RULE = "iam-role-grants-before-its-users"
 
 
 @pytest.fixture(scope=cached_scope("module"))
-def reference_runs(stack_runs: dict[str, StackRun]) -> dict[str, StackRun]:
+def reference_runs(every_stack_run: dict[str, StackRun]) -> dict[str, StackRun]:
     """Every stack in stacks/, the global one included (it is not among ``stack_runs``)."""
-    runs = dict(stack_runs)
-    for stack in ALL_STACKS:
-        if stack not in runs:
-            runs[stack] = registered(run_stack(stack))
+    runs = every_stack_run
     assert set(runs) == set(ALL_STACKS) and set(REGIONAL_STACKS) < set(runs)
     return runs
 
@@ -322,3 +319,15 @@ def test_complete_graph_children_are_checked(stack_runs: dict[str, StackRun]) ->
         "iam-role-grants-before-its-users: eks-cluster-eksCluster (aws:eks/cluster:Cluster) after "
         "eks-service-role-cluster-policy (aws:iam/rolePolicyAttachment:RolePolicyAttachment): met"
     ) in [describe(graph, e) for e in found]
+
+
+def test_access_policy_associations_wait_for_their_own_principals_entry_only() -> None:
+    """Hand mutation ``ordering-access-entry-by-cluster``: joined on the cluster name, every association would wait
+    on every access entry of the cluster (over-broad, no test fails); AssociateAccessPolicy needs the entry of its
+    own principal, so the join is on ``principalArn`` on both sides."""
+    rule = next(r for r in load_readiness().ordering if r.id == "access-entry-before-its-policy-associations")
+    assert (rule.join, list(rule.user_paths), list(rule.provider_paths)) == (
+        "same_value",
+        ["principalArn"],
+        ["principalArn"],
+    )

@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ALL_STACKS, cached_scope, registered
+from tests.conftest import cached_scope
 from tools.cli.preview import preview
-from tools.plan.harness import run_stack
 from tools.plan.mocks import engine_urn, qualified_type
 from tools.plan.reader import PreviewJSONError, read_preview
 from tools.plan.writer import EXTENSION
@@ -82,8 +81,8 @@ def test_qualified_type_of_a_name_with_colons() -> None:
 
 
 @pytest.fixture(scope=cached_scope("module"))
-def every_run() -> dict[str, Any]:
-    return {s: registered(run_stack(s)) for s in ALL_STACKS}
+def every_run(every_stack_run: dict[str, Any]) -> dict[str, Any]:
+    return every_stack_run
 
 
 def test_every_urn_of_every_reference_stack_is_the_engines(every_run) -> None:

@@ -130,6 +130,16 @@ def test_docs_rows_are_the_records_in_both_tables() -> None:
     assert "global-gateway-min-members" in policy_docs.table("global", RECORDS.values())
 
 
+def test_a_docs_row_names_dev_and_staging_apart_when_their_levels_differ() -> None:
+    """Hand mutation ``docs-outside-prod-shows-staging``: no record differs between dev and staging today, so the
+    row of one that does is built here (one level per environment, written once in the record)."""
+    base = RECORDS["alb-tls-policy-recommended"]
+    split = base.model_copy(update={"levels": {"dev": "disabled", "staging": "advisory", "prod": "mandatory"}})
+    assert "| mandatory | dev: disabled, staging: advisory |" in policy_docs.row(split)
+    same = base.model_copy(update={"levels": {"dev": "advisory", "staging": "advisory", "prod": "mandatory"}})
+    assert "| mandatory | advisory |" in policy_docs.row(same)
+
+
 # --- the loader refuses a bad record ------------------------------------------------------------------------
 
 
@@ -154,9 +164,11 @@ def test_loader_reads_a_record_and_refuses_a_misspelt_field(tmp_path: Path) -> N
     ("changes", "message"),
     [
         ({"levels": {"dev": "advisory", "prod": "mandatory"}}, "no level for staging"),
+        ({"levels": {"staging": "advisory", "prod": "mandatory"}}, "no level for dev"),  # record-level-missing-env
         ({"levels": {"dev": "advisory", "staging": "advisory", "prod": "strict"}}, "levels.prod"),
         ({"name": "redis-encryption-2"}, "not the file's name"),
         ({"sources": ["../shared/docs/operator-facts.md"]}, "not a public https URL"),
+        ({"sources": ["http://docs.aws.amazon.com/x.html"]}, "not a public https URL"),  # record-http-source
         ({"needs": ["addon"]}, "only endpoint rules"),
         ({"samples": {"allowed": []}}, "samples"),  # samples go in the second document, after ---
     ],

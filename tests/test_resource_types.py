@@ -13,9 +13,9 @@ import pytest
 from policies.readiness import load_readiness
 from policies.replacement_rules import load_rules, rules_for
 from policies.resource_types import RECORDS_DIR, RecordError, ResourceTypes, load_resource_types
-from tests.conftest import ALL_STACKS
+from tests.conftest import ALL_STACKS, cached_scope
 from tools.generate.type_tokens import TOKENS_FILE, render
-from tools.plan.harness import run_stack
+from tools.plan.harness import StackRun
 from tools.plan.mocks import MOCK_SHAPES
 from tools.preflight.checks import LOOKUPS
 from tools.rehearse import expand
@@ -23,23 +23,23 @@ from tools.rehearse import expand
 RECORDS = load_resource_types()
 
 
-def _registered_keys() -> dict[str, set[str]]:
+def _registered_keys(runs: dict[str, StackRun]) -> dict[str, set[str]]:
     """Record key -> the stacks that register it: every custom resource and remote component of every reference
     stack, remote components expanded into the children they create (the program's own ``hyperpod:`` components
     carry their knowledge in their files)."""
     readiness = load_readiness()
     found: dict[str, set[str]] = {}
     for stack in ALL_STACKS:
-        for reg in expand(run_stack(stack).registrations):
+        for reg in expand(runs[stack].registrations):
             if not reg.custom and readiness.remote(reg.type) is None:
                 continue
             found.setdefault(ResourceTypes.key_of(reg.type, reg.inputs), set()).add(stack)
     return found
 
 
-@pytest.fixture(scope="module")
-def registered() -> dict[str, set[str]]:
-    return _registered_keys()
+@pytest.fixture(scope=cached_scope("module"))
+def registered(every_stack_run: dict[str, StackRun]) -> dict[str, set[str]]:
+    return _registered_keys(every_stack_run)
 
 
 def test_every_stack_is_walked(registered: dict[str, set[str]]) -> None:
@@ -135,6 +135,28 @@ def test_families_come_after_exact_entries_most_specific_first() -> None:
     assert gateway.type == "kubernetes:inference.sagemaker.aws.amazon.com/v1alpha1:InferenceGatewayConfig"
     assert endpoint.type == "kubernetes:inference.sagemaker.aws.amazon.com/*"
     assert anything.type == "kubernetes:*"
+
+
+def test_every_dynamic_entry_first_asks_for_its_resource_kind() -> None:
+    """Hand mutation ``types-dynamic-kind-ignored``: a record keyed ``<dynamic>#<resourceKind>`` gives its entries
+    the condition on that kind, so a drain's entry never times a GuardDuty cleanup or an unknown kind."""
+    dynamic = [e for e in RECORDS.readiness_entries() if e.type == "pulumi-python:dynamic:Resource"]
+    assert dynamic, "no dynamic resource has a readiness entry"
+    kinds = {k.partition("#")[2] for k, r in RECORDS.types.items() if "#" in k and r.readiness}
+    for entry in dynamic:
+        first = entry.match[0]
+        assert (first.input, first.op) == ("resourceKind", "eq") and first.value in kinds, entry.label
+
+
+def test_families_of_a_key_most_specific_first_and_not_a_look_alike() -> None:
+    """Hand mutation ``types-family-least-specific-first``: the operator's family wins over ``kubernetes:*``."""
+    endpoint = "kubernetes:inference.sagemaker.aws.amazon.com/v1:InferenceEndpointConfig"
+    assert [p for p, _ in RECORDS.families(endpoint)][:2] == [
+        "kubernetes:inference.sagemaker.aws.amazon.com/*",
+        "kubernetes:*",
+    ]
+    assert [p for p, _ in RECORDS.families("kubernetes:apps/v1:Deployment")] == ["kubernetes:*"]
+    assert RECORDS.families("aws:s3/bucket:Bucket") == []
 
 
 # --- the loader refuses what it cannot read exactly ------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 from components.config.loader import parse_stack_mapping
 from components.config.operator import PREREQUISITES
 from policies import addon_builds

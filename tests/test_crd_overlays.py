@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.config import ConfigError, StackConfig
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 from components.config.loader import parse_stack_mapping
 from policies import capacity_rules as cap
 from policies import compatibility as compat

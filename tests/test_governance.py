@@ -20,7 +20,7 @@ from components.cluster_scheduler_config import (
     update_request,
 )
 from components.config import ConfigError
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 from components.config.governance import request_problems
 from components.config.loader import parse_stack_mapping
 from tests.conftest import stack_mapping

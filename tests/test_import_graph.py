@@ -12,7 +12,7 @@ import grimp
 import pytest
 
 from components.config import StackConfig
-from components.config.checks import ADVISORIES, CHECKS
+from components.config.validation import ADVISORIES, CHECKS
 
 PACKAGES = ("tests", "bench", "hpi", "tools", "components", "policies")
 # Highest first: a module may import its own layer and those below it, never one above.
@@ -137,6 +137,7 @@ def test_config_sections_do_not_import_the_stack() -> None:
         "components.config.global_gateway",
         "components.config.loader",
         "components.config.schema",
+        "components.config.validation",
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 from tests.cli_runner import run_module
 from tests.conftest import CRDS, CRDS_MISSING
 from tests.test_verify import KV_HOST, OUTPUTS, ROUTER_PREFIX, Door

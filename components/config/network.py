@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Protocol
 from pydantic import Field, model_validator
 
 from .base import ConfigIssue, Model
-from .checks import cross_check
+from .checks import Check
 from .vpc_endpoints import InterfaceEndpointsConfig
 
 
@@ -165,4 +165,5 @@ def _network_checks(cfg: StackView) -> Iterable[ConfigIssue]:
             yield ConfigIssue("network.cidr", str(err))
 
 
-cross_check(_network_checks)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (_network_checks,)

@@ -20,9 +20,9 @@ from components.cluster_scheduler_config import (
     update_request,
 )
 from components.config import ConfigError
-from components.config.validation import run_advisories
 from components.config.governance import request_problems
 from components.config.loader import parse_stack_mapping
+from components.config.validation import run_advisories
 from tests.conftest import stack_mapping
 from tools.plan.mocks import Registration
 from tools.rehearse import rehearse

@@ -286,7 +286,7 @@ class Rig:
             self.now += seconds
 
         self.provider = ClusterSchedulerConfigProvider(
-            client_factory=lambda region: self.client, sleep=sleep, clock=lambda: self.now, log=self.logs.append
+            client_factory=lambda _s, region: self.client, sleep=sleep, clock=lambda: self.now, log=self.logs.append
         )
 
     def describe(self, status: str, version: int = 1, **extra: Any) -> None:

@@ -284,15 +284,20 @@ def test_a_confirmed_port_replaces_the_guess_advisory(tmp_path: Path) -> None:
 
 def test_the_allocatable_verify_saw_changes_the_capacity_check(tmp_path: Path) -> None:
     from components.config.capacity import capacity_plan
+    from components.config.context import read_context
 
-    modelled = capacity_plan(_validated_now()).allocatable["gpu-p5"]
+    valid = _validated_now()  # before verify: what the model assumes
+    modelled = capacity_plan(valid).allocatable["gpu-p5"]
     assert modelled is not None and modelled.observed == ""
     cluster = staging_cluster(V33)
     for node in cluster["/api/v1/nodes"]["items"][2:]:
         node["status"]["allocatable"]["memory"] = "20Gi"
     code, out, _ = run_verify(cluster, tmp=tmp_path)
     assert code == 1 and "a node offers less than the capacity model assumes" in out
-    seen = capacity_plan(_validated_now()).allocatable["gpu-p5"]
+    # the config is now refused (the pods no longer fit): the plan of the valid one, judged with what verify saw
+    judged = valid.model_copy()
+    judged._context = read_context("staging", judged.region)
+    seen = capacity_plan(judged).allocatable["gpu-p5"]
     assert seen is not None and seen.observed == f"observed {DAY} by verify"
     assert seen.allocatable["memory"] == 20 * 2**30 - modelled.daemonsets.get("memory", 0)
     assert seen.allocatable["cpu"] == modelled.allocatable["cpu"]  # the CPU it saw is the model's

@@ -1,4 +1,4 @@
-"""Destroy-time waits: what ``pulumi destroy`` must wait for that no Pulumi resource owns (issue 33 item 6).
+"""Destroy-time waits: what ``pulumi destroy`` must wait for that no Pulumi resource owns.
 
 Two dynamic resources, each a no-op at create that records what its delete needs, placed in the dependency graph
 so that ``pulumi destroy`` (which deletes in reverse dependency order) runs their delete at the right moment:

@@ -5,7 +5,7 @@ the cluster scheduler config (``cluster_scheduler_config.py``) and the destroy w
 AWS APIs with boto3 from the process that runs ``pulumi up``. Each used to make its own client, retry throttling its
 own way and diff by hand.
 
-**Credentials (issue 33 item 3).** boto3 in a dynamic provider does not see the ``aws`` provider's configuration: with
+**Credentials.** boto3 in a dynamic provider does not see the ``aws`` provider's configuration: with
 nothing passed it runs as whatever the process's default chain finds, possibly another principal or account than the
 rest of the stack. So the program passes the chain the ``aws`` provider is configured with as inputs of every dynamic
 resource (:func:`credential_inputs`):

@@ -479,7 +479,7 @@ def _deployer_route_issues(cfg: StackView) -> Iterable[ConfigIssue]:
         return
     vpc = cfg.network.vpc_cidr
     if access.routes and cfg.network.existing is None:
-        try:  # the routes go into the control plane's own subnets only (issue 33 item 5)
+        try:  # the routes go into the control plane's own subnets only (deployer routes)
             plan_subnets(cfg.network, control_plane=True)
         except ValueError as err:
             yield ConfigIssue("cluster.deployerAccess.routes", str(err))

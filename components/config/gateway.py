@@ -161,7 +161,7 @@ def _gateway_auth_checks(cfg: StackView) -> Iterable[ConfigIssue]:
             )
 
 
-# --- names that must point at something this stack has (issue 25) ---------------------------------------------
+# --- names that must point at something this stack has --------------------------------------------------------
 
 
 def _scheduler_gaps(cfg: StackView) -> list[tuple[int, str, list[str]]]:

@@ -30,7 +30,7 @@ What AWS documents, and where each fact comes from:
 - **An endpoint** joins its team's queue with the Kueue labels ``kueue.x-k8s.io/queue-name`` and
   ``kueue.x-k8s.io/priority-class`` (the HyperPod CLI's ``KUEUE_QUEUE_NAME_LABEL_KEY`` /
   ``KUEUE_WORKLOAD_PRIORITY_CLASS_LABEL_KEY``, same file). The operator's CRD (operator 3.3,
-  ``../shared/crds/v3.3``) has **no field for pod labels** (``spec.kubernetes`` holds initContainers, schedulerName,
+  aws/sagemaker-hyperpod-cli@0986f2cc, ``python -m tools.fetch.crds`` fetches it) has **no field for pod labels** (``spec.kubernetes`` holds initContainers, schedulerName,
   serviceAccountName and volumes; 3.6 adds ``podTemplateAnnotations``, annotations only), so the labels go on the
   custom resource's ``metadata.labels``; whether the operator copies them onto the Deployment's pods is
   UNCONFIRMED [governance-labels-propagated] and the verify check ``governance-labels`` reads them off the

@@ -841,7 +841,7 @@ def _route_checks(cfg: StackView) -> Iterable[ConfigIssue]:
 
 
 def _operator_ingresses(cfg: StackView) -> Iterable[ConfigAdvisory]:
-    """A second door the stack does not own (issue 33 item 4): for an endpoint with intelligent routing the operator
+    """A second door the stack does not own: for an endpoint with intelligent routing the operator
     reconciles its own ALB Ingress ``alb-<name>-<namespace>`` in hyperpod-inference-system (see ``OPERATOR_NAMESPACE``
     above). It is not behind the front door's authentication, and the CRD gives no field for its scheme
     (v3.3 ``spec.loadBalancer``: healthCheckPath, idleTimeoutSeconds, routingAlgorithm only), so whether it answers

@@ -97,7 +97,7 @@ class SubnetPlan(Model):
     control_plane: dict[str, ipaddress.IPv4Network] = {}
 
 
-# The EKS control plane's own subnets, where its ENIs answer the deployer (issue 33 item 5): "at least six IP
+# The EKS control plane's own subnets, where its ENIs answer the deployer: "at least six IP
 # addresses ... we recommend at least 16" and "in at least two different Availability Zones" (Amazon EKS user guide,
 # network-reqs "Subnet requirements and considerations"). /28 is 16 addresses.
 CONTROL_PLANE_PREFIX = 28

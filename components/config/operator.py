@@ -50,8 +50,9 @@ class Prerequisite:
 
 
 # The one place the prerequisite add-ons and their documented minimums live.
-# Source: AWS docs "sagemaker-hyperpod-model-deployment-setup" (D6), dependency table; see
-# ../shared/docs/operator-facts.md §11. Defaults equal the minimums: upgrade deliberately, per environment.
+# Source: the dependency table of
+# https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-setup.html.
+# Defaults equal the minimums: upgrade deliberately, per environment.
 PREREQUISITES: tuple[Prerequisite, ...] = (
     Prerequisite("s3CsiDriverVersion", "aws-mountpoint-s3-csi-driver", "v1.14.1-eksbuild.1", "v1.14.1-eksbuild.1"),
     Prerequisite("fsxCsiDriverVersion", "aws-fsx-csi-driver", "v1.6.0-eksbuild.1", "v1.6.0-eksbuild.1"),

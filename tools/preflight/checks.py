@@ -1083,7 +1083,7 @@ def check_addons_not_installed(clients: Clients, cfg: StackConfig) -> list[Check
     return out
 
 
-# --- what the stack file cannot know: zone names, model buckets' Regions (issue 25) -------------------------
+# --- what the stack file cannot know: zone names, model buckets' Regions ------------------------------------
 
 
 def _endpoint_groups(cfg: StackConfig, spec: dict[str, Any]) -> list[InstanceGroup]:
@@ -1184,7 +1184,7 @@ def check_model_buckets(clients: Clients, cfg: StackConfig) -> list[CheckResult]
     return out or [CheckResult("model buckets", "SKIP", "no endpoint reads its model from S3")]
 
 
-# --- the way back from the cluster's subnets to the runner (issue 23 item 1) ---------------------------------
+# --- the way back from the cluster's subnets to the runner ------------------------------------------------
 
 
 def _return_targets() -> dict[str, str]:
@@ -1334,7 +1334,7 @@ def check_deployer_routes(clients: Clients, cfg: StackConfig) -> list[CheckResul
     return out
 
 
-# --- GuardDuty's VPC endpoint, which blocks the destroy of the network (issue 23 item 7) ----------------------
+# --- GuardDuty's VPC endpoint, which blocks the destroy of the network -------------------------------------
 
 EKS_RUNTIME_FEATURES = ("EKS_RUNTIME_MONITORING", "RUNTIME_MONITORING")
 

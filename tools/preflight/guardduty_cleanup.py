@@ -71,7 +71,7 @@ EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
 
 
 def cleanup(ec2: Any, vpc_id: str, region: str, **kwargs: Any) -> CleanupResult:
-    """:func:`components.destroy_waits.cleanup` (what the destroy runs itself, issue 33 item 6), with an
+    """:func:`components.destroy_waits.cleanup` (what the destroy runs itself), with an
     access-denied error named by its IAM action (:class:`tools.preflight.checks.Denied`)."""
     with denied_named(ec2):
         return _cleanup(ec2, vpc_id, region, **kwargs)

@@ -36,7 +36,14 @@ from botocore.exceptions import ClientError
 from pulumi import dynamic
 
 from .config.governance import request_problems
-from .dynamic_provider import DENIED_CODES, MAX_RETRIES, NOT_FOUND_CODES, THROTTLING_CODES, DynamicProviderBase
+from .dynamic_provider import (
+    DENIED_CODES,
+    MAX_RETRIES,
+    NOT_FOUND_CODES,
+    THROTTLED,
+    THROTTLING_CODES,
+    DynamicProviderBase,
+)
 from .dynamic_provider import error_code as _code
 from .dynamic_provider import error_message as _message
 
@@ -88,7 +95,7 @@ class ClusterSchedulerConfigProvider(DynamicProviderBase):
     def __init__(
         self,
         *,
-        client_factory: Callable[[str], Any] | None = None,
+        client_factory: Callable[[str, str], Any] | None = None,
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] | None = None,
         log: Callable[[str], None] | None = None,
@@ -105,7 +112,9 @@ class ClusterSchedulerConfigProvider(DynamicProviderBase):
                 f"create/update/delete, eks:AssociateAccessPolicy/eks:DescribeAccessEntry on the EKS cluster): {message}"
             )
         if code in THROTTLING_CODES:
-            return SchedulerConfigError(f"{operation}: still throttled after {MAX_RETRIES} retries: {message}")
+            return SchedulerConfigError(f"{operation}: {THROTTLED}: {message}")
+        if code in self.retry_codes:
+            return SchedulerConfigError(f"{operation}: {code} after {MAX_RETRIES} retries: {message}")
         if code in NOT_FOUND_CODES:
             return SchedulerConfigError(f"{operation}: not found: {message}")
         return SchedulerConfigError(f"{operation} failed ({code}): {message}")

@@ -1,4 +1,4 @@
-"""Destroy-time waits: what ``pulumi destroy`` must wait for that no Pulumi resource owns (issue 33 item 6).
+"""Destroy-time waits: what ``pulumi destroy`` must wait for that no Pulumi resource owns.
 
 Two dynamic resources, each a no-op at create that records what its delete needs, placed in the dependency graph
 so that ``pulumi destroy`` (which deletes in reverse dependency order) runs their delete at the right moment:
@@ -40,7 +40,8 @@ from pulumi import dynamic
 
 from policies.readiness import load_readiness
 
-from .dynamic_provider import chain_of, session_for
+from . import aws_calls
+from .dynamic_provider import DynamicProviderBase
 
 DRAIN_KIND = "hyperpod:LoadBalancerControllerDrain"
 CLEANUP_KIND = "hyperpod:GuardDutyEndpointCleanup"
@@ -66,10 +67,6 @@ class CleanupError(Exception):
     """One clear message for a destroy-time wait or cleanup that could not finish."""
 
 
-def _plain_call(client: Any, method: str, **kwargs: Any) -> Any:
-    return getattr(client, method)(**kwargs)
-
-
 # --- GuardDuty's endpoint (also python -m tools.preflight.guardduty_cleanup) ---------------------------------------------
 
 
@@ -90,27 +87,15 @@ def _tagged(resource: dict[str, Any], key: str = GUARDDUTY_TAG) -> bool:
     return any(t.get("Key") == key for t in resource.get("Tags") or [])
 
 
-def guardduty_endpoints(
-    ec2: Any, vpc_id: str, region: str, *, call: Callable[..., Any] = _plain_call
-) -> list[dict[str, Any]]:
+def guardduty_endpoints(ec2: Any, vpc_id: str, region: str) -> list[dict[str, Any]]:
     """GuardDuty's endpoints in the VPC: its services and its tag (every page)."""
-    out: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        params: dict[str, Any] = {
-            "Filters": [
-                {"Name": "vpc-id", "Values": [vpc_id]},
-                {"Name": "service-name", "Values": guardduty_services(region)},
-                {"Name": "tag-key", "Values": [GUARDDUTY_TAG]},
-            ]
-        }
-        if token:
-            params["NextToken"] = token
-        page = call(ec2, "describe_vpc_endpoints", **params)
-        out.extend(e for e in page.get("VpcEndpoints") or [] if _tagged(e) and e.get("VpcId", vpc_id) == vpc_id)
-        token = page.get("NextToken")
-        if not token:
-            return out
+    filters = [
+        {"Name": "vpc-id", "Values": [vpc_id]},
+        {"Name": "service-name", "Values": guardduty_services(region)},
+        {"Name": "tag-key", "Values": [GUARDDUTY_TAG]},
+    ]
+    found = aws_calls.items(ec2, "describe_vpc_endpoints", "VpcEndpoints", Filters=filters)
+    return [e for e in found if _tagged(e) and e.get("VpcId", vpc_id) == vpc_id]
 
 
 def cleanup(
@@ -123,16 +108,14 @@ def cleanup(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     log: Callable[[str], None] = print,
-    call: Callable[..., Any] = _plain_call,
 ) -> CleanupResult:
     """Delete GuardDuty's endpoints in ``vpc_id``, wait for their interfaces, delete their tagged security groups.
 
     Only what GuardDuty's service-linked role may create: endpoints of its services carrying the tag key
     ``GuardDutyManaged``, and security groups of those endpoints carrying it (AmazonGuardDutyServiceRolePolicy,
-    statements GuardDutyCreateVpcEndpointPolicy and GuardDutyCreateSecurityGroupPolicy). ``call`` lets the CLI map
-    an access-denied error to the IAM action it names.
+    statements GuardDutyCreateVpcEndpointPolicy and GuardDutyCreateSecurityGroupPolicy).
     """
-    endpoints = guardduty_endpoints(ec2, vpc_id, region, call=call)
+    endpoints = guardduty_endpoints(ec2, vpc_id, region)
     ids = sorted(str(e["VpcEndpointId"]) for e in endpoints)
     groups = sorted({str(g["GroupId"]) for e in endpoints for g in e.get("Groups") or []})
     result = CleanupResult(vpc_id, ids, [], dry_run)
@@ -141,7 +124,7 @@ def cleanup(
         return result
     tagged_groups = []
     if groups:
-        described = call(ec2, "describe_security_groups", GroupIds=groups).get("SecurityGroups") or []
+        described = ec2.describe_security_groups(GroupIds=groups).get("SecurityGroups") or []
         tagged_groups = sorted(str(g["GroupId"]) for g in described if _tagged(g))
     result.security_groups = tagged_groups
     if dry_run:
@@ -150,7 +133,7 @@ def cleanup(
         )
         return result
     log(f"{vpc_id}: deleting GuardDuty VPC endpoints {', '.join(ids)}")
-    failed = call(ec2, "delete_vpc_endpoints", VpcEndpointIds=ids).get("Unsuccessful") or []
+    failed = ec2.delete_vpc_endpoints(VpcEndpointIds=ids).get("Unsuccessful") or []
     if failed:
         reasons = "; ".join(
             f"{f.get('ResourceId')}: {f.get('Error', {}).get('Code')} {f.get('Error', {}).get('Message', '')}".strip()
@@ -161,7 +144,7 @@ def cleanup(
         started = clock()
         while True:
             enis = (
-                call(ec2, "describe_network_interfaces", Filters=[{"Name": "group-id", "Values": tagged_groups}]).get(
+                ec2.describe_network_interfaces(Filters=[{"Name": "group-id", "Values": tagged_groups}]).get(
                     "NetworkInterfaces"
                 )
                 or []
@@ -177,7 +160,7 @@ def cleanup(
             sleep(POLL_SECONDS)
         for group in tagged_groups:
             log(f"{vpc_id}: deleting GuardDuty security group {group}")
-            call(ec2, "delete_security_group", GroupId=group)
+            ec2.delete_security_group(GroupId=group)
     untagged = sorted(set(groups) - set(tagged_groups))
     if untagged:
         log(f"{vpc_id}: left {', '.join(untagged)} alone (no {GUARDDUTY_TAG} tag: not GuardDuty's)")
@@ -189,14 +172,7 @@ def cleanup(
 
 def controller_leftovers(elbv2: Any, ec2: Any, cluster: str) -> dict[str, list[str]]:
     """Load balancers and security groups the LB controller still tracks for ``cluster`` (its tracking tag)."""
-    arns: list[str] = []
-    marker: str | None = None
-    while True:
-        page = elbv2.describe_load_balancers(**({"Marker": marker} if marker else {}))
-        arns.extend(str(lb["LoadBalancerArn"]) for lb in page.get("LoadBalancers") or [])
-        marker = page.get("NextMarker")
-        if not marker:
-            break
+    arns = [str(lb["LoadBalancerArn"]) for lb in aws_calls.items(elbv2, "describe_load_balancers", "LoadBalancers")]
     tracked: list[str] = []
     for i in range(0, len(arns), 20):  # DescribeTags takes at most 20 ARNs
         for desc in elbv2.describe_tags(ResourceArns=arns[i : i + 20]).get("TagDescriptions") or []:
@@ -209,50 +185,14 @@ def controller_leftovers(elbv2: Any, ec2: Any, cluster: str) -> dict[str, list[s
     }
 
 
-class _AwsProvider(dynamic.ResourceProvider):
-    """Shared plumbing: lazily made clients (never pickled), injectable time and log."""
+class _DestroyWait(DynamicProviderBase):
+    """A no-op at create (but for :meth:`probe`) whose delete does the waiting; clients, credential chain, time and
+    log from :class:`DynamicProviderBase`."""
 
-    def __init__(
-        self,
-        *,
-        client_factory: Callable[[str, str], Any] | None = None,
-        sleep: Callable[[float], None] | None = None,
-        clock: Callable[[], float] | None = None,
-        log: Callable[[str], None] | None = None,
-    ) -> None:
-        super().__init__()
-        self._client_factory = client_factory
-        self._sleep = sleep
-        self._clock = clock
-        self._log = log
-        self._clients: dict[tuple[str, str, str], Any] = {}
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_clients"] = {}
-        return state
-
-    def _client(self, service: str, region: str, props: Mapping[str, Any]) -> Any:
+    def _aws(self, service: str, props: Mapping[str, Any]) -> Any:
         """A client on the resource's credential chain (``aws:profile``, then each ``aws:assumeRoles`` entry: the
         same principal and account as the rest of the stack; ``components/dynamic_provider.py``)."""
-        chain = chain_of(props)
-        key = (service, region, repr(chain))
-        if key not in self._clients:
-            if self._client_factory is not None:
-                self._clients[key] = self._client_factory(service, region)
-            else:
-                profile, roles, sts_region = chain
-                self._clients[key] = session_for(profile, roles, region, sts_region).client(service, region_name=region)
-        return self._clients[key]
-
-    def _now(self) -> float:
-        return (self._clock or time.monotonic)()
-
-    def _wait(self, seconds: float) -> None:
-        (self._sleep or time.sleep)(seconds)
-
-    def _info(self, message: str) -> None:
-        (self._log or pulumi.log.info)(message)
+        return self._client(self._use(props), service)
 
     def probe(self, props: Mapping[str, Any]) -> None:
         """At create: one read call of the delete's, so a missing permission shows at ``up``, not mid-destroy."""
@@ -277,25 +217,22 @@ class _AwsProvider(dynamic.ResourceProvider):
         return dynamic.ReadResult(id_, props)
 
 
-class LoadBalancerControllerDrainProvider(_AwsProvider):
+class LoadBalancerControllerDrainProvider(_DestroyWait):
     """Delete: wait until the LB controller has removed every load balancer and security group it tracks."""
 
     def probe(self, props: Mapping[str, Any]) -> None:
-        region = str(props["region"])
-        self._client("elbv2", region, props).describe_load_balancers(PageSize=1)
-        self._client("ec2", region, props).describe_security_groups(
+        self._aws("elbv2", props).describe_load_balancers(PageSize=1)
+        self._aws("ec2", props).describe_security_groups(
             Filters=[{"Name": f"tag:{LBC_CLUSTER_TAG}", "Values": [str(props["clusterName"])]}]
         )
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        region, cluster = str(props["region"]), str(props["clusterName"])
+        cluster = str(props["clusterName"])
         timeout = float(props.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS)
         poll = float(props.get("pollSeconds") or 15)
         started = self._now()
         while True:
-            left = controller_leftovers(
-                self._client("elbv2", region, props), self._client("ec2", region, props), cluster
-            )
+            left = controller_leftovers(self._aws("elbv2", props), self._aws("ec2", props), cluster)
             if not any(left.values()):
                 self._info(f"{cluster}: the load balancer controller has removed its load balancers and groups")
                 return
@@ -311,17 +248,17 @@ class LoadBalancerControllerDrainProvider(_AwsProvider):
             self._wait(poll)
 
 
-class GuardDutyEndpointCleanupProvider(_AwsProvider):
+class GuardDutyEndpointCleanupProvider(_DestroyWait):
     """Delete: remove GuardDuty's endpoint and security group from the VPC (after the EKS cluster is gone)."""
 
     def probe(self, props: Mapping[str, Any]) -> None:
         region = str(props["region"])
-        ec2 = self._client("ec2", region, props)
+        ec2 = self._aws("ec2", props)
         guardduty_endpoints(ec2, str(props["vpcId"]), region)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         region, vpc = str(props["region"]), str(props["vpcId"])
-        ec2 = self._client("ec2", region, props)
+        ec2 = self._aws("ec2", props)
         cleanup(
             ec2,
             vpc,

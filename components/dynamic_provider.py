@@ -1,10 +1,11 @@
 """The one base of this package's Pulumi dynamic providers: AWS clients on the stack's credential chain, retries, diff.
 
-Why one base: the node wait (``hyperpod_node_wait.py``), the Global Inference Gateway (``global_inference_gateway.py``)
-and the cluster scheduler config (``cluster_scheduler_config.py``) all drive the SageMaker API with boto3 from the
-process that runs ``pulumi up``. Each used to make its own client, retry throttling its own way and diff by hand.
+Why one base: the node wait (``hyperpod_node_wait.py``), the Global Inference Gateway (``global_inference_gateway.py``),
+the cluster scheduler config (``cluster_scheduler_config.py``) and the destroy waits (``destroy_waits.py``) all drive
+AWS APIs with boto3 from the process that runs ``pulumi up``. Each used to make its own client, retry throttling its
+own way and diff by hand.
 
-**Credentials (issue 33 item 3).** boto3 in a dynamic provider does not see the ``aws`` provider's configuration: with
+**Credentials.** boto3 in a dynamic provider does not see the ``aws`` provider's configuration: with
 nothing passed it runs as whatever the process's default chain finds, possibly another principal or account than the
 rest of the stack. So the program passes the chain the ``aws`` provider is configured with as inputs of every dynamic
 resource (:func:`credential_inputs`):
@@ -27,9 +28,11 @@ A dynamic provider's ``read`` and ``delete`` get the inputs saved in the state: 
 *update* of every dynamic resource (no AWS call beyond the resource's own update), so the state always holds the
 chain the last ``pulumi up`` ran with.
 
-**Retries.** Throttling (and, where the API documents it, ConflictException) is retried with exponential backoff up
-to :data:`MAX_RETRIES` times on top of botocore's own retries; every other error becomes one message through the
-subclass's :meth:`DynamicProviderBase.error`.
+**Retries.** Throttling and transient errors are botocore's: every client runs in the ``adaptive`` retry mode
+(``components/aws_calls.py``). Only what botocore does not retry and the API documents as retryable
+(:attr:`DynamicProviderBase.retry_codes`, ConflictException) is retried here, up to :data:`MAX_RETRIES` times with
+exponential backoff; every other error becomes one message through the subclass's :meth:`DynamicProviderBase.error`.
+Listed results come through the operations' paginators (:meth:`DynamicProviderBase._items`).
 
 Nothing AWS-related is held at construction: the provider is pickled into the state, clients are made on first use
 and dropped from the pickle. ``client_factory``/``sleep``/``clock``/``log`` are injectable for tests.
@@ -39,41 +42,27 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pulumi
 from botocore.exceptions import ClientError
 from pulumi import dynamic
 
+from . import aws_calls
+from .aws_calls import DENIED_CODES, NOT_FOUND_CODES, error_code, error_message
 from .config.aws_chain import duration_seconds
 
+__all__ = ["DENIED_CODES", "NOT_FOUND_CODES", "DynamicProviderBase", "error_code", "error_message"]
+
+# Error codes that mean botocore's own retries (adaptive mode) ran out on a throttle: named in the error message.
 THROTTLING_CODES = frozenset({"ThrottlingException", "Throttling", "TooManyRequestsException", "RequestLimitExceeded"})
-DENIED_CODES = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
-NOT_FOUND_CODES = frozenset({"ResourceNotFound", "ResourceNotFoundException"})
-MAX_RETRIES = 6
+THROTTLED = f"still throttled after botocore's {aws_calls.PROVIDER_RETRIES.retries['total_max_attempts']} attempts"
+MAX_RETRIES = 6  # of retry_codes (ConflictException), which botocore does not retry
 MAX_BACKOFF_SECONDS = 30.0
 # Inputs every dynamic resource carries for the credential chain (see the module docstring).
 CREDENTIAL_KEYS: tuple[str, ...] = ("awsProfile", "awsAssumeRoles", "awsStsRegion")
 DEFAULT_SESSION_NAME = "hyperpod-inference-dynamic-provider"
-
-
-def error_code(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Code", ""))
-
-
-def error_message(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Message", "") or err)
-
-
-def snake(operation: str) -> str:
-    """``CreateClusterSchedulerConfig`` -> ``create_cluster_scheduler_config`` (the boto3 method name)."""
-    out = ""
-    for i, ch in enumerate(operation):
-        if ch.isupper() and i:
-            out += "_"
-        out += ch.lower()
-    return out
 
 
 def assume_role_params(entry: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -154,8 +143,9 @@ def session_for(
 class DynamicProviderBase(dynamic.ResourceProvider):
     """Clients on the resource's credential chain, retried API calls, waits and a key-list diff.
 
-    Subclasses set :attr:`service` (boto3 service name), :attr:`replace_keys` and :attr:`update_keys` (for
-    :meth:`diff_keys`), :attr:`retry_codes` (extra error codes worth retrying) and implement :meth:`error`.
+    Subclasses set :attr:`service` (the boto3 service :meth:`_call` uses), :attr:`replace_keys` and
+    :attr:`update_keys` (for :meth:`diff_keys`), :attr:`retry_codes` (error codes worth retrying that botocore does
+    not retry) and implement :meth:`error`. ``client_factory(service, region)`` replaces the real clients in tests.
     """
 
     service = "sagemaker"
@@ -166,7 +156,7 @@ class DynamicProviderBase(dynamic.ResourceProvider):
     def __init__(
         self,
         *,
-        client_factory: Callable[[str], Any] | None = None,
+        client_factory: Callable[[str, str], Any] | None = None,
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] | None = None,
         log: Callable[[str], None] | None = None,
@@ -176,7 +166,7 @@ class DynamicProviderBase(dynamic.ResourceProvider):
         self._sleep = sleep
         self._clock = clock
         self._log = log
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[tuple[str, str], Any] = {}
         self._chain: tuple[str | None, tuple[dict[str, Any], ...], str | None] = (None, (), None)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -198,16 +188,17 @@ class DynamicProviderBase(dynamic.ResourceProvider):
             self._clients = {}
         return str(props["region"])
 
-    def _client(self, region: str) -> Any:
-        if region not in self._clients:
+    def _client(self, region: str, service: str | None = None) -> Any:
+        """A client of ``service`` (default :attr:`service`) in ``region`` on the chain :meth:`_use` took."""
+        key = (service or self.service, region)
+        if key not in self._clients:
             if self._client_factory is not None:
-                self._clients[region] = self._client_factory(region)
+                self._clients[key] = self._client_factory(*key)
             else:
                 profile, roles, sts_region = self._chain
-                self._clients[region] = session_for(profile, roles, region, sts_region).client(
-                    self.service, region_name=region
-                )
-        return self._clients[region]
+                session = session_for(profile, roles, region, sts_region)
+                self._clients[key] = session.client(key[0], region_name=region, config=aws_calls.PROVIDER_RETRIES)
+        return self._clients[key]
 
     # time and logs (injectable)
 
@@ -227,13 +218,13 @@ class DynamicProviderBase(dynamic.ResourceProvider):
         return RuntimeError(f"{operation} failed ({error_code(err)}): {error_message(err)}")
 
     def _call(self, region: str, operation: str, *, missing_ok: bool = False, **params: Any) -> Any:
-        """One API call: throttling (and :attr:`retry_codes`) retried with backoff, errors through :meth:`error`.
+        """One API call (botocore retries throttling); :attr:`retry_codes` retried with backoff, errors through
+        :meth:`error`.
 
         ``missing_ok``: a ResourceNotFound answer returns None instead of raising.
         """
-        method = getattr(self._client(region), snake(operation))
+        method = getattr(self._client(region), aws_calls.method_name(operation))
         delay = 1.0
-        retryable = THROTTLING_CODES | self.retry_codes
         for attempt in range(MAX_RETRIES + 1):
             try:
                 return method(**params)
@@ -241,13 +232,25 @@ class DynamicProviderBase(dynamic.ResourceProvider):
                 code = error_code(err)
                 if missing_ok and code in NOT_FOUND_CODES:
                     return None
-                if code in retryable and attempt < MAX_RETRIES:
+                if code in self.retry_codes and attempt < MAX_RETRIES:
                     self._info(f"{operation}: {code}, retrying in {delay:g}s")
                     self._wait(delay)
                     delay = min(delay * 2, MAX_BACKOFF_SECONDS)
                     continue
                 raise self.error(operation, params, err) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _pages(self, region: str, operation: str, **params: Any) -> Iterator[Any]:
+        """Every page of ``operation`` (its paginator), errors through :meth:`error`."""
+        try:
+            yield from aws_calls.pages(self._client(region), aws_calls.method_name(operation), **params)
+        except ClientError as err:
+            raise self.error(operation, params, err) from None
+
+    def _items(self, region: str, operation: str, key: str, **params: Any) -> Iterator[Any]:
+        """Every entry under ``key`` of every page of ``operation``."""
+        for page in self._pages(region, operation, **params):
+            yield from page.get(key) or []
 
     def _sync_tags(self, region: str, arn: str, olds: Mapping[str, Any] | None, news: Mapping[str, Any] | None) -> None:
         """``DeleteTags`` for keys gone, ``AddTags`` for keys new or changed (SageMaker's tag API)."""

@@ -26,8 +26,8 @@ Lifecycle, as the API documents it (botocore ``sagemaker`` model, operation docu
 - delete: ``DeleteGlobalInferenceGateway`` (idempotent), then poll until ``Describe`` answers
   ResourceNotFound; the members are then free to join another global gateway.
 
-Errors: AccessDenied names the IAM action (``sagemaker:<Operation>``); throttling and ConflictException
-are retried with exponential backoff (on top of botocore's own retries). Waits take an injectable
+Errors: AccessDenied names the IAM action (``sagemaker:<Operation>``); throttling is retried by botocore (adaptive
+mode), ConflictException (which botocore does not retry) with exponential backoff. Waits take an injectable
 ``sleep`` and ``clock`` so tests run in milliseconds. Clients, retries, the credential chain and the diff come
 from the shared base, ``components/dynamic_provider.py``.
 """
@@ -44,8 +44,16 @@ from pulumi import dynamic
 
 from policies.global_policies import RESOURCE_KIND, WEIGHT_KEYS
 
-from .dynamic_provider import DENIED_CODES, MAX_RETRIES, NOT_FOUND_CODES, DynamicProviderBase, error_code, error_message
-from .dynamic_provider import THROTTLING_CODES as BASE_THROTTLING_CODES
+from .dynamic_provider import (
+    DENIED_CODES,
+    MAX_RETRIES,
+    NOT_FOUND_CODES,
+    THROTTLED,
+    THROTTLING_CODES,
+    DynamicProviderBase,
+    error_code,
+    error_message,
+)
 
 # --- API shapes (botocore sagemaker model, 2017-07-24; checked in tests) -------------------------------
 
@@ -127,7 +135,6 @@ class DescribeResponse(_DescribeRequired, total=False):
 
 # Statuses (enum ``GlobalInferenceGatewayStatus`` / ``GlobalInferenceGatewayMemberStatus``).
 ACTIVE, FAILED = "ACTIVE", "FAILED"
-THROTTLING_CODES = BASE_THROTTLING_CODES | {"ConflictException"}  # retried too (see the provider)
 DEFAULT_TIMEOUT_SECONDS = 45 * 60
 POLL_SECONDS = 15.0
 
@@ -225,7 +232,7 @@ class GlobalInferenceGatewayProvider(DynamicProviderBase):
     def __init__(
         self,
         *,
-        client_factory: Callable[[str], Any] | None = None,
+        client_factory: Callable[[str, str], Any] | None = None,
         sleep: Callable[[float], None] | None = None,
         clock: Callable[[], float] | None = None,
         log: Callable[[str], None] | None = None,
@@ -258,8 +265,9 @@ class GlobalInferenceGatewayProvider(DynamicProviderBase):
                 f"{operation}: resource in use — gateway {member} already belongs to another global inference "
                 f"gateway; remove it there first: {message}"
             )
-        if code in THROTTLING_CODES:
-            return GatewayError(f"{operation}: still throttled after {MAX_RETRIES} retries: {message}")
+        if code in THROTTLING_CODES or code in self.retry_codes:
+            tried = THROTTLED if code in THROTTLING_CODES else f"{code} after {MAX_RETRIES} retries"
+            return GatewayError(f"{operation}: {tried}: {message}")
         if code in NOT_FOUND_CODES:
             return GatewayError(f"{operation}: not found: {message}")
         return GatewayError(f"{operation} failed ({code}): {message}")
@@ -300,18 +308,13 @@ class GlobalInferenceGatewayProvider(DynamicProviderBase):
 
     def _member_status(self, region: str, identifier: str, member: Mapping[str, Any]) -> dict[str, Any] | None:
         key = member_key(member)
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"Identifier": identifier, "Filters": [{"Name": "ClusterArn", "Value": key[0]}]}
-            if token:
-                params["NextToken"] = token
-            page = self._call(region, "ListInferenceGateways", **params)
-            for summary in page.get("InferenceGatewaySummaries", []):
-                if (summary["ClusterArn"], summary["Namespace"], summary["Name"]) == key:
-                    return dict(summary)
-            token = page.get("NextToken")
-            if not token:
-                return None
+        filters = [{"Name": "ClusterArn", "Value": key[0]}]
+        for summary in self._items(
+            region, "ListInferenceGateways", "InferenceGatewaySummaries", Identifier=identifier, Filters=filters
+        ):
+            if (summary["ClusterArn"], summary["Namespace"], summary["Name"]) == key:
+                return dict(summary)
+        return None
 
     def _wait_member(
         self, region: str, identifier: str, member: Mapping[str, Any], props: Mapping[str, Any], *, present: bool

@@ -27,8 +27,8 @@ Lifecycle:
   again, e.g. after an instance group is resized).
 - read: the inputs (it owns nothing in AWS); delete: nothing to delete.
 
-Errors: AccessDenied names ``sagemaker:ListClusterNodes``; throttling is retried with exponential backoff on top of
-botocore's retries; an unknown cluster is one clear error. Waits take an injectable ``sleep`` and ``clock``. Clients,
+Errors: AccessDenied names ``sagemaker:ListClusterNodes``; throttling is retried by botocore (adaptive mode); an
+unknown cluster is one clear error. Waits take an injectable ``sleep`` and ``clock``. Clients,
 retries and the stack's credential chain come from the shared base, ``components/dynamic_provider.py``.
 """
 
@@ -44,8 +44,8 @@ from pulumi import dynamic
 
 from .dynamic_provider import (
     DENIED_CODES,
-    MAX_RETRIES,
     NOT_FOUND_CODES,
+    THROTTLED,
     THROTTLING_CODES,
     DynamicProviderBase,
     error_code,
@@ -141,10 +141,6 @@ class HyperPodNodeWaitProvider(DynamicProviderBase):
     replace_keys = ("clusterArn", "region")
     update_keys = ("groups", "timeoutSeconds", "pollSeconds")
 
-    def _list_page(self, region: str, request: ListClusterNodesRequest) -> ListClusterNodesResponse:
-        page: ListClusterNodesResponse = self._call(region, "ListClusterNodes", **request)
-        return page
-
     def error(self, operation: str, params: Mapping[str, Any], err: ClientError) -> NodeWaitError:
         return self._error(str(params.get("ClusterName", "")), err)
 
@@ -157,24 +153,16 @@ class HyperPodNodeWaitProvider(DynamicProviderBase):
                 f"on {cluster} to wait for its nodes: {message}"
             )
         if code in THROTTLING_CODES:
-            return NodeWaitError(f"ListClusterNodes: still throttled after {MAX_RETRIES} retries: {message}")
+            return NodeWaitError(f"ListClusterNodes: {THROTTLED}: {message}")
         if code in NOT_FOUND_CODES:
             return NodeWaitError(f"ListClusterNodes: no HyperPod cluster {cluster}: {message}")
         return NodeWaitError(f"ListClusterNodes on {cluster} failed ({code}): {message}")
 
     def statuses(self, region: str, cluster: str) -> dict[str, Counter[str]]:
         """Every page of ListClusterNodes, counted per group and status."""
-        pages: list[ListClusterNodesResponse] = []
-        token: str | None = None
-        while True:
-            request = ListClusterNodesRequest(ClusterName=cluster, MaxResults=PAGE_SIZE)
-            if token:
-                request["NextToken"] = token
-            page = self._list_page(region, request)
-            pages.append(page)
-            token = page.get("NextToken")
-            if not token:
-                return node_statuses(pages)
+        request = ListClusterNodesRequest(ClusterName=cluster, MaxResults=PAGE_SIZE)
+        pages: list[ListClusterNodesResponse] = list(self._pages(region, "ListClusterNodes", **request))
+        return node_statuses(pages)
 
     def wait(self, props: Mapping[str, Any]) -> dict[str, int]:
         """Until every group has its target of Running nodes; the Running count per group."""

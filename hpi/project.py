@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 MARKER = "Pulumi.yaml"
@@ -28,7 +27,6 @@ def find_project(start: Path) -> Path:
 
 
 def enter(root: Path) -> None:
-    """Work in ``root``: the tools read stacks/, policies/ and vendor/ relative to it and import from it."""
+    """Work in ``root``: the tools read stacks/, policies/ and vendor/ relative to it (they are imported from the
+    installed project: ``-e .`` in requirements.txt)."""
     os.chdir(root)
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))

@@ -440,7 +440,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "verify-alb-logs-empty-passes",
         "tools/verify/report.py",
-        'if listed.get("KeyCount") or listed.get("Contents"):',
+        'if objects.get("KeyCount") or objects.get("Contents"):',
         "if True:",
         ("tests/test_verify_governance.py::test_alb_access_logs_delivered_or_not_yet",),
         "an empty log prefix proves the bucket policy admits ELB's delivery",

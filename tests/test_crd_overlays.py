@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from components.config import ConfigError, StackConfig
-from components.config.checks import run_advisories
 from components.config.loader import parse_stack_mapping
+from components.config.validation import run_advisories
 from policies import capacity_rules as cap
 from policies import compatibility as compat
 from policies import crd_overlays

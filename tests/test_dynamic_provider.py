@@ -190,7 +190,7 @@ def test_no_chain_is_the_process_default(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_a_new_chain_drops_the_clients_of_the_old_one() -> None:
-    provider = HyperPodNodeWaitProvider(client_factory=lambda region: object())
+    provider = HyperPodNodeWaitProvider(client_factory=lambda _s, region: object())
     props = {"region": "us-east-1", "awsProfile": "a"}
     provider._use(props)
     first = provider._client("us-east-1")
@@ -212,15 +212,38 @@ def test_a_changed_chain_is_an_update_not_a_replacement(provider_cls: type, key:
     assert provider_cls().diff("id", olds, dict(olds)).changes is False
 
 
-def test_throttling_is_retried_then_one_error() -> None:
+def test_clients_retry_in_botocores_adaptive_mode() -> None:
+    """Throttling is botocore's to retry (components/aws_calls.py), not a loop of the provider's."""
+    provider = HyperPodNodeWaitProvider()
+    provider._use({"region": "us-east-1"})
+    assert provider._client("us-east-1").meta.config.retries == {"mode": "adaptive", "total_max_attempts": 10}
+
+
+def _sagemaker_stub(*codes: str) -> tuple[Any, Stubber]:
     client = boto3.client("sagemaker", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b")
     stub = Stubber(client)
-    for _ in range(base.MAX_RETRIES + 1):
-        stub.add_client_error("list_clusters", service_error_code="ThrottlingException")
+    for code in codes:
+        stub.add_client_error("list_clusters", service_error_code=code)
     stub.activate()
+    return client, stub
+
+
+def test_throttling_that_outlasts_botocores_retries_is_one_error_at_once() -> None:
+    client, stub = _sagemaker_stub("ThrottlingException")
     slept: list[float] = []
-    provider = base.DynamicProviderBase(client_factory=lambda region: client, sleep=slept.append, log=lambda m: None)
+    provider = base.DynamicProviderBase(client_factory=lambda _s, _r: client, sleep=slept.append, log=lambda m: None)
     with pytest.raises(RuntimeError, match=r"ListClusters failed \(ThrottlingException\)"):
+        provider._call("us-east-1", "ListClusters")
+    assert slept == []
+    stub.assert_no_pending_responses()
+
+
+def test_a_retry_code_botocore_does_not_retry_is_retried_with_backoff_then_one_error() -> None:
+    client, stub = _sagemaker_stub(*["ConflictException"] * (base.MAX_RETRIES + 1))
+    slept: list[float] = []
+    provider = base.DynamicProviderBase(client_factory=lambda _s, _r: client, sleep=slept.append, log=lambda m: None)
+    provider.retry_codes = frozenset({"ConflictException"})
+    with pytest.raises(RuntimeError, match=r"ListClusters failed \(ConflictException\)"):
         provider._call("us-east-1", "ListClusters")
     assert slept == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]
     stub.assert_no_pending_responses()
@@ -234,14 +257,15 @@ def test_the_destroy_waits_call_aws_on_the_chain(monkeypatch: pytest.MonkeyPatch
     made: list[tuple[Any, ...]] = []
 
     class _Session:
-        def client(self, service: str, region_name: str) -> tuple[str, str]:
+        def client(self, service: str, region_name: str, config: Any) -> tuple[str, str]:
+            assert config.retries == {"mode": "adaptive", "total_max_attempts": 10}
             return (service, region_name)
 
     def session_for(profile: Any, roles: Any, region: str, sts_region: Any = None) -> _Session:
         made.append((profile, roles, region, sts_region))
         return _Session()
 
-    monkeypatch.setattr(destroy_waits, "session_for", session_for)
+    monkeypatch.setattr(base, "session_for", session_for)
     provider = destroy_waits.GuardDutyEndpointCleanupProvider()
     props = {
         "region": "eu-west-2",
@@ -249,8 +273,8 @@ def test_the_destroy_waits_call_aws_on_the_chain(monkeypatch: pytest.MonkeyPatch
         "awsAssumeRoles": [{"roleArn": ROLE_A}],
         "awsStsRegion": None,
     }
-    assert provider._client("ec2", "eu-west-2", props) == ("ec2", "eu-west-2")
-    provider._client("ec2", "eu-west-2", props)
+    assert provider._aws("ec2", props) == ("ec2", "eu-west-2")
+    provider._aws("ec2", props)
     assert made == [("deployer", ({"roleArn": ROLE_A},), "eu-west-2", None)]
-    provider._client("ec2", "eu-west-2", {**props, "awsAssumeRoles": [{"roleArn": ROLE_B}]})
+    provider._aws("ec2", {**props, "awsAssumeRoles": [{"roleArn": ROLE_B}]})
     assert made[-1] == ("deployer", ({"roleArn": ROLE_B},), "eu-west-2", None)

@@ -176,8 +176,8 @@ def test_the_per_caller_budget_counts_each_bearer_token_of_the_jwt_routes(prod: 
 
 def test_a_jwt_stack_keyed_on_another_header_gets_an_advisory(run) -> None:
     """Callers of a jwt route send `authorization`; a budget keyed on x-api-key may not count them (advisory)."""
-    from components.config.checks import run_advisories
     from components.config.loader import parse_stack_mapping
+    from components.config.validation import run_advisories
 
     def dev(header: str) -> dict[str, Any]:
         return _dev_with_ingress(

@@ -200,7 +200,7 @@ def rig() -> Iterator[Rig]:
     stub = Stubber(client)
     fake, logs = FakeTime(), []
     provider = GlobalInferenceGatewayProvider(
-        client_factory=lambda region: client,
+        client_factory=lambda _s, region: client,
         sleep=fake.sleep,
         clock=fake.clock,
         log=logs.append,
@@ -313,16 +313,17 @@ def test_create_access_denied_names_the_iam_action(rig: Rig) -> None:
         rig.provider.create(dict(PROPS))
 
 
-def test_create_throttled_then_succeeds(rig: Rig) -> None:
+def test_create_conflicting_then_succeeds(rig: Rig) -> None:
+    """ConflictException (documented as retryable; botocore does not retry it) is retried with backoff."""
     rig.stub.add_client_error(
-        "create_global_inference_gateway", service_error_code="ThrottlingException", http_status_code=400
+        "create_global_inference_gateway", service_error_code="ConflictException", http_status_code=409
     )
     rig.stub.add_client_error(
-        "create_global_inference_gateway", service_error_code="ThrottlingException", http_status_code=400
+        "create_global_inference_gateway", service_error_code="ConflictException", http_status_code=409
     )
     expect_create(rig)
     rig.stub.add_client_error(
-        "describe_global_inference_gateway", service_error_code="ThrottlingException", http_status_code=400
+        "describe_global_inference_gateway", service_error_code="ConflictException", http_status_code=409
     )
     rig.stub.add_response("describe_global_inference_gateway", describe("ACTIVE"), {"Identifier": GW_ID})
     result = rig.provider.create(dict(PROPS))
@@ -330,11 +331,18 @@ def test_create_throttled_then_succeeds(rig: Rig) -> None:
     assert rig.time.sleeps == [1.0, 2.0, 1.0]  # exponential backoff, reset per call
 
 
-def test_create_still_throttled_gives_up(rig: Rig) -> None:
+def test_create_still_conflicting_gives_up(rig: Rig) -> None:
     for _ in range(7):
-        rig.stub.add_client_error("create_global_inference_gateway", service_error_code="ThrottlingException")
-    with pytest.raises(GatewayError, match="still throttled after 6 retries"):
+        rig.stub.add_client_error("create_global_inference_gateway", service_error_code="ConflictException")
+    with pytest.raises(GatewayError, match="ConflictException after 6 retries"):
         rig.provider.create(dict(PROPS))
+
+
+def test_throttling_botocore_could_not_absorb_is_one_error_at_once(rig: Rig) -> None:
+    rig.stub.add_client_error("create_global_inference_gateway", service_error_code="ThrottlingException")
+    with pytest.raises(GatewayError, match="still throttled after botocore's 10 attempts"):
+        rig.provider.create(dict(PROPS))
+    assert rig.time.sleeps == []
 
 
 def test_create_wait_times_out(rig: Rig) -> None:
@@ -1256,7 +1264,7 @@ def test_create_retries_reuse_one_client_token(rig: Rig) -> None:
     rig.provider._token = lambda: next(tokens)
     first = {**create_request(PROPS, "token-first-create")}
     rig.stub.add_client_error(
-        "create_global_inference_gateway", service_error_code="ThrottlingException", expected_params=first
+        "create_global_inference_gateway", service_error_code="ConflictException", expected_params=first
     )
     rig.stub.add_response("create_global_inference_gateway", CREATED, first)
     rig.stub.add_response("describe_global_inference_gateway", describe("ACTIVE"), {"Identifier": GW_ID})

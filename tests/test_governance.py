@@ -20,9 +20,9 @@ from components.cluster_scheduler_config import (
     update_request,
 )
 from components.config import ConfigError
-from components.config.checks import run_advisories
 from components.config.governance import request_problems
 from components.config.loader import parse_stack_mapping
+from components.config.validation import run_advisories
 from tests.conftest import stack_mapping
 from tools.plan.mocks import Registration
 from tools.rehearse import rehearse
@@ -286,7 +286,7 @@ class Rig:
             self.now += seconds
 
         self.provider = ClusterSchedulerConfigProvider(
-            client_factory=lambda region: self.client, sleep=sleep, clock=lambda: self.now, log=self.logs.append
+            client_factory=lambda _s, region: self.client, sleep=sleep, clock=lambda: self.now, log=self.logs.append
         )
 
     def describe(self, status: str, version: int = 1, **extra: Any) -> None:

@@ -185,11 +185,12 @@ def test_real_process_walks_up_from_a_subdirectory() -> None:
 
 
 def test_the_console_script_is_declared_and_installed() -> None:
-    """pyproject declares ``hpi``; requirements-dev.txt installs it (``-e .``) next to this interpreter."""
+    """pyproject declares ``hpi``; requirements.txt installs the project (``-e .``, which requirements-dev.txt
+    includes through requirements-tools.txt) next to this interpreter."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert project["project"]["scripts"] == {"hpi": "hpi.app:main"}
     assert project["build-system"]["requires"] == ["setuptools==84.2.1"]
-    assert "-e .\n" in (ROOT / "requirements-dev.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+    assert "-e .\n" in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines(keepends=True)
     script = Path(sys.executable).parent / "hpi"
     assert script.is_file(), f"{script}: run venv/bin/pip install -r requirements-dev.txt"
     done = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60, check=False, cwd=ROOT)

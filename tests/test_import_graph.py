@@ -1,153 +1,67 @@
-"""The project's import graph (grimp, pinned in requirements-dev.txt): no import circle among its modules, and
-every import runs downward through the layers the brief fixes (components -> config, tools -> policies, never
-policies -> tools; the ``hpi`` command line sits above the tools it runs). ``if TYPE_CHECKING:`` imports count: a
-circle that only the type checker follows is still a circle in the design (the config sections read the stack
-through their own ``StackView`` protocols instead)."""
+"""The project's import graph keeps the contracts of pyproject.toml ``[tool.importlinter]`` (import-linter, pinned in
+requirements-dev.txt): every import runs downward through the layers the brief fixes (components -> config,
+tools -> policies, never policies -> tools; the ``hpi`` command line sits above the tools it runs), the config
+sections never import the stack that aggregates them (they read it through their ``StackView`` protocols, which
+mypy checks in components/config/validation.py), and no sibling modules or packages import each other in a circle.
+``if TYPE_CHECKING:`` imports count."""
 
 from __future__ import annotations
 
-import functools
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
-import grimp
-import pytest
-
-from components.config import StackConfig
-from components.config.checks import ADVISORIES, CHECKS
-
-PACKAGES = ("tests", "bench", "hpi", "tools", "components", "policies")
-# Highest first: a module may import its own layer and those below it, never one above.
-LAYERS = (
-    "tests",
-    "bench",
-    "hpi",
-    "tools",
-    "tools.cli",
-    "tools.verify",
-    "tools.preflight",
-    "tools.generate",
-    "tools.fetch",
-    "tools.rehearse",
-    "tools.plan",
-    "tools.report",
-    "components",
-    "components.config",
-    "policies",
-)
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
-@functools.cache
-def _graph() -> grimp.ImportGraph:
-    return grimp.build_graph(*PACKAGES, include_external_packages=False, cache_dir=None)
-
-
-def _layer(module: str) -> int:
-    best = max((name for name in LAYERS if module == name or module.startswith(name + ".")), key=len)
-    return LAYERS.index(best)
-
-
-def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph.find_modules_directly_imported_by(v)):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for module in sorted(graph.modules):
-        if module not in index:
-            visit(module)
-    return out
-
-
-def test_no_import_circle() -> None:
-    assert _circles(_graph()) == []
-
-
-def test_the_circle_finder_finds_one() -> None:
-    graph = grimp.ImportGraph()
-    for m in ("a", "a.x", "a.y", "a.z"):
-        graph.add_module(m)
-    graph.add_import(importer="a.x", imported="a.y")
-    graph.add_import(importer="a.y", imported="a.x")
-    graph.add_import(importer="a.z", imported="a.x")
-    assert _circles(graph) == [["a.x", "a.y"]]
-
-
-def test_no_upward_import() -> None:
-    graph = _graph()
-    upward = sorted(
-        (importer, imported)
-        for importer in graph.modules
-        for imported in graph.find_modules_directly_imported_by(importer)
-        if _layer(imported) < _layer(importer)
+def _lint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"},
     )
-    assert upward == []
 
 
-@pytest.mark.parametrize(
-    ("module", "layer"),
-    [
-        ("policies.rules", "policies"),
-        ("components.config.crd", "components.config"),
-        ("components.endpoints", "components"),
-        ("tools.plan.harness", "tools.plan"),
-        ("tools.rehearse.graph", "tools.rehearse"),
-        ("tools.generate.replacement_rules", "tools.generate"),
-        ("tools.fetch.crds", "tools.fetch"),
-        ("tools.preflight.regional", "tools.preflight"),
-        ("tools.report.cli", "tools.report"),
-        ("tools.cli.preview", "tools.cli"),
-        ("tools.capacity", "tools"),  # a deprecated alias at the path of an old command line
-        ("bench.run", "bench"),
-        ("hpi.app", "hpi"),
-    ],
-)
-def test_layer_of(module: str, layer: str) -> None:
-    assert LAYERS[_layer(module)] == layer
+def test_the_project_keeps_its_import_contracts() -> None:
+    done = _lint(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Contracts: 5 kept, 0 broken." in done.stdout, done.stdout  # every contract of pyproject.toml ran
 
 
-def test_config_sections_do_not_import_the_stack() -> None:
-    """Only what sits above the stack model (its loaders, the schema writer, the global shape) imports it."""
-    graph = _graph()
-    importers = graph.find_modules_that_directly_import("components.config.stack")
-    config = {m for m in importers if m == "components.config" or m.startswith("components.config.")}
-    assert config == {
-        "components.config",
-        "components.config.global_gateway",
-        "components.config.loader",
-        "components.config.schema",
-    }
-
-
-def test_every_check_reads_the_stack_through_a_view_the_stack_provides() -> None:
-    """Each registered check takes one ``cfg`` typed by its module's ``StackView``; every attribute of that view is
-    one of StackConfig's (mypy proves the types in components/config/stack.py)."""
-    attributes = set(StackConfig.model_fields) | {n for n in dir(StackConfig) if not n.startswith("_")}
-    for check in (*CHECKS, *ADVISORIES):
-        module = __import__(check.__module__, fromlist=["StackView"])
-        view = getattr(module, "StackView", None) if check.__module__ != "components.config.stack" else StackConfig
-        assert view is not None, check.__module__
-        assert list(check.__annotations__)[:1] == ["cfg"], check.__qualname__
-        wanted = {n for n in dir(view) if not n.startswith("_")} - set(dir(object)) - {"model_config"}
-        assert wanted <= attributes, (check.__module__, wanted - attributes)
+def test_the_contract_types_catch_an_upward_import_and_a_circle(tmp_path: Path) -> None:
+    """The same contract types break on a toy project with one upward import (low -> high) and one circle."""
+    for name, body in {
+        "app/__init__.py": "",
+        "app/high.py": "",
+        "app/low/__init__.py": "",
+        "app/low/a.py": "from app import high\nfrom app.low import b\n",
+        "app/low/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from app.low import a\n",
+    }.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(body, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        textwrap.dedent("""
+            [tool.importlinter]
+            root_packages = ["app"]
+            [[tool.importlinter.contracts]]
+            name = "layers"
+            type = "layers"
+            containers = ["app"]
+            layers = ["high", "low"]
+            [[tool.importlinter.contracts]]
+            name = "no circles"
+            type = "acyclic_siblings"
+            ancestors = ["app"]
+        """),
+        encoding="utf-8",
+    )
+    done = _lint(tmp_path, "--config", "pyproject.toml")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "layers BROKEN" in done.stdout and "no circles BROKEN" in done.stdout, done.stdout
+    assert "app.low.a -> app.high" in done.stdout, done.stdout

@@ -723,8 +723,8 @@ def test_claim_formats_are_the_api_enum() -> None:
 
 def test_jwks_limits_are_an_advisory(run) -> None:
     """What the stack file cannot show (JWKS size, key count, RS256) is an advisory naming the optional fetch."""
-    from components.config.checks import run_advisories
     from components.config.loader import parse_stack_mapping
+    from components.config.validation import run_advisories
 
     cfg = parse_stack_mapping("prod", stack_mapping("prod"))
     jwks = [a for a in run_advisories(cfg) if a.rule == "alb-jwks-limits"]
@@ -926,8 +926,8 @@ def test_outside_prod_defaults_apply_without_config(run) -> None:
 def test_the_operators_own_ingress_is_an_advisory_naming_verify() -> None:
     """Issue 33 item 4: the operator's own ALB Ingress per routed endpoint is a second door no offline check can
     judge (the CRD has no scheme field); the advisory names each Ingress and the verify check that reads it."""
-    from components.config.checks import run_advisories
     from components.config.loader import parse_stack_mapping
+    from components.config.validation import run_advisories
 
     found = [
         a

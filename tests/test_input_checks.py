@@ -20,8 +20,8 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from components.config import ConfigError, StackConfig
-from components.config.checks import run_advisories
 from components.config.loader import parse_stack_mapping
+from components.config.validation import run_advisories
 from policies.cluster_versions import accepted_versions, version_problem
 from tests.conftest import stack_mapping
 from tools.cli.preview import preview

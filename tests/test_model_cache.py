@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError, parse_stack_config
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 from policies import capacity_rules as cap
 from policies import rules
 from tests.conftest import stack_mapping

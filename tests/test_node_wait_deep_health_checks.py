@@ -94,7 +94,7 @@ def test_a_rerun_after_a_timed_out_wait_converges() -> None:
     )
     fake = FakeTime()
     provider = HyperPodNodeWaitProvider(
-        client_factory=lambda _r: client, sleep=fake.sleep, clock=fake.clock, log=[].append
+        client_factory=lambda _s, _r: client, sleep=fake.sleep, clock=fake.clock, log=[].append
     )
     checking = page(
         node("system", "Running", 1),

@@ -30,10 +30,10 @@ import pytest
 import yaml
 
 from components.config import ConfigError, StackConfig
-from components.config.checks import run_advisories
 from components.config.loader import parse_stack_mapping
 from components.config.regions import az_id_prefix
 from components.config.stackfile import StackFileError, parse_yaml
+from components.config.validation import run_advisories
 from components.endpoints import OwnedValues, render_endpoint
 from tests.conftest import CRDS, stack_mapping
 from tests.crd_schema import validate_spec

@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_pack_announces_its_port_when_launched_like_the_cli() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", "policies"],
-        cwd=ROOT,
+        # from the pack's folder: the project's packages come from its installation, not from the working directory
+        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:1", str(ROOT / "policies")],
+        cwd=ROOT / "policies",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -67,7 +68,7 @@ def _pins(path: Path) -> dict[str, str]:
     pins = {}
     for raw in path.read_text(encoding="utf-8").splitlines():
         line = raw.split("#", 1)[0].strip()
-        if line and not line.startswith("-r"):
+        if line and not line.startswith(("-r", "-e")):
             name, _, version = line.partition("==")
             assert version, f"{path.name}: {line!r} is not pinned exactly"
             pins[name.lower()] = version

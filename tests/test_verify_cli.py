@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 from tests.cli_runner import run_module
 from tests.conftest import CRDS, CRDS_MISSING
 from tests.test_verify import KV_HOST, OUTPUTS, ROUTER_PREFIX, Door
@@ -263,12 +263,18 @@ def test_the_router_port_verify_saw_changes_the_next_offline_preview(tmp_path: P
     assert "Traceback" not in after.stdout + after.stderr
 
 
+def _validated_now() -> Any:
+    """Staging validated afresh: the loader reads verified/<stack>.json once per validation (``cfg.context``), so a
+    config validated before a verify run keeps what was known then."""
+    return staging.__wrapped__()
+
+
 def test_a_confirmed_port_replaces_the_guess_advisory(tmp_path: Path) -> None:
-    before = [a for a in run_advisories(staging()) if a.path == "ingress.routes[1].servicePort"]
+    before = [a for a in run_advisories(_validated_now()) if a.path == "ingress.routes[1].servicePort"]
     assert [a.message.endswith("guesses 8000 (the worker's containerPort)") for a in before] == [True]
     code, _, _ = run_verify(staging_cluster(V33), tmp=tmp_path)
     assert code == 0
-    after = [a for a in run_advisories(staging()) if a.path == "ingress.routes[1].servicePort"]
+    after = [a for a in run_advisories(_validated_now()) if a.path == "ingress.routes[1].servicePort"]
     assert [a.message for a in after] == [
         "the Service hyperpod-inference-system/llama-8b-kvaware-hyperpod-ns-research-routing-service listens on 8000, the port "
         f"the binding uses (observed {DAY} by verify); pin it with servicePort: 8000"
@@ -278,15 +284,20 @@ def test_a_confirmed_port_replaces_the_guess_advisory(tmp_path: Path) -> None:
 
 def test_the_allocatable_verify_saw_changes_the_capacity_check(tmp_path: Path) -> None:
     from components.config.capacity import capacity_plan
+    from components.config.context import read_context
 
-    modelled = capacity_plan(staging()).allocatable["gpu-p5"]
+    valid = _validated_now()  # before verify: what the model assumes
+    modelled = capacity_plan(valid).allocatable["gpu-p5"]
     assert modelled is not None and modelled.observed == ""
     cluster = staging_cluster(V33)
     for node in cluster["/api/v1/nodes"]["items"][2:]:
         node["status"]["allocatable"]["memory"] = "20Gi"
     code, out, _ = run_verify(cluster, tmp=tmp_path)
     assert code == 1 and "a node offers less than the capacity model assumes" in out
-    seen = capacity_plan(staging()).allocatable["gpu-p5"]
+    # the config is now refused (the pods no longer fit): the plan of the valid one, judged with what verify saw
+    judged = valid.model_copy()
+    judged._context = read_context("staging", judged.region)
+    seen = capacity_plan(judged).allocatable["gpu-p5"]
     assert seen is not None and seen.observed == f"observed {DAY} by verify"
     assert seen.allocatable["memory"] == 20 * 2**30 - modelled.daemonsets.get("memory", 0)
     assert seen.allocatable["cpu"] == modelled.allocatable["cpu"]  # the CPU it saw is the model's

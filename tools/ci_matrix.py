@@ -3,11 +3,7 @@
 if __name__ == "__main__":
     import runpy
     import sys
-    from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[1])
-    if root not in sys.path:  # also as `python tools/ci_matrix.py`
-        sys.path.insert(0, root)
     print(
         "python -m tools.ci_matrix is deprecated and goes in the next release; run hpi generate ci-matrix",
         file=sys.stderr,

@@ -3,11 +3,7 @@
 if __name__ == "__main__":
     import runpy
     import sys
-    from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[1])
-    if root not in sys.path:  # also as `python tools/config_reference.py`
-        sys.path.insert(0, root)
     print(
         "python -m tools.config_reference is deprecated and goes in the next release; run hpi generate config-reference",
         file=sys.stderr,

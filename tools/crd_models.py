@@ -3,11 +3,7 @@
 if __name__ == "__main__":
     import runpy
     import sys
-    from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[1])
-    if root not in sys.path:  # also as `python tools/crd_models.py`
-        sys.path.insert(0, root)
     print(
         "python -m tools.crd_models is deprecated and goes in the next release; run hpi generate crd-models",
         file=sys.stderr,

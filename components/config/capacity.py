@@ -18,11 +18,11 @@ from typing import Protocol
 from policies import capacity_rules as cap
 
 from .base import ConfigAdvisory, ConfigIssue, join_path
-from .checks import advisory_check, cross_check
+from .checks import Advise, Check
 from .cluster import ClusterConfig
+from .context import ValidationContext
 from .endpoints import CR_GROUP_VERSION, Endpoint
 from .kvcache import KvCacheConfig
-from .observed import allocatable_for
 
 
 class StackView(Protocol):
@@ -38,6 +38,8 @@ class StackView(Protocol):
     def kv_cache(self) -> KvCacheConfig: ...
     @property
     def endpoints(self) -> Sequence[Endpoint]: ...
+    @property
+    def context(self) -> ValidationContext: ...
 
 
 def groups_of(cfg: StackView) -> list[cap.Group]:
@@ -73,7 +75,7 @@ def capacity_plan(cfg: StackView) -> cap.Plan:
     crs = [(f"kubernetes:{CR_GROUP_VERSION}:{ep.kind}", ep.custom_resource(url)) for ep in cfg.endpoints]
     system = [*cap.load_system_pods()[0], *cap.target_node_pods(crs)]
     # what tools.verify read from the nodes (verified/<stack>.json) replaces the computed allocatable
-    return cap.plan(groups_of(cfg), workloads_of(cfg), system, allocatable_for(getattr(cfg, "stack", None)))
+    return cap.plan(groups_of(cfg), workloads_of(cfg), system, cfg.context.allocatable)
 
 
 def allocatable_per_node(cfg: StackView) -> dict[str, cap.NodeAllocatable | None]:
@@ -88,7 +90,6 @@ def _where(f: cap.Finding) -> str:
     return "cluster.instanceGroups"  # controllers: the groups as a whole
 
 
-@cross_check
 def _capacity(cfg: StackView) -> Iterator[ConfigIssue]:
     """The mandatory capacity findings, each at the stack key it is about."""
     for f in capacity_plan(cfg).findings:
@@ -96,7 +97,6 @@ def _capacity(cfg: StackView) -> Iterator[ConfigIssue]:
             yield ConfigIssue(_where(f), f"{f.message} [{f.rule}]")
 
 
-@advisory_check
 def _capacity_unknowns(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """What the capacity rules cannot check offline (node names, zone names, undeclared labels, training plans)."""
     for f in capacity_plan(cfg).findings:
@@ -118,7 +118,6 @@ def zone_names(spec: dict[str, object]) -> list[tuple[str, str]]:
     return out
 
 
-@cross_check
 def _zone_names_in_region(cfg: StackView) -> Iterator[ConfigIssue]:
     """A zone name of another Region never matches a node of this stack (zone names start with their Region:
     EC2 User Guide, "Regions and Zones"); which zone ID a name of this Region is, only the account knows
@@ -131,3 +130,11 @@ def _zone_names_in_region(cfg: StackView) -> Iterator[ConfigIssue]:
                     f"zone {zone!r} is not in the stack's Region {cfg.region}: no node of this stack is there "
                     f"(zone names here look like {cfg.region}a) [endpoint-pod-fits-node]",
                 )
+
+
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _capacity,
+    _zone_names_in_region,
+)
+ADVISORIES: tuple[Advise[StackView], ...] = (_capacity_unknowns,)

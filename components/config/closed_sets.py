@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from policies.rules import engine_image_mismatch
 
 from .base import ConfigIssue, join_path
-from .checks import cross_check
+from .checks import Check
 from .kvcache import KvCacheConfig
 
 _CFN_LINT_NODE_TYPES = ("data", "schemas", "extensions", "aws_elasticache_cachecluster", "cachenodetype_enum.json")
@@ -81,7 +81,6 @@ class StackView(Protocol):
     def endpoints(self) -> Sequence[Any]: ...
 
 
-@cross_check
 def _regions_exist(cfg: StackView) -> Iterator[ConfigIssue]:
     if (problem := region_problem(cfg.region)) is not None:
         yield ConfigIssue("aws:region", problem)
@@ -92,7 +91,6 @@ def _regions_exist(cfg: StackView) -> Iterator[ConfigIssue]:
             yield ConfigIssue(join_path("endpoints", i, "spec", "modelSourceConfig", "s3Storage", "region"), problem)
 
 
-@cross_check
 def _node_type_offered(cfg: StackView) -> Iterator[ConfigIssue]:
     kv = cfg.kv_cache
     if not kv.creates_redis:
@@ -113,7 +111,6 @@ def _node_type_offered(cfg: StackView) -> Iterator[ConfigIssue]:
     )
 
 
-@cross_check
 def _engine_matches_image(cfg: StackView) -> Iterator[ConfigIssue]:
     for i, ep in enumerate(cfg.endpoints):
         image = ((ep.spec_dict().get("worker") or {}).get("image")) if ep.kind == "InferenceEndpointConfig" else None
@@ -122,3 +119,11 @@ def _engine_matches_image(cfg: StackView) -> Iterator[ConfigIssue]:
         why = engine_image_mismatch(ep.engine, image)
         if why:
             yield ConfigIssue(join_path("endpoints", i, "engine"), why)
+
+
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _regions_exist,
+    _node_type_offered,
+    _engine_matches_image,
+)

@@ -13,7 +13,6 @@ from typing import Annotated, Literal, Protocol
 
 from pydantic import Field, field_validator
 
-from policies import cluster_versions
 from policies.baselines import open_to_world
 from policies.cluster_versions import (
     ACCEPT_UNLISTED_KEY,
@@ -24,7 +23,8 @@ from policies.cluster_versions import (
 
 from .api_bounds import API_BOUNDS
 from .base import ConfigIssue, Model
-from .checks import cross_check
+from .checks import Check
+from .context import ValidationContext
 from .health_checks import supported_checks
 from .kvcache import KvCacheConfig
 from .network import NetworkConfig, plan_subnets
@@ -44,6 +44,8 @@ class StackView(Protocol):
     def kv_cache(self) -> KvCacheConfig: ...
     @property
     def cluster(self) -> ClusterConfig: ...
+    @property
+    def context(self) -> ValidationContext: ...
 
 
 GroupName = Annotated[
@@ -391,10 +393,11 @@ def _cluster_checks(cfg: StackView) -> Iterable[ConfigIssue]:
                 key, "prod keeps the EKS API endpoint private (public access off); remove endpointPublicAccessCidrs"
             )
 
-    try:
-        on = cluster_versions.today()  # looked up at call time: HPI_AS_OF and tests pin it
-    except ValueError as err:  # a malformed HPI_AS_OF: the version cannot be judged, say why (no traceback)
-        yield ConfigIssue("cluster.kubernetesVersion", f"cannot be checked against the support calendar: {err}")
+    on = cfg.context.today  # today or HPI_AS_OF, read by the loader (components/config/context.py)
+    if on is None:  # a malformed HPI_AS_OF: the version cannot be judged, say why (no traceback)
+        yield ConfigIssue(
+            "cluster.kubernetesVersion", f"cannot be checked against the support calendar: {cfg.context.today_problem}"
+        )
     else:
         problem = version_problem(
             cluster.kubernetes_version, on, accept_unlisted=cluster.accept_unlisted_kubernetes_version
@@ -476,7 +479,7 @@ def _deployer_route_issues(cfg: StackView) -> Iterable[ConfigIssue]:
         return
     vpc = cfg.network.vpc_cidr
     if access.routes and cfg.network.existing is None:
-        try:  # the routes go into the control plane's own subnets only (issue 33 item 5)
+        try:  # the routes go into the control plane's own subnets only (deployer routes)
             plan_subnets(cfg.network, control_plane=True)
         except ValueError as err:
             yield ConfigIssue("cluster.deployerAccess.routes", str(err))
@@ -571,14 +574,6 @@ def chart_issues(deps: HyperPodDependenciesConfig, root: Path = PROJECT_ROOT) ->
     return []
 
 
-def _chart_checks(cfg: StackView) -> Iterable[ConfigIssue]:
-    # Under mocks (tests, `tools.cli.preview`) nothing is installed, so the chart may be absent; a real preview or up
-    # hands the path to Helm, which fails late and unclearly without it.
-    adopted = cfg.cluster.existing is not None and cfg.cluster.existing.hyperpod_cluster_arn is not None
-    if running_for_real() and not adopted:  # an adopted HyperPod cluster already has its chart
-        yield from chart_issues(cfg.cluster.hyperpod_dependencies)
-
-
 # FSBP EKS.8 ("EKS clusters should have audit logging enabled") and the authenticator log (who the API server
 # mapped each IAM principal to): what an incident needs; the other types stay the user's choice (issue 46.3).
 REQUIRED_CONTROL_PLANE_LOGS: tuple[LogType, ...] = ("audit", "authenticator")
@@ -597,11 +592,6 @@ def _control_plane_logs(cfg: StackView) -> Iterable[ConfigIssue]:
             f"authenticator: which IAM principal each request ran as); add {', '.join(missing)} "
             f"(allowed: {', '.join(CONTROL_PLANE_LOG_TYPES)})",
         )
-
-
-cross_check(_cluster_checks)
-cross_check(_control_plane_logs)
-cross_check(_chart_checks)
 
 
 # --- adoption: an existing EKS cluster, an existing HyperPod cluster ---------------------------------------
@@ -760,4 +750,5 @@ def _adoption_checks(cfg: StackView) -> Iterable[ConfigIssue]:
         )
 
 
-cross_check(_adoption_checks)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (_cluster_checks, _adoption_checks, _control_plane_logs)

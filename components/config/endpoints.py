@@ -17,7 +17,7 @@ from policies import compatibility as compat
 from policies import crd_overlays, rules
 
 from .base import ConfigAdvisory, ConfigIssue, Model, join_path
-from .checks import advisory_check, cross_check
+from .checks import Advise, Check
 from .cluster import ClusterConfig
 from .crd import InferenceEndpointConfigSpec, JumpStartModelSpec, KvCacheSpec, LoadBalancer, ModelCacheConfig
 from .env_secrets import env_secret_reason
@@ -276,7 +276,6 @@ def _spec_key(i: int, path: str) -> str:
     return join_path("endpoints", i, "spec", *path.replace("[]", "").split(".")) if path else join_path("endpoints", i)
 
 
-@cross_check
 def _addon_in_table(cfg: StackView) -> Iterator[ConfigIssue]:
     """The add-on pin must be a release the compatibility table knows (policies/compatibility.yaml)."""
     version = cfg.operator.addon_version
@@ -288,7 +287,6 @@ def _addon_in_table(cfg: StackView) -> Iterator[ConfigIssue]:
         )
 
 
-@cross_check
 def _features_supported(cfg: StackView) -> Iterator[ConfigIssue]:
     """An endpoint may only use spec fields the CRD of the pinned add-on's operator has (the generated field table
     of its published CRDs, and the documented fields of ``policies/compatibility.yaml``)."""
@@ -325,7 +323,6 @@ def _violations(cfg: StackView, *, mandatory: bool) -> Iterator[tuple[int, rules
                 yield i, rule, v
 
 
-@cross_check
 def _endpoint_rules(cfg: StackView) -> Iterator[ConfigIssue]:
     """The policy rules that are mandatory for this environment, run before anything is registered."""
     if not compat.is_known_addon(cfg.operator.addon_version):
@@ -334,7 +331,6 @@ def _endpoint_rules(cfg: StackView) -> Iterator[ConfigIssue]:
         yield ConfigIssue(_spec_key(i, v.path), f"{v} [{rule.name}]")
 
 
-@advisory_check
 def _endpoint_rule_advisories(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """What the endpoint rules cannot check offline where their level is not mandatory (the advisories' table)."""
     if not compat.is_known_addon(cfg.operator.addon_version):
@@ -344,7 +340,6 @@ def _endpoint_rule_advisories(cfg: StackView) -> Iterator[ConfigAdvisory]:
             yield ConfigAdvisory(_spec_key(i, v.path), str(v), rule.name, v.checked_by)
 
 
-@cross_check
 def _idle_timeout_covers_responses(cfg: StackView) -> Iterator[ConfigIssue]:
     """``expectedMaxResponseSeconds`` needs an ALB idle timeout at least that long: the operator's ALB closes a
     connection that carries no byte for ``idleTimeoutSeconds`` (CRD default 60 s), and a request that waits longer
@@ -377,7 +372,6 @@ def _idle_timeout_covers_responses(cfg: StackView) -> Iterator[ConfigIssue]:
 MODEL_BUCKET_REGION = "model-bucket-region"
 
 
-@advisory_check
 def _model_bucket_region(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """A model bucket in another Region works, but every download crosses Regions (billed inter-Region transfer,
     slower start); and what Region the bucket really is in only S3 knows (GetBucketLocation)."""
@@ -397,7 +391,6 @@ def _model_bucket_region(cfg: StackView) -> Iterator[ConfigAdvisory]:
         )
 
 
-@cross_check
 def _redis_backend_needs_a_url(cfg: StackView) -> Iterator[ConfigIssue]:
     """An endpoint asking for the Redis L2 backend needs a URL: the stack's Redis, or its own ``l2CacheLocalUrl``.
     With the stack's Redis an endpoint may not name another (a second Redis would split the cache)."""
@@ -423,7 +416,6 @@ def _redis_backend_needs_a_url(cfg: StackView) -> Iterator[ConfigIssue]:
             )
 
 
-@cross_check
 def _credential_env_checks(cfg: StackView) -> Iterator[ConfigIssue]:
     """Endpoints that get the stack's Redis must not set the variables the package wires (they would collide)."""
     if cfg.kv_cache.l2_backend != "redis":
@@ -464,7 +456,6 @@ def _env_secrets(cfg: StackView) -> Iterator[tuple[str, str]]:
             )
 
 
-@cross_check
 def _env_secrets_refused_in_prod(cfg: StackView) -> Iterator[ConfigIssue]:
     """Prod refuses a secret in an endpoint's environment variables (by name or value shape)."""
     if cfg.environment != "prod":
@@ -473,7 +464,6 @@ def _env_secrets_refused_in_prod(cfg: StackView) -> Iterator[ConfigIssue]:
         yield ConfigIssue(where, f"{message} [{ENV_SECRET_PLAINTEXT}]")
 
 
-@advisory_check
 def _env_secrets_advised(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """Staging and dev: the same finding as an advisory."""
     if cfg.environment == "prod":
@@ -482,7 +472,6 @@ def _env_secrets_advised(cfg: StackView) -> Iterator[ConfigAdvisory]:
         yield ConfigAdvisory(where, message, ENV_SECRET_PLAINTEXT, "kubectl get secret (the reference's target)")
 
 
-@cross_check
 def _unique_endpoints(cfg: StackView) -> Iterator[ConfigIssue]:
     """Two endpoints with one (namespace, name) would be the same Kubernetes object."""
     seen: dict[tuple[str, str], int] = {}
@@ -495,3 +484,21 @@ def _unique_endpoints(cfg: StackView) -> Iterator[ConfigIssue]:
             )
         else:
             seen[key] = i
+
+
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _addon_in_table,
+    _features_supported,
+    _endpoint_rules,
+    _idle_timeout_covers_responses,
+    _redis_backend_needs_a_url,
+    _credential_env_checks,
+    _unique_endpoints,
+    _env_secrets_refused_in_prod,
+)
+ADVISORIES: tuple[Advise[StackView], ...] = (
+    _endpoint_rule_advisories,
+    _env_secrets_advised,
+    _model_bucket_region,
+)

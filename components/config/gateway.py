@@ -22,7 +22,7 @@ from policies import compatibility as compat
 from policies.baselines import GATEWAY_REQUIRES_JWT, gateway_jwt_violations
 
 from .base import ConfigAdvisory, ConfigIssue, Model, join_path
-from .checks import advisory_check, cross_check
+from .checks import Advise, Check
 from .cluster import ClusterConfig
 from .endpoints import Endpoint
 from .gateway_spec import InferenceGatewayConfigSpec
@@ -76,7 +76,6 @@ def gateway_namespace(cfg: StackView) -> str | None:
     return namespaces[0] if len(namespaces) == 1 else None
 
 
-@cross_check
 def _gateway_with_its_endpoints(cfg: StackView) -> Iterator[ConfigIssue]:
     """Every endpoint that opts in shares one namespace with the gateway and names it (see the module docstring)."""
     gw = cfg.gateway
@@ -119,14 +118,12 @@ def _gateway_with_its_endpoints(cfg: StackView) -> Iterator[ConfigIssue]:
             )
 
 
-@cross_check
 def _gateway_needs_spec(cfg: StackView) -> Iterator[ConfigIssue]:
     """An enabled gateway needs its spec (bbr and at least one scheduler); there is no useful default."""
     if cfg.gateway.enabled and cfg.gateway.spec is None:
         yield ConfigIssue("gateway.spec", "required when gateway.enabled is true (bbr and schedulers at least)")
 
 
-@cross_check
 def _gateway_needs_addon(cfg: StackView) -> Iterator[ConfigIssue]:
     """The managed Inference Gateway ships only in add-on releases the table marks (D4: v2.0.0-eksbuild.2+)."""
     version = cfg.operator.addon_version
@@ -140,7 +137,6 @@ def _gateway_needs_addon(cfg: StackView) -> Iterator[ConfigIssue]:
         )
 
 
-@cross_check
 def _gateway_auth_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     """Gateway endpoints have no request authentication unless ``spec.auth.jwt`` is set (AWS docs): prod needs it.
 
@@ -165,7 +161,7 @@ def _gateway_auth_checks(cfg: StackView) -> Iterable[ConfigIssue]:
             )
 
 
-# --- names that must point at something this stack has (issue 25) ---------------------------------------------
+# --- names that must point at something this stack has --------------------------------------------------------
 
 
 def _scheduler_gaps(cfg: StackView) -> list[tuple[int, str, list[str]]]:
@@ -183,7 +179,6 @@ def _scheduler_models_knowable(cfg: StackView) -> bool:
     return cfg.cluster.existing is None and not jumpstart
 
 
-@cross_check
 def _scheduler_model_served(cfg: StackView) -> Iterator[ConfigIssue]:
     """A scheduler's ``modelName`` must be the ``spec.modelName`` of an endpoint that opts into the gateway: the
     body-based router sends a request for that model to that scheduler (D4), and with no such endpoint there is
@@ -198,7 +193,6 @@ def _scheduler_model_served(cfg: StackView) -> Iterator[ConfigIssue]:
         )
 
 
-@advisory_check
 def _scheduler_model_elsewhere(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """On an adopted cluster (or with a JumpStartModel behind the gateway) the model may be served by something
     this stack does not describe: not checked offline."""
@@ -212,3 +206,14 @@ def _scheduler_model_elsewhere(cfg: StackView) -> Iterator[ConfigAdvisory]:
             "scheduler-model-served",
             "the cluster: `kubectl get inferenceendpointconfigs,jumpstartmodels -A` (spec.modelName)",
         )
+
+
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _gateway_with_its_endpoints,
+    _gateway_needs_spec,
+    _gateway_needs_addon,
+    _gateway_auth_checks,
+    _scheduler_model_served,
+)
+ADVISORIES: tuple[Advise[StackView], ...] = (_scheduler_model_elsewhere,)

@@ -30,7 +30,7 @@ What AWS documents, and where each fact comes from:
 - **An endpoint** joins its team's queue with the Kueue labels ``kueue.x-k8s.io/queue-name`` and
   ``kueue.x-k8s.io/priority-class`` (the HyperPod CLI's ``KUEUE_QUEUE_NAME_LABEL_KEY`` /
   ``KUEUE_WORKLOAD_PRIORITY_CLASS_LABEL_KEY``, same file). The operator's CRD (operator 3.3,
-  ``../shared/crds/v3.3``) has **no field for pod labels** (``spec.kubernetes`` holds initContainers, schedulerName,
+  aws/sagemaker-hyperpod-cli@0986f2cc, ``python -m tools.fetch.crds`` fetches it) has **no field for pod labels** (``spec.kubernetes`` holds initContainers, schedulerName,
   serviceAccountName and volumes; 3.6 adds ``podTemplateAnnotations``, annotations only), so the labels go on the
   custom resource's ``metadata.labels``; whether the operator copies them onto the Deployment's pods is
   UNCONFIRMED [governance-labels-propagated] and the verify check ``governance-labels`` reads them off the
@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
@@ -59,7 +59,7 @@ from pydantic import Field, field_validator
 from policies import capacity_rules as cap
 
 from .base import ConfigAdvisory, ConfigIssue, Model, join_path
-from .checks import advisory_check, cross_check
+from .checks import Advise, Check
 from .cluster import ClusterConfig
 from .endpoints import Endpoint
 from .operator import EKSBUILD, parse_eks_version
@@ -624,42 +624,35 @@ def _addon_build_listed(cfg: StackView) -> Iterator[ConfigAdvisory]:
             )
 
 
-def _issues_only(fn: Any) -> Any:
+def _issues_only(fn: Callable[[StackView], Iterable[ConfigIssue | ConfigAdvisory]]) -> Check[StackView]:
     def issues(cfg: StackView) -> Iterator[ConfigIssue]:
         yield from (f for f in fn(cfg) if isinstance(f, ConfigIssue))
 
     return issues
 
 
-def _advisories_only(fn: Any) -> Any:
+def _advisories_only(fn: Callable[[StackView], Iterable[ConfigIssue | ConfigAdvisory]]) -> Advise[StackView]:
     def advisories(cfg: StackView) -> Iterator[ConfigAdvisory]:
         yield from (f for f in fn(cfg) if isinstance(f, ConfigAdvisory))
 
     return advisories
 
 
-cross_check(_governance_checks)
-cross_check(_endpoint_membership)
-cross_check(_issues_only(_peak_findings))
-cross_check(_issues_only(_quotas_within_capacity))
-advisory_check(_advisories_only(_peak_findings))
-advisory_check(_advisories_only(_quotas_within_capacity))
-advisory_check(_inference_priority)
-advisory_check(_addon_build_listed)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _governance_checks,
+    _endpoint_membership,
+    _issues_only(_peak_findings),
+    _issues_only(_quotas_within_capacity),
+)
+ADVISORIES: tuple[Advise[StackView], ...] = (
+    _advisories_only(_peak_findings),
+    _advisories_only(_quotas_within_capacity),
+    _inference_priority,
+    _addon_build_listed,
+)
 
 
 def findings(cfg: StackView) -> tuple[list[ConfigIssue], list[ConfigAdvisory]]:
     """Every governance finding of a stack (the tests and the docs page read both outcomes at once)."""
-    issues = [
-        *_governance_checks(cfg),
-        *_endpoint_membership(cfg),
-        *_issues_only(_peak_findings)(cfg),
-        *_issues_only(_quotas_within_capacity)(cfg),
-    ]
-    advisories = [
-        *_advisories_only(_peak_findings)(cfg),
-        *_advisories_only(_quotas_within_capacity)(cfg),
-        *_inference_priority(cfg),
-        *_addon_build_listed(cfg),
-    ]
-    return issues, advisories
+    return [i for check in CHECKS for i in check(cfg)], [a for advise in ADVISORIES for a in advise(cfg)]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .base import ConfigIssue
-from .checks import cross_check
+from .checks import Check
 
 
 class _Group(Protocol):
@@ -101,4 +101,5 @@ def _deep_health_check_issues(cfg: StackView) -> Iterable[ConfigIssue]:
                 )
 
 
-cross_check(_deep_health_check_issues)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (_deep_health_check_issues,)

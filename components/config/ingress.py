@@ -31,7 +31,8 @@ from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICI
 from . import observed
 from .api_bounds import API_BOUNDS
 from .base import ConfigAdvisory, ConfigIssue, Model
-from .checks import advisory_check, cross_check
+from .checks import Advise, Check
+from .context import ValidationContext
 from .endpoints import Endpoint, EndpointConfig
 from .gateway import GatewayConfig
 from .network import NetworkConfig
@@ -52,6 +53,8 @@ class StackView(Protocol):
     def gateway(self) -> GatewayConfig: ...
     @property
     def endpoints(self) -> Sequence[Endpoint]: ...
+    @property
+    def context(self) -> ValidationContext: ...
 
 
 # ELB security policies whose minimum protocol is TLS 1.2 (TLS 1.0/1.1 policies are not allowed).
@@ -837,8 +840,6 @@ def _route_checks(cfg: StackView) -> Iterable[ConfigIssue]:
             )
 
 
-cross_check(_ingress_checks)
-
 # The shortest log retention prod keeps (days) for the front door's WAF and access logs: an incident found a
 # quarter later still has its requests (a project floor; CloudWatch Logs and S3 take any retention).
 PROD_LOG_RETENTION_FLOOR_DAYS = 90
@@ -871,12 +872,8 @@ def _front_door_weakening(cfg: StackView) -> Iterable[ConfigIssue]:
             yield ConfigIssue(key, f"{days} days is below prod's log retention floor of {floor} days; set >= {floor}")
 
 
-cross_check(_front_door_weakening)
-
-
-@advisory_check
 def _operator_ingresses(cfg: StackView) -> Iterable[ConfigAdvisory]:
-    """A second door the stack does not own (issue 33 item 4): for an endpoint with intelligent routing the operator
+    """A second door the stack does not own: for an endpoint with intelligent routing the operator
     reconciles its own ALB Ingress ``alb-<name>-<namespace>`` in hyperpod-inference-system (see ``OPERATOR_NAMESPACE``
     above). It is not behind the front door's authentication, and the CRD gives no field for its scheme
     (v3.3 ``spec.loadBalancer``: healthCheckPath, idleTimeoutSeconds, routingAlgorithm only), so whether it answers
@@ -896,7 +893,6 @@ def _operator_ingresses(cfg: StackView) -> Iterable[ConfigAdvisory]:
     )
 
 
-@advisory_check
 def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """Outside prod a route may leave the bound Service to the defaults, which no source confirms (see
     ``OPERATOR_NAMESPACE`` above): the binding then targets a guess, known only once the endpoint is deployed."""
@@ -929,22 +925,15 @@ def _guessed_services(cfg: StackView) -> Iterable[ConfigAdvisory]:
             )
 
 
-def _observations(stack: str) -> observed.Observations | None:
-    try:
-        return observed.load(stack)
-    except observed.ObservationsError:
-        return None  # _observed_services reports it
-
-
 def _observed_service(cfg: StackView, endpoint: str, target: ServiceTarget) -> observed.ObservedService | None:
     """What ``tools.verify`` saw of the Service ``target`` (None: never observed, or another Service then)."""
-    obs = _observations(cfg.stack)
+    obs = cfg.context.observations
     seen = obs.services.get(endpoint) if obs else None
     return seen if seen and (seen.namespace, seen.name) == (target.namespace, target.name) else None
 
 
 def _observed_routes(cfg: StackView) -> Iterable[tuple[int, ServiceTarget, observed.ObservedService, str]]:
-    obs = _observations(cfg.stack)
+    obs = cfg.context.observations  # None also when the file is malformed: _observed_services reports it
     if obs is None or not cfg.ingress.enabled:
         return
     by_name = {e.name: e for e in cfg.endpoints}
@@ -957,15 +946,12 @@ def _observed_routes(cfg: StackView) -> Iterable[tuple[int, ServiceTarget, obser
                 yield i, target, seen, obs.note
 
 
-@cross_check
 def _observed_services(cfg: StackView) -> Iterable[ConfigIssue]:
     """The Service (and port) a route binds, judged by what ``tools.verify`` saw in the cluster
     (``verified/<stack>.json``, components/config/observed.py) instead of the guess (UNCONFIRMED
     [router-service-port]): a Service or port the cluster does not have is refused, naming what it has."""
-    try:
-        observed.load(cfg.stack)
-    except observed.ObservationsError as err:
-        yield ConfigIssue("ingress.routes", f"cannot use what verify observed: {err}")
+    if cfg.context.observations_problem is not None:
+        yield ConfigIssue("ingress.routes", f"cannot use what verify observed: {cfg.context.observations_problem}")
         return
     for i, target, seen, note in _observed_routes(cfg):
         if not seen.exists:
@@ -986,7 +972,6 @@ def _observed_services(cfg: StackView) -> Iterable[ConfigIssue]:
             )
 
 
-@advisory_check
 def _observed_service_ports(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """A guessed port the cluster confirmed is no longer a guess: say where it was seen, and how to pin it."""
     for i, target, seen, note in _observed_routes(cfg):
@@ -1000,7 +985,6 @@ def _observed_service_ports(cfg: StackView) -> Iterable[ConfigAdvisory]:
             )
 
 
-@advisory_check
 def _jwks_limits(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """What the stack file cannot show about the IdP: the ALB takes a JWKS of at most 150 KB with at most 10 keys
     from a public endpoint and verifies RS256 signatures only (ELB user guide, "JWT validation limits")."""
@@ -1018,7 +1002,6 @@ def _jwks_limits(cfg: StackView) -> Iterable[ConfigAdvisory]:
     )
 
 
-@advisory_check
 def _caller_budget_for_jwt_callers(cfg: StackView) -> Iterable[ConfigAdvisory]:
     """A JWT caller sends its token in the Authorization header; a per-caller budget keyed on another header counts
     such callers only if they send that header too (AWS WAF "Rate-based rule aggregation options": a request
@@ -1036,3 +1019,18 @@ def _caller_budget_for_jwt_callers(cfg: StackView) -> Iterable[ConfigAdvisory]:
         "waf-caller-key-jwt",
         "the API's clients (which headers they send); key on `authorization` to budget each token",
     )
+
+
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _ingress_checks,
+    _observed_services,
+    _front_door_weakening,
+)
+ADVISORIES: tuple[Advise[StackView], ...] = (
+    _operator_ingresses,
+    _guessed_services,
+    _observed_service_ports,
+    _jwks_limits,
+    _caller_budget_for_jwt_callers,
+)

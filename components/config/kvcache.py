@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr
 
 from .base import ConfigIssue, Model
-from .checks import cross_check
+from .checks import Check
 from .stackfile import OFFLINE_SECRET_PLACEHOLDER
 
 EXTERNAL_URL_KEY = "kvCache.redis.external.url"
@@ -159,9 +159,6 @@ def _external_checks(cfg: StackView) -> Iterable[ConfigIssue]:
         )
 
 
-cross_check(_external_checks)
-
-
 def _kv_cache_checks(cfg: StackView) -> Iterable[ConfigIssue]:
     """The Redis pins and prod's demands; what endpoints may ask of the L2 cache is checked with them
     (``components/config/endpoints.py``)."""
@@ -185,9 +182,6 @@ def _kv_cache_checks(cfg: StackView) -> Iterable[ConfigIssue]:
                 "kvCache.redis.transitEncryption",
                 "must be true in prod: KV blocks are derived from user prompts and the Redis credentials need TLS",
             )
-
-
-cross_check(_kv_cache_checks)
 
 
 # --- how the L2 URL and its credentials reach LMCache ---------------------------------------------------------
@@ -274,3 +268,10 @@ def split_redis_url(url: str) -> tuple[str, str | None, str | None]:
     username, _, password = userinfo.partition(":")
     address = urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment))
     return address, username, password
+
+
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _external_checks,
+    _kv_cache_checks,
+)

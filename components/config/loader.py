@@ -18,11 +18,13 @@ from pydantic import BaseModel, Tag, ValidationError
 
 from .aws_chain import aws_chain_issues
 from .base import PROJECT, ConfigIssue, join_path
-from .checks import run_checks
+from .cluster import chart_issues, running_for_real
+from .context import read_context
 from .errors import ConfigError
 from .global_gateway import GlobalStackConfig, parse_global_config
 from .stack import CONFIG_KEYS, StackConfig
 from .stackfile import config_from_mapping, config_key_problem
+from .validation import config_issues
 
 # Keys whose values must arrive as Pulumi secrets, with the top-level key that carries them.
 SECRET_PATHS: dict[str, tuple[str, ...]] = {
@@ -98,7 +100,10 @@ def parse_stack_config(
     outside: Iterable[ConfigIssue] = (),
 ) -> StackConfig:
     """Validate decoded config values (keys without the project prefix); ``outside`` are problems already found
-    with the keys of other namespaces (reported with the rest)."""
+    with the keys of other namespaces (reported with the rest).
+
+    The entry point of validation: it reads what the checks know besides the stack file once
+    (``context.read_context``: today's date, what verify observed) and, under a real engine, the vendored chart."""
     issues: list[ConfigIssue] = list(outside)
     if values.get("role") == "regional":  # the default role, written out
         values = {k: v for k, v in values.items() if k != "role"}
@@ -122,7 +127,9 @@ def parse_stack_config(
             )
     raw = {k: v for k, v in values.items() if k in CONFIG_KEYS}
     try:
-        cfg = StackConfig.model_validate({**raw, "stack": stack, "region": region or "unset-region-0"})
+        cfg = StackConfig.model_validate(
+            {**raw, "stack": stack, "region": region or "unset-region-0"}, context=read_context(stack, region)
+        )
     except ValidationError as err:
         found = _issues_from_validation(err)
         if region is None:
@@ -131,7 +138,12 @@ def parse_stack_config(
             found = [i for i in found if i.path != "aws:region"]
         issues.extend(found)
         raise ConfigError(issues) from None
-    issues.extend(run_checks(cfg))
+    issues.extend(config_issues(cfg))
+    # Under mocks (tests, `tools.cli.preview`) nothing is installed, so the chart may be absent; a real preview or up
+    # hands the path to Helm, which fails late and unclearly without it. An adopted HyperPod cluster has its chart.
+    adopted = cfg.cluster.existing is not None and cfg.cluster.existing.hyperpod_cluster_arn is not None
+    if running_for_real() and not adopted:
+        issues.extend(chart_issues(cfg.cluster.hyperpod_dependencies))
     if issues:
         raise ConfigError(issues)
     return cfg

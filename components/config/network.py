@@ -9,7 +9,7 @@ from typing import Annotated, Literal, Protocol
 from pydantic import Field, model_validator
 
 from .base import ConfigIssue, Model
-from .checks import cross_check
+from .checks import Check
 from .vpc_endpoints import InterfaceEndpointsConfig
 
 
@@ -97,7 +97,7 @@ class SubnetPlan(Model):
     control_plane: dict[str, ipaddress.IPv4Network] = {}
 
 
-# The EKS control plane's own subnets, where its ENIs answer the deployer (issue 33 item 5): "at least six IP
+# The EKS control plane's own subnets, where its ENIs answer the deployer: "at least six IP
 # addresses ... we recommend at least 16" and "in at least two different Availability Zones" (Amazon EKS user guide,
 # network-reqs "Subnet requirements and considerations"). /28 is 16 addresses.
 CONTROL_PLANE_PREFIX = 28
@@ -165,4 +165,5 @@ def _network_checks(cfg: StackView) -> Iterable[ConfigIssue]:
             yield ConfigIssue("network.cidr", str(err))
 
 
-cross_check(_network_checks)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (_network_checks,)

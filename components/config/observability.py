@@ -28,7 +28,7 @@ from typing import Literal, Protocol
 from pydantic import Field, field_validator
 
 from .base import ConfigIssue, Model
-from .checks import cross_check
+from .checks import Check
 from .ingress import LOG_RETENTION_DAYS
 from .operator import EKSBUILD, parse_eks_version
 
@@ -222,4 +222,5 @@ def _observability_checks(cfg: StackView) -> Iterable[ConfigIssue]:
         )
 
 
-cross_check(_observability_checks)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (_observability_checks,)

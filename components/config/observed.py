@@ -8,11 +8,12 @@ unverified, and says so ("observed 2026-12-04 by verify"):
   port the Service does not have is a config error naming the port it has (``components/config/ingress.py``,
   ``_observed_services``);
 * each instance group's node ``status.allocatable`` (UNCONFIRMED [nodeadm-defaults]): the capacity checks use it
-  instead of the computed kube-reserved (:func:`allocatable_for`, ``policies/capacity_rules.ObservedAllocatable``).
+  instead of the computed kube-reserved (:func:`allocatable_of`, ``policies/capacity_rules.ObservedAllocatable``).
 
 * the builds EKS lists for each prerequisite add-on on the cluster's Kubernetes version (check ``prerequisite-builds``):
   every stack of the same region is then judged by them (:func:`addon_build_listings`, ``policies/addon_builds.py``).
 
+The loader reads these once per run (``components/config/context.py``); the checks get them from there.
 ``settled_by_stack`` tells the checklist's marker listing which checklist ids a run settled for which stack. The
 directory is ``verified/`` at the repository root, or ``$HPI_VERIFIED_DIR`` (the tests point it elsewhere).
 """
@@ -126,13 +127,9 @@ def settled_by_stack() -> dict[str, list[tuple[str, str]]]:
     return out
 
 
-def allocatable_for(stack: str | None) -> dict[str, cap.ObservedAllocatable]:
+def allocatable_of(obs: Observations | None) -> dict[str, cap.ObservedAllocatable]:
     """Per instance group, the allocatable verify read from its nodes (empty when never observed, or when the file
     is malformed: ``components/config/ingress.py`` reports that as a config error)."""
-    try:
-        obs = load(stack) if stack else None
-    except ObservationsError:
-        return {}
     if obs is None:
         return {}
     return {

@@ -16,10 +16,10 @@ from pydantic import Field
 
 from policies import addon_builds
 
-from . import observed
 from .base import ConfigAdvisory, ConfigIssue, Model
-from .checks import advisory_check, cross_check
+from .checks import Advise, Check
 from .cluster import ClusterConfig
+from .context import ValidationContext
 
 
 class StackView(Protocol):
@@ -31,6 +31,8 @@ class StackView(Protocol):
     def cluster(self) -> ClusterConfig: ...
     @property
     def region(self) -> str: ...
+    @property
+    def context(self) -> ValidationContext: ...
 
 
 AddonVersion = str
@@ -48,8 +50,9 @@ class Prerequisite:
 
 
 # The one place the prerequisite add-ons and their documented minimums live.
-# Source: AWS docs "sagemaker-hyperpod-model-deployment-setup" (D6), dependency table; see
-# ../shared/docs/operator-facts.md §11. Defaults equal the minimums: upgrade deliberately, per environment.
+# Source: the dependency table of
+# https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-setup.html.
+# Defaults equal the minimums: upgrade deliberately, per environment.
 PREREQUISITES: tuple[Prerequisite, ...] = (
     Prerequisite("s3CsiDriverVersion", "aws-mountpoint-s3-csi-driver", "v1.14.1-eksbuild.1", "v1.14.1-eksbuild.1"),
     Prerequisite("fsxCsiDriverVersion", "aws-fsx-csi-driver", "v1.6.0-eksbuild.1", "v1.6.0-eksbuild.1"),
@@ -162,14 +165,11 @@ def _operator_checks(cfg: StackView) -> Iterable[ConfigIssue]:
             )
 
 
-cross_check(_operator_checks)
-
-
 def _build_verdicts(cfg: StackView) -> Iterable[tuple[Prerequisite, addon_builds.BuildVerdict | None, str | None]]:
     """(prerequisite, verdict, Kubernetes version) for each prerequisite this stack installs; verdict None where
     the cluster is adopted (its version is the cluster's, read by preflight, not a pin of this stack)."""
     k8s = None if cfg.cluster.existing is not None else cfg.cluster.kubernetes_version
-    listings = (*addon_builds.table_listings(), *observed.addon_build_listings(cfg.region))
+    listings = (*addon_builds.table_listings(), *cfg.context.addon_listings)
     for pre in PREREQUISITES:
         if not cfg.operator.installs(pre):
             continue
@@ -205,5 +205,9 @@ def _build_unknown(cfg: StackView) -> Iterable[ConfigAdvisory]:
             )
 
 
-cross_check(_build_listed)
-advisory_check(_build_unknown)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (
+    _operator_checks,
+    _build_listed,
+)
+ADVISORIES: tuple[Advise[StackView], ...] = (_build_unknown,)

@@ -5,28 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
 from policies import aws_names
 
-from . import (
-    capacity,
-    closed_sets,
-    endpoints,
-    gateway,
-    governance,
-    health_checks,
-    ingress,
-    kvcache,
-    network,
-    observability,
-    operator,
-    vpc_endpoints,
-)
-from . import cluster as cluster_section
 from .base import ConfigIssue, Model, join_path
-from .checks import cross_check
+from .checks import Check
 from .cluster import ClusterConfig
+from .context import ValidationContext
 from .endpoints import EndpointConfig
 from .gateway import GatewayConfig
 from .governance import GovernanceConfig
@@ -72,6 +58,20 @@ class StackConfig(Model):
         ),
     )
 
+    _context: ValidationContext = PrivateAttr(default_factory=ValidationContext)
+
+    @model_validator(mode="after")
+    def _keep_context(self, info: ValidationInfo) -> StackConfig:
+        """Keep the loader's validation context (``model_validate(..., context=...)``) for the checks."""
+        if isinstance(info.context, ValidationContext):
+            self._context = info.context
+        return self
+
+    @property
+    def context(self) -> ValidationContext:
+        """What the checks know besides the stack file (``components/config/context.py``), read by the loader."""
+        return self._context
+
     @property
     def is_prod(self) -> bool:
         return self.environment == "prod"
@@ -96,37 +96,19 @@ class StackConfig(Model):
         return f"hpi-{self.stack}"
 
 
-def _provides_every_view(cfg: StackConfig) -> tuple[object, ...]:
-    """Never called: mypy proves here that :class:`StackConfig` offers what each section's checks read (their
-    ``StackView`` protocols), so the sections need not import this module (no import circle)."""
-    views: tuple[
-        capacity.StackView,
-        closed_sets.StackView,
-        cluster_section.StackView,
-        endpoints.StackView,
-        gateway.StackView,
-        governance.StackView,
-        health_checks.StackView,
-        ingress.StackView,
-        kvcache.StackView,
-        network.StackView,
-        observability.StackView,
-        operator.StackView,
-        vpc_endpoints.StackView,
-    ] = (cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg, cfg)
-    return views
-
-
 # Keys the stack file may set under the project namespace, as they appear there.
 CONFIG_KEYS: tuple[str, ...] = tuple(
     (f.alias or n) for n, f in StackConfig.model_fields.items() if n not in ("stack", "region")
 )
 
 
-@cross_check
 def _tags_follow_aws_rules(cfg: StackConfig) -> Iterator[ConfigIssue]:
     """``tags`` go on every taggable AWS resource: AWS's tag rules apply (no ``aws:`` prefix, lengths, characters,
     at most 50 with the stack's own), and a key the stack sets itself would be overwritten silently
     (``policies/aws_names.py``: Tag Editor user guide, "Tag naming limits and requirements")."""
     for key, problem in aws_names.tag_problems(cfg.tags, cfg.stack_tags):
         yield ConfigIssue(join_path("tags", key) if key else "tags", f"{problem} ({aws_names.TAG_RULES})")
+
+
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackConfig], ...] = (_tags_follow_aws_rules,)

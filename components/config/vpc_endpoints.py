@@ -20,7 +20,7 @@ from pydantic import Field
 from policies.security_baselines import INTERFACE_ENDPOINT_SERVICES
 
 from .base import ConfigIssue, Model, join_path
-from .checks import cross_check
+from .checks import Check
 
 
 class _Network(Protocol):
@@ -75,4 +75,5 @@ def _interface_endpoint_checks(cfg: StackView) -> Iterable[ConfigIssue]:
         seen.setdefault(service, i)
 
 
-cross_check(_interface_endpoint_checks)
+# The checks of this module, in the order they report; components/config/validation.py calls them.
+CHECKS: tuple[Check[StackView], ...] = (_interface_endpoint_checks,)

@@ -361,7 +361,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
         (
             destroy_waits.DRAIN_KIND,
             destroy_waits.LoadBalancerControllerDrainProvider,
-            "components/destroy_waits.py _AwsProvider.diff (probed key by key by the generator; it owns nothing in "
+            "components/destroy_waits.py _DestroyWait.diff (probed key by key by the generator; it owns nothing in "
             "AWS: every change updates in place)",
             ["region", "clusterName", "timeoutSeconds", "pollSeconds", *CREDENTIAL_KEYS],
             {},
@@ -369,7 +369,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
         (
             destroy_waits.CLEANUP_KIND,
             destroy_waits.GuardDutyEndpointCleanupProvider,
-            "components/destroy_waits.py _AwsProvider.diff (probed key by key by the generator; it owns nothing in "
+            "components/destroy_waits.py _DestroyWait.diff (probed key by key by the generator; it owns nothing in "
             "AWS: every change updates in place)",
             ["region", "vpcId", "subnetIds", "timeoutSeconds", *CREDENTIAL_KEYS],
             {},

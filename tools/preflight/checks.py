@@ -9,10 +9,11 @@ whole run with one message (see ``tools.preflight.regional``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,6 +21,8 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
 from pydantic import SecretStr
 
+from components import aws_calls
+from components.aws_calls import DENIED_CODES, error_code
 from components.config import PROJECT, StackConfig
 from components.config import cluster as cluster_config
 from components.config import operator as operator_config
@@ -48,9 +51,6 @@ CORE_ADDONS: dict[str, str] = {
     "eks-pod-identity-agent": "pod_identity_agent",
 }
 # Error codes AWS APIs use for "the caller may not do this".
-DENIED_CODES = frozenset(
-    {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "UnauthorizedException", "403"}
-)
 # botocore operation -> the IAM action it needs, where they differ.
 IAM_ACTION_OVERRIDES = {("s3", "HeadBucket"): "s3:ListBucket"}
 # Training-plan states in which a plan can still back an instance group.
@@ -93,7 +93,9 @@ class Clients:
 
     def __call__(self, service: str) -> Any:
         if service not in self._clients:
-            self._clients[service] = self.session.client(service, region_name=self.region)
+            self._clients[service] = self.session.client(
+                service, region_name=self.region, config=aws_calls.TOOL_RETRIES
+            )
         return self._clients[service]
 
 
@@ -112,18 +114,28 @@ def iam_action(client: Any, operation: str) -> str:
     return IAM_ACTION_OVERRIDES.get((prefix, operation), f"{prefix}:{operation}")
 
 
-def error_code(err: ClientError) -> str:
-    return str(err.response.get("Error", {}).get("Code", ""))
-
-
-def call(client: Any, method: str, **kwargs: Any) -> Any:
-    """``client.<method>(**kwargs)``, turning an access-denied error into :class:`Denied`."""
+@contextlib.contextmanager
+def denied_named(client: Any) -> Iterator[None]:
+    """An access-denied error of ``client`` inside becomes :class:`Denied`, naming the IAM action it lacks."""
     try:
-        return getattr(client, method)(**kwargs)
+        yield
     except ClientError as err:
         if error_code(err) in DENIED_CODES:
             raise Denied(iam_action(client, err.operation_name), str(err)) from None
         raise
+
+
+def call(client: Any, method: str, **kwargs: Any) -> Any:
+    """``client.<method>(**kwargs)``, an access-denied error as :class:`Denied`."""
+    with denied_named(client):
+        return getattr(client, method)(**kwargs)
+
+
+def listed(client: Any, method: str, key: str, **kwargs: Any) -> list[Any]:
+    """Every entry under ``key`` of every page of ``client.<method>`` (its paginator), access denied as
+    :class:`Denied`."""
+    with denied_named(client):
+        return list(aws_calls.items(client, method, key, **kwargs))
 
 
 CheckFn = Callable[[Clients, StackConfig], list[CheckResult]]
@@ -190,17 +202,14 @@ def _offered_az_ids(ec2: Any, instance_type: str, az_ids: Iterable[str] | None =
     filters = [{"Name": "instance-type", "Values": [instance_type]}]
     if az_ids is not None:
         filters.append({"Name": "location", "Values": list(az_ids)})
-    found: set[str] = set()
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"LocationType": "availability-zone-id", "Filters": filters}
-        if token:
-            kwargs["NextToken"] = token
-        page = call(ec2, "describe_instance_type_offerings", **kwargs)
-        found.update(o["Location"] for o in page.get("InstanceTypeOfferings", []))
-        token = page.get("NextToken")
-        if not token:
-            return found
+    offerings = listed(
+        ec2,
+        "describe_instance_type_offerings",
+        "InstanceTypeOfferings",
+        LocationType="availability-zone-id",
+        Filters=filters,
+    )
+    return {o["Location"] for o in offerings}
 
 
 @check("instance type offered")
@@ -236,16 +245,7 @@ def _sagemaker_quotas(sq: Any) -> dict[str, dict[str, Any]]:
     """SageMaker quotas by name: applied values over AWS defaults (applied ones are only listed when known)."""
     quotas: dict[str, dict[str, Any]] = {}
     for method in ("list_aws_default_service_quotas", "list_service_quotas"):
-        token: str | None = None
-        while True:
-            kwargs: dict[str, Any] = {"ServiceCode": "sagemaker"}
-            if token:
-                kwargs["NextToken"] = token
-            page = call(sq, method, **kwargs)
-            quotas.update({q["QuotaName"]: q for q in page.get("Quotas", [])})
-            token = page.get("NextToken")
-            if not token:
-                break
+        quotas.update({q["QuotaName"]: q for q in listed(sq, method, "Quotas", ServiceCode="sagemaker")})
     return quotas
 
 
@@ -337,18 +337,8 @@ def _iam_mode(eks: Any, addon: str, version: str, requires_iam: bool) -> str:
 
 def addon_versions_for(eks: Any, addon: str, kubernetes_version: str) -> list[dict[str, Any]]:
     """Every ``addonVersions`` entry EKS lists for ``addon`` on ``kubernetes_version`` (all pages)."""
-    versions: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"addonName": addon, "kubernetesVersion": kubernetes_version}
-        if token:
-            kwargs["nextToken"] = token
-        page = call(eks, "describe_addon_versions", **kwargs)
-        for info in page.get("addons", []):
-            versions.extend(info.get("addonVersions", []))
-        token = page.get("nextToken")
-        if not token:
-            return versions
+    addons = listed(eks, "describe_addon_versions", "addons", addonName=addon, kubernetesVersion=kubernetes_version)
+    return [version for info in addons for version in info.get("addonVersions", [])]
 
 
 @check("add-on versions")
@@ -458,18 +448,10 @@ def _eks_cluster(clients: Clients, name: str) -> str | None:
 
 
 def _hyperpod_cluster(clients: Clients, name: str) -> str | None:
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"NameContains": name}
-        if token:
-            kwargs["NextToken"] = token
-        page = call(clients("sagemaker"), "list_clusters", **kwargs)
-        for summary in page.get("ClusterSummaries", []):
-            if summary.get("ClusterName") == name:
-                return f"status {summary.get('ClusterStatus', '?')}"
-        token = page.get("NextToken")
-        if not token:
-            return None
+    for summary in listed(clients("sagemaker"), "list_clusters", "ClusterSummaries", NameContains=name):
+        if summary.get("ClusterName") == name:
+            return f"status {summary.get('ClusterStatus', '?')}"
+    return None
 
 
 def _bucket(clients: Clients, name: str) -> str | None:
@@ -883,18 +865,10 @@ def _compare_group(i: int, group: InstanceGroup, real: dict[str, Any], running: 
 
 def _running_nodes(clients: Clients, arn: str) -> dict[str, int]:
     counts: dict[str, int] = defaultdict(int)
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"ClusterName": arn}
-        if token:
-            kwargs["NextToken"] = token
-        page = call(clients("sagemaker"), "list_cluster_nodes", **kwargs)
-        for node in page.get("ClusterNodeSummaries", []):
-            if (node.get("InstanceStatus") or {}).get("Status") == "Running":
-                counts[node.get("InstanceGroupName", "")] += 1
-        token = page.get("NextToken")
-        if not token:
-            return counts
+    for node in listed(clients("sagemaker"), "list_cluster_nodes", "ClusterNodeSummaries", ClusterName=arn):
+        if (node.get("InstanceStatus") or {}).get("Status") == "Running":
+            counts[node.get("InstanceGroupName", "")] += 1
+    return counts
 
 
 @check("existing HyperPod cluster")
@@ -1109,7 +1083,7 @@ def check_addons_not_installed(clients: Clients, cfg: StackConfig) -> list[Check
     return out
 
 
-# --- what the stack file cannot know: zone names, model buckets' Regions (issue 25) -------------------------
+# --- what the stack file cannot know: zone names, model buckets' Regions ------------------------------------
 
 
 def _endpoint_groups(cfg: StackConfig, spec: dict[str, Any]) -> list[InstanceGroup]:
@@ -1210,7 +1184,7 @@ def check_model_buckets(clients: Clients, cfg: StackConfig) -> list[CheckResult]
     return out or [CheckResult("model buckets", "SKIP", "no endpoint reads its model from S3")]
 
 
-# --- the way back from the cluster's subnets to the runner (issue 23 item 1) ---------------------------------
+# --- the way back from the cluster's subnets to the runner ------------------------------------------------
 
 
 def _return_targets() -> dict[str, str]:
@@ -1360,7 +1334,7 @@ def check_deployer_routes(clients: Clients, cfg: StackConfig) -> list[CheckResul
     return out
 
 
-# --- GuardDuty's VPC endpoint, which blocks the destroy of the network (issue 23 item 7) ----------------------
+# --- GuardDuty's VPC endpoint, which blocks the destroy of the network -------------------------------------
 
 EKS_RUNTIME_FEATURES = ("EKS_RUNTIME_MONITORING", "RUNTIME_MONITORING")
 
@@ -1385,14 +1359,7 @@ def check_guardduty(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
     if cfg.network.existing is not None:
         return [CheckResult(title, "SKIP", "the VPC is adopted (network.existing): the stack never deletes it")]
     gd = clients("guardduty")
-    detectors: list[str] = []
-    token: str | None = None
-    while True:
-        page = call(gd, "list_detectors", **({"NextToken": token} if token else {}))
-        detectors += [str(d) for d in page.get("DetectorIds") or []]
-        token = page.get("NextToken")
-        if not token:
-            break
+    detectors = [str(d) for d in listed(gd, "list_detectors", "DetectorIds")]
     adding = [d for d in detectors if _detector_adds_endpoints(call(gd, "get_detector", DetectorId=d))]
     if adding:
         return [

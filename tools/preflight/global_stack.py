@@ -48,7 +48,7 @@ from components.config.loader import parse_stack_mapping
 from components.config.stackfile import StackFileError, load_stack_file
 from policies.global_policies import cluster_arn_parts, region_is_opt_in
 from tools.plan import member_outputs
-from tools.preflight.checks import CheckResult, Clients, Denied, call, error_code
+from tools.preflight.checks import CheckResult, Clients, Denied, call, error_code, listed
 from tools.preflight.report import NO_CREDENTIALS, print_problems, render
 from tools.report import cli
 
@@ -152,14 +152,7 @@ def check_api(clients_for: ClientsFor, cfg: GlobalStackConfig) -> list[CheckResu
 
 
 def _all_gateways(sm: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        page = call(sm, "list_global_inference_gateways", **({"NextToken": token} if token else {}))
-        out.extend(page.get("GlobalInferenceGatewaySummaries", []))
-        token = page.get("NextToken")
-        if not token:
-            return out
+    return listed(sm, "list_global_inference_gateways", "GlobalInferenceGatewaySummaries")
 
 
 def check_member(

@@ -39,6 +39,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, PartialCredentialsError
 
+from components import aws_calls
 from components.config.stackfile import load_stack_file, stack_path
 from components.destroy_waits import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -50,7 +51,7 @@ from components.destroy_waits import (
     guardduty_services,
 )
 from components.destroy_waits import cleanup as _cleanup
-from tools.preflight.checks import Denied, call
+from tools.preflight.checks import Denied, call, denied_named
 from tools.report import cli
 
 __all__ = [
@@ -70,9 +71,10 @@ EXIT_OK, EXIT_FAIL, EXIT_CONFIG = 0, 1, 2
 
 
 def cleanup(ec2: Any, vpc_id: str, region: str, **kwargs: Any) -> CleanupResult:
-    """:func:`components.destroy_waits.cleanup` (what the destroy runs itself, issue 33 item 6), with an
+    """:func:`components.destroy_waits.cleanup` (what the destroy runs itself), with an
     access-denied error named by its IAM action (:class:`tools.preflight.checks.Denied`)."""
-    return _cleanup(ec2, vpc_id, region, call=call, **kwargs)
+    with denied_named(ec2):
+        return _cleanup(ec2, vpc_id, region, **kwargs)
 
 
 def stack_vpc(ec2: Any, stack: str) -> str:
@@ -120,7 +122,7 @@ def _run(args: argparse.Namespace, region: str, ec2: Any) -> int:
     try:
         if ec2 is None:
             session = boto3.Session(profile_name=args.profile) if args.profile else boto3.Session()
-            ec2 = session.client("ec2", region_name=region)
+            ec2 = session.client("ec2", region_name=region, config=aws_calls.TOOL_RETRIES)
         vpc_id = args.vpc_id or stack_vpc(ec2, args.stack)
         cleanup(ec2, vpc_id, region, dry_run=args.dry_run, timeout=args.timeout)
     except Denied as err:

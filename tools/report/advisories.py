@@ -18,7 +18,7 @@ from rich.text import Text
 
 from components.config import StackConfig
 from components.config.base import ConfigAdvisory
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class AdvisoryReport:
 
 
 def advisories_of(cfg: StackConfig) -> list[ConfigAdvisory]:
-    """Every advisory of a valid regional config (``components.config.checks.run_advisories``)."""
+    """Every advisory of a valid regional config (``components.config.validation.run_advisories``)."""
     return run_advisories(cfg)
 
 

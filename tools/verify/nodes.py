@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from policies import capacity_rules as cap
-from tools.preflight.checks import call
+from tools.preflight.checks import listed
 
 from .base import Context, Result, check, condition, labels
 
@@ -26,18 +26,9 @@ def group_nodes(ctx: Context, group: str) -> list[dict[str, Any]]:
 
 
 def _cluster_nodes(ctx: Context) -> list[dict[str, Any]]:
-    client = ctx.aws("sagemaker")
-    out: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"ClusterName": ctx.hyperpod_cluster_name}
-        if token:
-            kwargs["NextToken"] = token
-        page = call(client, "list_cluster_nodes", **kwargs)
-        out.extend(page.get("ClusterNodeSummaries") or [])
-        token = page.get("NextToken")
-        if not token:
-            return out
+    return listed(
+        ctx.aws("sagemaker"), "list_cluster_nodes", "ClusterNodeSummaries", ClusterName=ctx.hyperpod_cluster_name
+    )
 
 
 @check(

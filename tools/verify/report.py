@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from components.aws_calls import DENIED_CODES
 from components.config import observed
 from policies.resource_types.tokens import AMP_WORKSPACE, HYPERPOD_CLUSTER
-from tools.preflight.checks import call
+from tools.preflight.checks import call, listed
 
 from .base import Context, Result, check, condition
 from .nodes import group_nodes
@@ -214,9 +215,6 @@ def _finished_at(path: Path | None, step: Step) -> datetime:
     return datetime.max.replace(tzinfo=UTC)
 
 
-DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "Client.UnauthorizedOperation")
-
-
 @check(
     "deploy-role-denials",
     "calls of pulumi up the deploy role was denied",
@@ -235,23 +233,12 @@ def deploy_role_denials(ctx: Context) -> list[Result]:
         ]
     trail = ctx.aws("cloudtrail")
     denied: dict[str, int] = {}
-    token = None
-    while True:
-        kwargs: dict[str, Any] = {
-            "LookupAttributes": [{"AttributeKey": "Username", "AttributeValue": ctx.deploy_session}],
-            "MaxResults": 50,
-        }
-        if token:
-            kwargs["NextToken"] = token
-        page = call(trail, "lookup_events", **kwargs)
-        for event in page.get("Events") or []:
-            body = json.loads(event.get("CloudTrailEvent") or "{}")
-            if body.get("errorCode") in DENIED:
-                action = f"{str(body.get('eventSource', '')).split('.')[0]}:{body.get('eventName')}"
-                denied[action] = denied.get(action, 0) + 1
-        token = page.get("NextToken")
-        if not token:
-            break
+    lookup = [{"AttributeKey": "Username", "AttributeValue": ctx.deploy_session}]
+    for event in listed(trail, "lookup_events", "Events", LookupAttributes=lookup, MaxResults=50):
+        body = json.loads(event.get("CloudTrailEvent") or "{}")
+        if body.get("errorCode") in DENIED_CODES:
+            action = f"{str(body.get('eventSource', '')).split('.')[0]}:{body.get('eventName')}"
+            denied[action] = denied.get(action, 0) + 1
     ctx.facts["deployRoleDenied"] = denied
     if denied:
         return [
@@ -278,7 +265,7 @@ def deploy_role_denials(ctx: Context) -> list[Result]:
 def _front_door_alb(ctx: Context) -> dict[str, Any] | None:
     """The front door's load balancer: the one whose DNS name is the stack output ``frontDoorAlbDnsName``."""
     dns = str(ctx.outputs.get("frontDoorAlbDnsName") or "").lower().rstrip(".")
-    lbs = call(ctx.aws("elbv2"), "describe_load_balancers").get("LoadBalancers") or []
+    lbs = listed(ctx.aws("elbv2"), "describe_load_balancers", "LoadBalancers")
     return next((lb for lb in lbs if str(lb.get("DNSName", "")).lower() == dns), None)
 
 
@@ -365,8 +352,8 @@ def alb_access_logs(ctx: Context) -> list[Result]:
         ]
     account = ctx.aws.account_id
     prefix = "/".join(p for p in (values.get("access_logs.s3.prefix"), "AWSLogs", account) if p) + "/"
-    listed = call(ctx.aws("s3"), "list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
-    if listed.get("KeyCount") or listed.get("Contents"):
+    objects = call(ctx.aws("s3"), "list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
+    if objects.get("KeyCount") or objects.get("Contents"):
         return [
             Result(
                 "alb-access-logs",

@@ -14,22 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from policies.baselines import AUTH_ACTIONS
-from tools.preflight.checks import call
+from tools.preflight.checks import call, listed
 
 from .base import Context, Result, check, labels, name_of
 from .operator import endpoint_pods
 from .traffic import routed
-
-
-def _pages(client: Any, method: str, key: str, **kwargs: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    marker: str | None = None
-    while True:
-        page = call(client, method, **kwargs, **({"Marker": marker} if marker else {}))
-        out.extend(page.get(key) or [])
-        marker = page.get("NextMarker")
-        if not marker:
-            return out
 
 
 def _unauthenticated_forwards(actions: list[dict[str, Any]]) -> list[str]:
@@ -71,12 +60,12 @@ def second_door(ctx: Context) -> list[Result]:
     elb = ctx.aws("elbv2")
     findings = []
     checked = 0
-    for lb in _pages(elb, "describe_load_balancers", "LoadBalancers"):
+    for lb in listed(elb, "describe_load_balancers", "LoadBalancers"):
         if (vpc and lb.get("VpcId") != vpc) or str(lb.get("DNSName", "")).lower() == front:
             continue
         checked += 1
-        for listener in _pages(elb, "describe_listeners", "Listeners", LoadBalancerArn=lb["LoadBalancerArn"]):
-            rules = _pages(elb, "describe_rules", "Rules", ListenerArn=listener["ListenerArn"])
+        for listener in listed(elb, "describe_listeners", "Listeners", LoadBalancerArn=lb["LoadBalancerArn"]):
+            rules = listed(elb, "describe_rules", "Rules", ListenerArn=listener["ListenerArn"])
             groups = [tg for r in rules for tg in _unauthenticated_forwards(r.get("Actions") or [])]
             if not rules:
                 groups = _unauthenticated_forwards(listener.get("DefaultActions") or [])

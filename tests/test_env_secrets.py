@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.config.checks import run_advisories
+from components.config.validation import run_advisories
 from components.config.env_secrets import env_secret_reason, secret_reason, shannon_bits
 from components.config.loader import parse_stack_mapping
 from tests.conftest import stack_mapping

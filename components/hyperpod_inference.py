@@ -279,8 +279,9 @@ class HyperPodInference(pulumi.ComponentResource):
             )
             self._export("kvCacheUrl", kv_cache.url)
             if kv_cache.password is not None:
+                # The password is no stack output (secret or not): only the endpoints' Kubernetes Secret holds it,
+                # so reading outputs (CI, `pulumi stack output --show-secrets`) never hands out the cache's key.
                 self._export("kvCacheUsername", kv_cache.username)
-                self._export("kvCachePassword", kv_cache.password)  # secret
             return RedisConnection(address=kv_cache.url, username=kv_cache.username, password=kv_cache.password)
         if cfg.kv_cache.external_url is not None:
             # kvCache.redis.external: no ElastiCache. Its credentials (if the URL has any) go to the same Secret.

@@ -74,6 +74,7 @@ class MockContext:
     name: str
     inputs: dict[str, Any]
     id_prefix: str = ""  # the record's `mock.id_prefix` (EC2-style IDs)
+    partition: str = "aws"
 
     @property
     def physical_name(self) -> str:
@@ -86,7 +87,7 @@ class MockContext:
         return given if isinstance(given, str) and given else f"{self.name}-{_hex(self.typ, self.name, n=7)}"
 
     def arn(self, service: str, resource: str, region: bool = True) -> str:
-        return f"arn:aws:{service}:{self.region if region else ''}:{ACCOUNT_ID}:{resource}"
+        return f"arn:{self.partition}:{service}:{self.region if region else ''}:{ACCOUNT_ID}:{resource}"
 
 
 OutputFn = Callable[[MockContext], dict[str, Any]]
@@ -133,7 +134,7 @@ def _bucket(ctx: MockContext) -> dict[str, Any]:
     return {
         "id": name,
         "bucket": name,
-        "arn": f"arn:aws:s3:::{name}",
+        "arn": f"arn:{ctx.partition}:s3:::{name}",
         "bucketRegionalDomainName": f"{name}.s3.{ctx.region}.amazonaws.com",
     }
 
@@ -187,13 +188,13 @@ def _eks_cluster(ctx: MockContext) -> dict[str, Any]:
     }
 
 
-def hyperpod_cluster_arn(region: str, cluster_name: str) -> str:
+def hyperpod_cluster_arn(region: str, cluster_name: str, partition: str = "aws") -> str:
     """The ARN these mocks give a HyperPod cluster of that name (its id: a hash of the name, like AWS's 12 chars)."""
-    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:cluster/{_hex(cluster_name, n=12)}"
+    return f"arn:{partition}:sagemaker:{region}:{ACCOUNT_ID}:cluster/{_hex(cluster_name, n=12)}"
 
 
 def _sagemaker_cluster(ctx: MockContext) -> dict[str, Any]:
-    arn = hyperpod_cluster_arn(ctx.region, ctx.inputs.get("clusterName") or ctx.physical_name)
+    arn = hyperpod_cluster_arn(ctx.region, ctx.inputs.get("clusterName") or ctx.physical_name, ctx.partition)
     return {"id": arn, "clusterArn": arn, "clusterStatus": "InService"}
 
 
@@ -443,7 +444,7 @@ def _amp_workspace(ctx: MockContext) -> dict[str, Any]:
     ws = f"ws-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
     return {
         "id": ws,
-        "arn": f"arn:aws:aps:{ctx.region}:{ACCOUNT_ID}:workspace/{ws}",
+        "arn": ctx.arn("aps", f"workspace/{ws}"),
         "prometheusEndpoint": f"https://aps-workspaces.{ctx.region}.amazonaws.com/workspaces/{ws}/",
     }
 
@@ -452,7 +453,7 @@ def _log_group(ctx: MockContext) -> dict[str, Any]:
     """CloudWatch Logs: ``arn:aws:logs:<region>:<account>:log-group:<name>`` (the provider drops ``:*``)."""
     prefix = ctx.inputs.get("namePrefix")
     name = ctx.inputs.get("name") or (f"{prefix}{_hex(ctx.name, n=8)}" if prefix else ctx.physical_name)
-    return {"id": name, "name": name, "arn": f"arn:aws:logs:{ctx.region}:{ACCOUNT_ID}:log-group:{name}"}
+    return {"id": name, "name": name, "arn": ctx.arn("logs", f"log-group:{name}")}
 
 
 def _sns_topic(ctx: MockContext) -> dict[str, Any]:
@@ -507,8 +508,15 @@ MOCK_SHAPES: dict[str, OutputFn] = {
 class RecordingMocks(pulumi.runtime.Mocks):
     """Answers registrations with realistic outputs and records what was registered."""
 
-    def __init__(self, region: str = DEFAULT_REGION, stack_outputs: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        region: str = DEFAULT_REGION,
+        stack_outputs: dict[str, dict[str, Any]] | None = None,
+        partition: str = "aws",
+    ) -> None:
         self.region = region
+        # What aws:getPartition answers and the mocked ARNs carry (a test runs a stack in another partition).
+        self.partition = partition
         # StackReference outputs by stack name (the offline tools' member outputs); None: STACK_OUTPUTS.
         self.stack_outputs = stack_outputs
         # Reads of existing clusters (data sources): name/ARN -> fields that differ from the realistic default.
@@ -525,7 +533,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.inputs_by_key[(args.typ, args.name)] = recorded
         record = load_resource_types().record(args.typ, recorded)
         mock = record.mock if record is not None else None
-        ctx = MockContext(self.region, args.typ, args.name, recorded, (mock and mock.id_prefix) or "")
+        ctx = MockContext(self.region, args.typ, args.name, recorded, (mock and mock.id_prefix) or "", self.partition)
         fn = MOCK_SHAPES[mock.outputs] if mock is not None else None
         if args.typ == "pulumi:pulumi:StackReference":
             extra = _stack_reference(ctx, self.stack_outputs)
@@ -545,11 +553,12 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         self.calls.append(args)
         if args.token == GET_CALLER_IDENTITY:
-            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/preview", "userId": "AIDAPREVIEW"}
+            arn = f"arn:{self.partition}:iam::{ACCOUNT_ID}:user/preview"
+            return {"accountId": ACCOUNT_ID, "arn": arn, "userId": "AIDAPREVIEW"}
         if args.token == GET_REGION:
             return {"name": self.region, "region": self.region, "id": self.region}
         if args.token == GET_PARTITION:
-            return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
+            return {"partition": self.partition, "dnsSuffix": "amazonaws.com"}
         if args.token == GET_EKS_CLUSTER:  # an adopted EKS cluster
             name = str(args.args["name"])
             return eks_cluster_read(self.region, name, **self.eks_overrides.get(name, {}))

@@ -68,21 +68,20 @@ def irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subjects: list[str]) ->
     }
 
 
-def sagemaker_and_irsa_trust(
-    oidc_provider_arn: str, oidc_issuer: str, subject: str | Sequence[str], account_id: str
-) -> Document:
-    """Trust SageMaker (confused-deputy guarded by ``aws:SourceAccount``) and service accounts.
+def sagemaker_and_irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subject: str | Sequence[str]) -> Document:
+    """Trust SageMaker and the given service accounts, as AWS documents the operator execution role's trust.
+
+    The SageMaker statement carries no condition, exactly as AWS's page has it (SageMaker developer guide,
+    "IAM trust relationship issue", https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-
+    deployment-ts-trust.html; the awsome-distributed-training Terraform has none either): no source shows SageMaker
+    sends ``aws:SourceAccount`` when it assumes this role, and a condition on a key it does not send fails the
+    operator's AssumeRole (issue 47 item 4; the same reasoning as the cluster's execution role, issue 33 item 1).
 
     With no subjects (an empty list) only SageMaker is trusted: no service account may assume the role.
     """
     subjects = [subject] if isinstance(subject, str) else list(subject)
     statements: list[Document] = [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "sagemaker.amazonaws.com"},
-            "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
-        }
+        {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
     ]
     if subjects:
         statements.append(irsa_statement(oidc_provider_arn, oidc_issuer, subjects))

@@ -128,8 +128,8 @@ class OperatorIam(pulumi.ComponentResource):
             f"{name}-execution",
             f"{EXECUTION_ROLE_PREFIX}-{args.stack}",
             "HyperPod Inference Operator execution role (add-on executionRoleArn).",
-            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
-                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], OPERATOR_SA, v[2])
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url).apply(
+                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], OPERATOR_SA)
             ),
             [self._managed(INFERENCE_ACCESS)],
         )
@@ -140,9 +140,9 @@ class OperatorIam(pulumi.ComponentResource):
             f"{name}-jumpstart-gated",
             f"{args.name_prefix}-jumpstart-gated-models",
             "Downloads gated JumpStart models for inference pods (add-on jumpstartGatedModelDownloadRoleArn).",
-            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url).apply(
                 lambda v: docs.sagemaker_and_irsa_trust(
-                    v[0], v[1], docs.gated_model_subjects(args.gated_model_namespaces), v[2]
+                    v[0], v[1], docs.gated_model_subjects(args.gated_model_namespaces)
                 )
             ),
             [self._managed(GATED_MODEL_ACCESS)],

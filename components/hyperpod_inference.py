@@ -18,6 +18,7 @@ import pulumi_aws as aws
 
 from .access_logs import AccessLogBucket, AccessLogBucketArgs
 from .config import StackConfig
+from .config.endpoints import lmcache_redis_acl
 from .config.gateway import gateway_namespace
 from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
@@ -273,6 +274,7 @@ class HyperPodInference(pulumi.ComponentResource):
                     node_security_group_id=layer.node_security_group_id,
                     name_prefix=cfg.name_prefix,
                     is_prod=cfg.is_prod,
+                    lmcache_commands=lmcache_redis_acl(cfg.endpoints)[0],
                     tags=cfg.common_tags,
                 ),
                 opts=self._child(),

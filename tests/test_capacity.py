@@ -891,3 +891,18 @@ def test_zone_rule_on_groups(system_pods: list[cap.SystemPod]) -> None:
     assert rules(a, tainted) == ["controllers-span-zones"]
     # an AZ not known (the pack: a subnet ID) is not judged here; the stack-config check decides it
     assert rules(a, cap.Group("system-b", "ml.m5.2xlarge", 1)) == []
+
+
+def test_an_adopted_prod_cluster_in_one_az_is_an_advisory_not_an_error() -> None:
+    """The adopted HyperPod cluster's groups are its owner's (attach declares them): said, not refused."""
+    from components.config.checks import run_advisories
+    from components.config.loader import parse_stack_mapping
+
+    mapping = stack_mapping("attach")
+    mapping["hyperpod-inference:environment"] = "prod"
+    mapping[CLUSTER]["instanceGroups"][1]["availabilityZoneId"] = mapping[CLUSTER]["instanceGroups"][0][
+        "availabilityZoneId"
+    ]
+    cfg = parse_stack_mapping("attach", mapping)
+    (advisory,) = [a for a in run_advisories(cfg) if a.rule == "controllers-span-zones"]
+    assert advisory.path == "cluster.instanceGroups" and "can run only in usw2-az1" in advisory.message

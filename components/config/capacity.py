@@ -93,6 +93,11 @@ def allocatable_per_node(cfg: StackView) -> dict[str, cap.NodeAllocatable | None
 PROD_ONLY = frozenset({"controllers-span-zones"})
 
 
+def _adopts_hyperpod(cfg: StackView) -> bool:
+    existing = cfg.cluster.existing
+    return existing is not None and existing.hyperpod_cluster_arn is not None
+
+
 def _where(f: cap.Finding) -> str:
     if f.key.isdigit():
         base = join_path("endpoints", int(f.key), "spec")
@@ -104,7 +109,7 @@ def _where(f: cap.Finding) -> str:
 def _capacity(cfg: StackView) -> Iterator[ConfigIssue]:
     """The mandatory capacity findings, each at the stack key it is about."""
     for f in capacity_plan(cfg).findings:
-        if f.rule in PROD_ONLY and not cfg.is_prod:
+        if f.rule in PROD_ONLY and (not cfg.is_prod or _adopts_hyperpod(cfg)):
             continue
         if f.level == "mandatory":
             yield ConfigIssue(_where(f), f"{f.message} [{f.rule}]")
@@ -116,6 +121,11 @@ def _capacity_unknowns(cfg: StackView) -> Iterator[ConfigAdvisory]:
     for f in capacity_plan(cfg).findings:
         if f.level != "mandatory" and f.checked_by:
             yield ConfigAdvisory(_where(f), f.message, f.rule, f.checked_by)
+        elif f.rule in PROD_ONLY and cfg.is_prod and _adopts_hyperpod(cfg):
+            # the adopted cluster's groups are its owner's: said, not refused (docs/adoption.md)
+            yield ConfigAdvisory(
+                _where(f), f.message, f.rule, "the adopted cluster's owner (hpi preflight compares the declared groups)"
+            )
 
 
 def zone_names(spec: dict[str, object]) -> list[tuple[str, str]]:

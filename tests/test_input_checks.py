@@ -523,3 +523,28 @@ def test_preflight_reads_the_model_buckets_region(
         )
     (row,) = pc.check_model_buckets(clients, cfg)
     assert (row.status, row.detail) == (status, detail)
+
+
+def test_the_gateway_needs_sglang_metrics_even_with_metrics_off() -> None:
+    """Issue 47 item 8: the managed gateway needs SGLang started with --enable-metrics (ai-on-sagemaker-hyperpod
+    @e53295231ea5), so metrics.enabled: false no longer exempts an endpoint that opts into the gateway."""
+    from policies import rules
+
+    def cr(gateway: bool, args: list[str]) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "metrics": {"enabled": False},
+            "worker": {
+                "image": "lmsysorg/sglang:v0.5.2-cu126",
+                "args": args,
+                "modelInvocationPort": {"containerPort": 8080},
+            },
+        }
+        if gateway:
+            spec["inferenceGateway"] = {"enabled": True, "name": "inference-gateway"}
+        return {"kind": "InferenceEndpointConfig", "spec": spec}
+
+    ctx = rules.RuleContext(environment="prod", addon_version="v2.1.0-eksbuild.1")  # type: ignore[call-arg]
+    (v,) = rules.sglang_metrics_served(cr(True, ["--port", "8080"]), ctx)
+    assert v.path == "worker.args" and v.startswith("the managed Inference Gateway routes on SGLang's metrics")
+    assert rules.sglang_metrics_served(cr(True, ["--enable-metrics"]), ctx) == []
+    assert rules.sglang_metrics_served(cr(False, ["--port", "8080"]), ctx) == []  # metrics off, no gateway

@@ -106,6 +106,26 @@ def test_addon_depends_on_every_prerequisite_and_the_hyperpod_cluster(stack: str
     assert {ROLE, "aws:s3/bucket:Bucket", "aws:eks/accessEntry:AccessEntry"} <= dep_types
 
 
+def test_every_update_sends_the_whole_configuration(run) -> None:
+    """Issue 47 item 8: the add-on's schema requires executionRoleArn and tlsCertificateS3Bucket, and
+    --configuration-values replaces the whole configuration (ai-on-sagemaker-hyperpod@e53295231ea5). So both keys,
+    and inferenceGateway.enabled even when off (its default depends on the add-on version), are in every render:
+    turning the gateway off sends enabled: false, not a configuration without the key."""
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:operator"]["addonVersion"] = "v2.1.0-eksbuild.1"
+    on = _values(registered(run("prod", mapping)))
+    mapping["hyperpod-inference:gateway"] = {"enabled": False}
+    for ep in mapping["hyperpod-inference:endpoints"]:
+        ep["spec"].pop("inferenceGateway", None)
+    off = _values(registered(run("prod", mapping)))
+    for values in (on, off):
+        assert values["executionRoleArn"].endswith(":role/SageMakerHyperPodInference-prod")
+        assert values["tlsCertificateS3Bucket"].startswith("hyperpod-tls-prod-")
+        assert values["inferenceOperator"] == {"enabled": True}
+    assert on["inferenceGateway"]["enabled"] is True and off["inferenceGateway"] == {"enabled": False}
+    assert set(on) - {"inferenceGateway"} == set(off) - {"inferenceGateway"}
+
+
 def test_v1_addon_omits_v2_only_keys_and_v2_sets_them(stack_runs) -> None:
     dev, prod = _values(stack_runs["dev"]), _values(stack_runs["prod"])
     assert "inferenceOperator" not in dev and "inferenceGateway" not in dev

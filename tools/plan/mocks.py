@@ -22,6 +22,7 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime.mocks import MockMonitor
 
 # One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
+from components.config.regions import az_id_prefix
 from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.plan.render and the tests
 from policies.physical_names import physical_name
 from policies.resource_types import load_resource_types
@@ -400,6 +401,8 @@ def mock_member_export(member: str, region: str) -> dict[str, Any]:
         "jwtRequired": True,
         "environment": "prod",
         "clusterArn": hyperpod_cluster_arn(region, f"hpi-{stack}-hp"),
+        # the reference prod stack's three AZs, named for ``region``
+        "internalElbAzIds": [f"{az_id_prefix(region)}-az{n}" for n in (2, 4, 6)],
     }
 
 

@@ -34,7 +34,7 @@ from .destroy_waits import (
     LoadBalancerControllerDrain,
     delete_timeout_seconds,
 )
-from .dynamic_provider import credential_inputs
+from .dynamic_provider import credential_inputs, kubeconfig_credentials
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -449,6 +449,7 @@ class HyperPodInference(pulumi.ComponentResource):
         """The cluster layer, created or adopted: the one place that chooses (``cluster.existing``)."""
         child = pulumi.ResourceOptions(parent=self)
         existing = cfg.cluster.existing
+        profile, role_arn = kubeconfig_credentials()  # the aws provider's principal, for Kubernetes calls too
         if existing is not None and existing.hyperpod_cluster_arn is not None:
             # Both adopted: nothing of the cluster layer is created (no node SG, no chart, no SG rules).
             adopted_eks = ExistingEksCluster(
@@ -458,6 +459,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     create_oidc_provider=existing.create_oidc_provider,
                     tags=cfg.common_tags,
                     accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
+                    aws_profile=profile,
+                    assume_role_arn=role_arn,
                 ),
                 opts=child,
             )
@@ -492,6 +495,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     node_security_group_id=node_sg.security_group_id,
                     tags=cfg.common_tags,
                     accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
+                    aws_profile=profile,
+                    assume_role_arn=role_arn,
                 ),
                 opts=child,
             )
@@ -508,6 +513,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
                     network_path=self._network_path(cfg, network),
+                    aws_profile=profile,
+                    assume_role_arn=role_arn,
                 ),
                 opts=child,
             )

@@ -206,6 +206,11 @@ def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
     issuer = f"oidc.eks.{ctx.region}.amazonaws.com/id/{oidc_id}"
     endpoint = f"https://{_hex(name, n=32).upper()}.gr7.{ctx.region}.eks.amazonaws.com"
     ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
+    # pulumi-eks generateKubeconfig (nodejs/eks/cluster.ts): providerCredentialOpts.roleArn -> `--role <arn>`,
+    # profileName -> `--profile <name>`
+    creds = ctx.inputs.get("providerCredentialOpts") or {}
+    extra = [*(["--role", creds["roleArn"]] if creds.get("roleArn") else [])]
+    extra += ["--profile", creds["profileName"]] if creds.get("profileName") else []
     kubeconfig = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -219,7 +224,7 @@ def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
                     "exec": {
                         "apiVersion": "client.authentication.k8s.io/v1beta1",
                         "command": "aws",
-                        "args": ["eks", "get-token", "--cluster-name", name, "--output", "json"],
+                        "args": ["eks", "get-token", "--cluster-name", name, "--output", "json", *extra],
                     }
                 },
             }

@@ -17,6 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 from .access_logs import AccessLogBucket, AccessLogBucketArgs
+from .cluster_access import ClusterAccess, ClusterAccessArgs
 from .config import StackConfig
 from .config.endpoints import lmcache_redis_acl
 from .config.gateway import gateway_namespace
@@ -152,6 +153,14 @@ class HyperPodInference(pulumi.ComponentResource):
         self._export("hyperpodClusterArn", layer.hyperpod.cluster_arn)
         if isinstance(layer.hyperpod, HyperPodCluster):
             self._export("hyperpodClusterName", layer.hyperpod.cluster_name)
+        if cfg.cluster.access_entries:
+            ClusterAccess(
+                "cluster-access",
+                ClusterAccessArgs(
+                    cluster_name=layer.eks.cluster_name, entries=cfg.cluster.access_entries, tags=cfg.common_tags
+                ),
+                opts=self._child(),
+            )
         return layer
 
     def _operator(self, cfg: StackConfig, network: Network, layer: _ClusterLayer) -> _OperatorLayer:

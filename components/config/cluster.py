@@ -22,6 +22,7 @@ from policies.cluster_versions import (
     version_problem,
 )
 
+from .access import AccessEntryConfig
 from .api_bounds import API_BOUNDS
 from .base import ConfigIssue, Model
 from .checks import cross_check
@@ -284,6 +285,11 @@ class ClusterConfig(Model):
     existing: ExistingClusters | None = Field(
         default=None,
         description="Adopt an existing EKS cluster (and optionally its HyperPod cluster) instead of creating them.",
+    )
+    access_entries: list[AccessEntryConfig] = Field(
+        default_factory=list,
+        description="People's IAM principals with EKS access policies (cluster or namespace scope) and Kubernetes "
+        "groups; prod needs a breakGlass entry (components/config/access.py).",
     )
     kubernetes_version: str = Field(
         default=DEFAULT_KUBERNETES_VERSION,

@@ -414,9 +414,11 @@ EXPECTED_GROUPS = {
         ("gpu-p5", "ml.p5.4xlarge", 1, "usw2-az2", ["InstanceStress"]),
     ],
     "prod": [
-        ("system", "ml.m5.2xlarge", 3, "use1-az2", []),
+        ("system", "ml.m5.2xlarge", 2, "use1-az2", []),
         ("p5-inference", "ml.p5.48xlarge", 4, "use1-az4", ["InstanceStress", "InstanceConnectivity"]),
         ("p6-inference", "ml.p6-b200.48xlarge", 2, "use1-az6", ["InstanceStress", "InstanceConnectivity"]),
+        # the controllers' second AZ (capacity rule controllers-span-zones)
+        ("system-b", "ml.m5.2xlarge", 1, "use1-az4", []),
     ],
     "staging": [
         ("system", "ml.m5.2xlarge", 2, "euw2-az1", []),

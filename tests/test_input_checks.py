@@ -164,8 +164,9 @@ REFUSED: list[tuple[str, str, Mutation, str]] = [
         "sglang-without-metrics-flag-prod",
         "prod",
         lambda m: _ep(m, 2)["worker"].update(args=["--model-path", "/opt/ml/model", "--port", "8000"]),
-        "hyperpod-inference:endpoints[2].spec.worker.args: metrics are enabled (the CRD default) but "
-        "worker.command/args do not start the SGLang server with --enable-metrics",
+        # prod's qwen-sglang opts into the managed gateway, which needs the flag (issue 47 item 8)
+        "hyperpod-inference:endpoints[2].spec.worker.args: the managed Inference Gateway routes on SGLang's metrics "
+        "but worker.command/args do not start the SGLang server with --enable-metrics",
     ),
     (
         "zone-of-another-region",

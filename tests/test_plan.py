@@ -518,13 +518,13 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
     assert lines == [
         "+- replace     aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
         "vpcConfig.subnets[0] (update-replace)",
-        "     instanceGroups[0].instanceCount: 3 -> 4",
+        "     instanceGroups[0].instanceCount: 2 -> 4",
         "     vpcConfig.subnets[0]: subnet-0aaaaaaaaaaaaaaa0 -> (unknown until deploy)",
         # the node wait's own diff replaces it on a new cluster ARN (components/hyperpod_node_wait.py)
         "+- replace     pulumi-python:dynamic:Resource hyperpod-nodes: clusterArn (update-replace), groups.system",
         "     replaced because HyperPod cluster hyperpod-cluster is replaced (its clusterArn)",
         "     clusterArn: takes a new value computed by hyperpod-cluster",
-        "     groups.system: 3 -> 4",
+        "     groups.system: 2 -> 4",
         # the add-on's configuration names the cluster's ARN: a new cluster gives it a new value, and
         # eks/addon.go updates configuration_values in place (UpdateAddon; only addon_name and cluster_name
         # are ForceNew)
@@ -532,7 +532,7 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
         "     updated because HyperPod cluster hyperpod-cluster is replaced (its configurationValues)",
         "     configurationValues: takes a new value computed by hyperpod-cluster",
     ]
-    assert "config cluster.instanceGroups[0].instanceCount: 3 -> 4" in out.splitlines()
+    assert "config cluster.instanceGroups[0].instanceCount: 2 -> 4" in out.splitlines()
     summary = (
         f"0 to create, 1 to update, 2 to replace, 0 may replace, 0 to delete, {len(prod_plan['steps']) - 3} unchanged"
     )

@@ -1070,6 +1070,8 @@ def _prod_in_existing_vpc() -> StackConfig:
     mapping["hyperpod-inference:cluster"]["deployerAccess"].pop("routes")
     for group in mapping["hyperpod-inference:cluster"]["instanceGroups"]:
         group["availabilityZoneId"] = "use1-az2"
+    # the second system group stays in the other AZ (prod's controllers-span-zones)
+    mapping["hyperpod-inference:cluster"]["instanceGroups"][-1]["availabilityZoneId"] = "use1-az4"
     return load_config("prod", mapping)
 
 

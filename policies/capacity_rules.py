@@ -1484,8 +1484,12 @@ def _controller_findings(
     return out, placeable
 
 
-def _zone_findings(controllers: Sequence[tuple[SystemPod, list[Group]]]) -> list[Finding]:
-    """``controllers-span-zones``: the groups each controller Deployment may run on are in at least two AZ IDs.
+ZONE_RULE = "controllers-span-zones"
+
+
+def controllers_in_one_zone(plan: Plan) -> list[str]:
+    """``controllers-span-zones``: the groups each controller Deployment may run on are in at least two AZ IDs;
+    one message per AZ that holds controllers alone.
 
     A topology rule, not a count, over the system (non-accelerator) groups a controller may use when it has any:
     three system nodes in one AZ lose CoreDNS, the load balancer controller's
@@ -1498,6 +1502,7 @@ def _zone_findings(controllers: Sequence[tuple[SystemPod, list[Group]]]) -> list
     A config-time rule only (components/config/capacity.py: prod refuses, an adopted cluster is advised): the pack
     sees the groups' subnets by ID, which a plan does not resolve to an AZ, so it has no policy record.
     """
+    controllers = _controller_findings(plan.system_pods, plan.groups, plan.allocatable)[1]
     one_zone: dict[str, list[str]] = {}
     for pod, ok in controllers:
         serving = [g for g in ok if g.count > 0]
@@ -1511,15 +1516,9 @@ def _zone_findings(controllers: Sequence[tuple[SystemPod, list[Group]]]) -> list
         if len(zones) < 2:
             one_zone.setdefault(zones[0], []).append(pod.name)
     return [
-        Finding(
-            "controllers-span-zones",
-            "mandatory",
-            "",
-            "",
-            f"{len(names)} controller Deployment(s) can run only in {zone}: {', '.join(sorted(names))}; an outage of "
-            f"{zone} stops them all. Give them nodes in a second AZ ID: another untainted instance group (e.g. a "
-            "second system group) with availabilityZoneId in another of network.availabilityZoneIds",
-        )
+        f"{len(names)} controller Deployment(s) can run only in {zone}: {', '.join(sorted(names))}; an outage of "
+        f"{zone} stops them all. Give them nodes in a second AZ ID: another untainted instance group (e.g. a "
+        "second system group) with availabilityZoneId in another of network.availabilityZoneIds"
         for zone, names in sorted(one_zone.items())
     ]
 
@@ -1555,7 +1554,6 @@ def plan(
 
     controller_findings, controllers = _controller_findings(system_pods, groups, alloc)
     findings.extend(controller_findings)
-    findings.extend(_zone_findings(controllers))
     sys_workloads = {
         pod.name: PodPlacement(
             Workload(f"system:{pod.name}", pod.name, ()),

@@ -88,11 +88,6 @@ def allocatable_per_node(cfg: StackView) -> dict[str, cap.NodeAllocatable | None
     return capacity_plan(cfg).allocatable
 
 
-# Rules prod enforces and dev/staging do not (one AZ is a fair saving there); the pack's levels agree
-# (policies/config.<env>.json).
-PROD_ONLY = frozenset({"controllers-span-zones"})
-
-
 def _adopts_hyperpod(cfg: StackView) -> bool:
     existing = cfg.cluster.existing
     return existing is not None and existing.hyperpod_cluster_arn is not None
@@ -108,9 +103,11 @@ def _where(f: cap.Finding) -> str:
 @cross_check
 def _capacity(cfg: StackView) -> Iterator[ConfigIssue]:
     """The mandatory capacity findings, each at the stack key it is about."""
-    for f in capacity_plan(cfg).findings:
-        if f.rule in PROD_ONLY and (not cfg.is_prod or _adopts_hyperpod(cfg)):
-            continue
+    plan = capacity_plan(cfg)
+    if cfg.is_prod and not _adopts_hyperpod(cfg):
+        for message in cap.controllers_in_one_zone(plan):
+            yield ConfigIssue("cluster.instanceGroups", f"{message} [{cap.ZONE_RULE}]")
+    for f in plan.findings:
         if f.level == "mandatory":
             yield ConfigIssue(_where(f), f"{f.message} [{f.rule}]")
 
@@ -118,13 +115,18 @@ def _capacity(cfg: StackView) -> Iterator[ConfigIssue]:
 @advisory_check
 def _capacity_unknowns(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """What the capacity rules cannot check offline (node names, zone names, undeclared labels, training plans)."""
-    for f in capacity_plan(cfg).findings:
+    plan = capacity_plan(cfg)
+    for f in plan.findings:
         if f.level != "mandatory" and f.checked_by:
             yield ConfigAdvisory(_where(f), f.message, f.rule, f.checked_by)
-        elif f.rule in PROD_ONLY and cfg.is_prod and _adopts_hyperpod(cfg):
-            # the adopted cluster's groups are its owner's: said, not refused (docs/adoption.md)
+    if cfg.is_prod and _adopts_hyperpod(cfg):
+        # the adopted cluster's groups are its owner's: said, not refused (docs/adoption.md)
+        for message in cap.controllers_in_one_zone(plan):
             yield ConfigAdvisory(
-                _where(f), f.message, f.rule, "the adopted cluster's owner (hpi preflight compares the declared groups)"
+                "cluster.instanceGroups",
+                message,
+                cap.ZONE_RULE,
+                "the adopted cluster's owner (hpi preflight compares the declared groups)",
             )
 
 

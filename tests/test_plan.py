@@ -256,9 +256,10 @@ def test_same_plan_diffs_to_nothing(tmp_path, prod_plan) -> None:
 
 def test_one_instance_count_changed_updates_the_cluster_and_its_node_wait(tmp_path, prod_plan) -> None:
     mapping = stack_mapping("prod")
-    group = mapping["hyperpod-inference:cluster"]["instanceGroups"][1]
-    assert group["name"] == "p5-inference" and group["instanceCount"] == 4
-    group["instanceCount"] = 6
+    # the system group: no minInstanceCount, so the node wait's target is its instance count
+    group = mapping["hyperpod-inference:cluster"]["instanceGroups"][0]
+    assert group["name"] == "system" and group["instanceCount"] == 2 and "minInstanceCount" not in group
+    group["instanceCount"] = 3
     code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
     assert code == 0
     assert plan["steps"][0]["urn"] == STACK_URN
@@ -271,8 +272,8 @@ def test_one_instance_count_changed_updates_the_cluster_and_its_node_wait(tmp_pa
     step = changed[0]
     assert step["newState"]["type"] == "aws-native:sagemaker:Cluster"
     assert step["diffReasons"] == ["instanceGroups"] and "replaceReasons" not in step
-    assert step["detailedDiff"] == {"instanceGroups[1].instanceCount": {"kind": "update", "inputDiff": True}}
-    assert step["oldState"]["inputs"]["instanceGroups"][1]["instanceCount"] == 4
+    assert step["detailedDiff"] == {"instanceGroups[0].instanceCount": {"kind": "update", "inputDiff": True}}
+    assert step["oldState"]["inputs"]["instanceGroups"][0]["instanceCount"] == 2
     assert plan["changeSummary"] == {"same": len(prod_plan["steps"]) - 2, "update": 2}
     assert not [r for r in plan[EXTENSION]["policyResults"] if r["policyName"] == POLICY]
 

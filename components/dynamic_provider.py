@@ -99,6 +99,19 @@ def credential_inputs(config: pulumi.Config | None = None) -> dict[str, Any]:
     }
 
 
+def kubeconfig_credentials(config: pulumi.Config | None = None) -> tuple[str | None, str | None]:
+    """``(aws:profile, the one aws:assumeRoles roleArn)`` for the Kubernetes provider's ``aws eks get-token``.
+
+    The config layer refused what get-token cannot follow (components/config/aws_chain.py, issue 47 item 2), so
+    there is at most one role here."""
+    aws = config or pulumi.Config("aws")
+    roles = aws.get_object("assumeRoles")
+    role = (
+        roles[0].get("roleArn") if isinstance(roles, list) and len(roles) == 1 and isinstance(roles[0], dict) else None
+    )
+    return aws.get("profile") or None, str(role) if role else None
+
+
 def chain_of(props: Mapping[str, Any]) -> tuple[str | None, tuple[dict[str, Any], ...], str | None]:
     """(profile, assume-role entries, STS region) of a resource's inputs."""
     roles = props.get("awsAssumeRoles") or []

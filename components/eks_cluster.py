@@ -55,6 +55,11 @@ class EksClusterArgs:
     )
     is_prod: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    aws_profile: str | None = field(default=None, metadata={"doc": "aws:profile, for the kubeconfig's get-token."})
+    assume_role_arn: str | None = field(
+        default=None,
+        metadata={"doc": "The aws:assumeRoles role: the cluster's creator, so the kubeconfig's token must be for it."},
+    )
     network_path: Sequence[pulumi.CustomResource] = field(
         default=(),
         metadata={
@@ -224,6 +229,13 @@ class EksCluster(pulumi.ComponentResource):
             # Ours, not pulumi-eks's auto-named `<name>-eksRole-<hex>`: it carries the stack's name and the
             # stack's permissions boundary (components/role_boundary.py), as the deploy policy requires.
             service_role=service_role[0],
+            # The kubeconfig's token is for the principal that creates the cluster (its only admin): the profile and
+            # the assumed role of the aws provider (pulumi-eks copies only a profile by default; issue 47 item 2).
+            provider_credential_opts=(
+                eks.KubeconfigOptionsArgs(profile_name=args.aws_profile, role_arn=args.assume_role_arn)
+                if args.aws_profile or args.assume_role_arn
+                else None
+            ),
             tags=args.tags,
             # depends_on the SG too: it records the reference in the graph the policy pack reads.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster_sg, *service_role, *waits_for]),

@@ -38,8 +38,19 @@ from .config.loader import ConfigError
 STS_AUDIENCE = "sts.amazonaws.com"
 
 
-def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> str:
-    """A kubeconfig that authenticates with ``aws eks get-token`` (as ``aws eks update-kubeconfig`` writes)."""
+def kubeconfig(
+    cluster_name: str,
+    endpoint: str,
+    ca_data: str,
+    region: str,
+    *,
+    profile: str | None = None,
+    role_arn: str | None = None,
+) -> str:
+    """A kubeconfig that authenticates with ``aws eks get-token`` (as ``aws eks update-kubeconfig`` writes), with
+    the aws provider's profile and assumed role (``--profile``, ``--role-arn``; AWS CLI ``eks get-token``), so
+    Kubernetes calls run as the principal the aws provider runs as (issue 47 item 2)."""
+    extra = [*(["--role-arn", role_arn] if role_arn else []), *(["--profile", profile] if profile else [])]
     return json.dumps(
         {
             "apiVersion": "v1",
@@ -55,7 +66,7 @@ def kubeconfig(cluster_name: str, endpoint: str, ca_data: str, region: str) -> s
                             "apiVersion": "client.authentication.k8s.io/v1beta1",
                             "command": "aws",
                             "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", region,
-                                     "--output", "json"],
+                                     "--output", "json", *extra],
                         }
                     },
                 }
@@ -103,6 +114,8 @@ class ExistingEksClusterArgs:
     accept_unlisted_kubernetes_version: bool = field(
         default=False, metadata={"doc": "cluster.acceptUnlistedKubernetesVersion (e.g. an adopted 1.35 cluster)."}
     )
+    aws_profile: str | None = field(default=None, metadata={"doc": "aws:profile, for the kubeconfig's get-token."})
+    assume_role_arn: str | None = field(default=None, metadata={"doc": "The aws:assumeRoles role (kubeconfig)."})
 
 
 class ExistingEksCluster(pulumi.ComponentResource):
@@ -164,7 +177,14 @@ class ExistingEksCluster(pulumi.ComponentResource):
 
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(cluster, region).apply(
-                lambda v: kubeconfig(args.cluster_name, v[0].endpoint, v[0].certificate_authorities[0].data, v[1])
+                lambda v: kubeconfig(
+                    args.cluster_name,
+                    v[0].endpoint,
+                    v[0].certificate_authorities[0].data,
+                    v[1],
+                    profile=args.aws_profile,
+                    role_arn=args.assume_role_arn,
+                )
             )
         )
         self.k8s_provider = k8s.Provider(

@@ -239,7 +239,11 @@ class HyperPodCluster(pulumi.ComponentResource):
                 "region": region,
                 "deepHealthChecks": deep_checked,
                 "clusterArn": cluster.cluster_arn,
-                "groups": {g.name: g.instance_count for g in cfg.instance_groups},
+                # partial provisioning: `up` is serving once each group has its minInstanceCount (the rest arrive later)
+                "groups": {
+                    g.name: g.min_instance_count if g.min_instance_count is not None else g.instance_count
+                    for g in cfg.instance_groups
+                },
                 "timeoutSeconds": int(timeout_minutes * 60),
                 "pollSeconds": 30,
                 **credential_inputs(),  # the aws provider's profile / assume-role chain (dynamic_provider.py)
@@ -433,4 +437,5 @@ class HyperPodCluster(pulumi.ComponentResource):
                 security_group_ids=[args.node_security_group_id], subnets=[args.private_subnet_ids[az]]
             ),
             training_plan_arn=group.training_plan_arn,
+            min_instance_count=group.min_instance_count,
         )

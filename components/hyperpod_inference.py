@@ -17,7 +17,9 @@ import pulumi
 import pulumi_aws as aws
 
 from .access_logs import AccessLogBucket, AccessLogBucketArgs
+from .cluster_access import ClusterAccess, ClusterAccessArgs
 from .config import StackConfig
+from .config.endpoints import lmcache_redis_acl
 from .config.gateway import gateway_namespace
 from .config.global_gateway import member_export
 from .config.ingress import waf_enabled
@@ -33,7 +35,7 @@ from .destroy_waits import (
     LoadBalancerControllerDrain,
     delete_timeout_seconds,
 )
-from .dynamic_provider import credential_inputs
+from .dynamic_provider import credential_inputs, kubeconfig_credentials
 from .eks_cluster import EksCluster, EksClusterArgs
 from .endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from .existing_eks_cluster import ExistingEksCluster, ExistingEksClusterArgs
@@ -151,6 +153,14 @@ class HyperPodInference(pulumi.ComponentResource):
         self._export("hyperpodClusterArn", layer.hyperpod.cluster_arn)
         if isinstance(layer.hyperpod, HyperPodCluster):
             self._export("hyperpodClusterName", layer.hyperpod.cluster_name)
+        if cfg.cluster.access_entries:
+            ClusterAccess(
+                "cluster-access",
+                ClusterAccessArgs(
+                    cluster_name=layer.eks.cluster_name, entries=cfg.cluster.access_entries, tags=cfg.common_tags
+                ),
+                opts=self._child(),
+            )
         return layer
 
     def _operator(self, cfg: StackConfig, network: Network, layer: _ClusterLayer) -> _OperatorLayer:
@@ -273,14 +283,16 @@ class HyperPodInference(pulumi.ComponentResource):
                     node_security_group_id=layer.node_security_group_id,
                     name_prefix=cfg.name_prefix,
                     is_prod=cfg.is_prod,
+                    lmcache_commands=lmcache_redis_acl(cfg.endpoints)[0],
                     tags=cfg.common_tags,
                 ),
                 opts=self._child(),
             )
             self._export("kvCacheUrl", kv_cache.url)
             if kv_cache.password is not None:
+                # The password is no stack output (secret or not): only the endpoints' Kubernetes Secret holds it,
+                # so reading outputs (CI, `pulumi stack output --show-secrets`) never hands out the cache's key.
                 self._export("kvCacheUsername", kv_cache.username)
-                self._export("kvCachePassword", kv_cache.password)  # secret
             return RedisConnection(address=kv_cache.url, username=kv_cache.username, password=kv_cache.password)
         if cfg.kv_cache.external_url is not None:
             # kvCache.redis.external: no ElastiCache. Its credentials (if the URL has any) go to the same Secret.
@@ -446,6 +458,7 @@ class HyperPodInference(pulumi.ComponentResource):
         """The cluster layer, created or adopted: the one place that chooses (``cluster.existing``)."""
         child = pulumi.ResourceOptions(parent=self)
         existing = cfg.cluster.existing
+        profile, role_arn = kubeconfig_credentials()  # the aws provider's principal, for Kubernetes calls too
         if existing is not None and existing.hyperpod_cluster_arn is not None:
             # Both adopted: nothing of the cluster layer is created (no node SG, no chart, no SG rules).
             adopted_eks = ExistingEksCluster(
@@ -455,6 +468,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     create_oidc_provider=existing.create_oidc_provider,
                     tags=cfg.common_tags,
                     accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
+                    aws_profile=profile,
+                    assume_role_arn=role_arn,
                 ),
                 opts=child,
             )
@@ -489,6 +504,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     node_security_group_id=node_sg.security_group_id,
                     tags=cfg.common_tags,
                     accept_unlisted_kubernetes_version=cfg.cluster.accept_unlisted_kubernetes_version,
+                    aws_profile=profile,
+                    assume_role_arn=role_arn,
                 ),
                 opts=child,
             )
@@ -505,6 +522,8 @@ class HyperPodInference(pulumi.ComponentResource):
                     is_prod=cfg.is_prod,
                     tags=cfg.common_tags,
                     network_path=self._network_path(cfg, network),
+                    aws_profile=profile,
+                    assume_role_arn=role_arn,
                 ),
                 opts=child,
             )

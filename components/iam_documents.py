@@ -22,10 +22,24 @@ LBC_POLICY_SOURCE = (
 Document = dict[str, Any]
 
 
-def load_lbc_policy() -> Document:
-    """The AWS Load Balancer Controller's published policy, verbatim (``LBC_POLICY_SOURCE``)."""
-    doc: Document = json.loads(LBC_POLICY_FILE.read_text(encoding="utf-8"))
+def load_lbc_policy(partition: str = "aws") -> Document:
+    """The AWS Load Balancer Controller's published policy, verbatim (``LBC_POLICY_SOURCE``) in ``aws``; in another
+    partition its ARNs name that partition, as the controller's own ``docs/install/iam_policy_us-gov.json`` names
+    ``arn:aws-us-gov:`` where this file names ``arn:aws:``."""
+    text = LBC_POLICY_FILE.read_text(encoding="utf-8")
+    doc: Document = json.loads(text.replace('"arn:aws:', f'"arn:{partition}:'))
     return doc
+
+
+def aws_managed_policy_arn(partition: str, name: str) -> str:
+    """``arn:<partition>:iam::aws:policy/<name>``: an AWS managed policy in the provider's partition."""
+    return f"arn:{partition}:iam::aws:policy/{name}"
+
+
+def eks_access_policy_arn(partition: str, name: str) -> str:
+    """``arn:<partition>:eks::aws:cluster-access-policy/<name>``: an EKS access policy (EKS user guide,
+    "Associate access policies with access entries")."""
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"
 
 
 def irsa_statement(oidc_provider_arn: str, oidc_issuer: str, subject: str | Sequence[str]) -> Document:
@@ -54,21 +68,20 @@ def irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subjects: list[str]) ->
     }
 
 
-def sagemaker_and_irsa_trust(
-    oidc_provider_arn: str, oidc_issuer: str, subject: str | Sequence[str], account_id: str
-) -> Document:
-    """Trust SageMaker (confused-deputy guarded by ``aws:SourceAccount``) and service accounts.
+def sagemaker_and_irsa_trust(oidc_provider_arn: str, oidc_issuer: str, subject: str | Sequence[str]) -> Document:
+    """Trust SageMaker and the given service accounts, as AWS documents the operator execution role's trust.
+
+    The SageMaker statement carries no condition, exactly as AWS's page has it (SageMaker developer guide,
+    "IAM trust relationship issue", https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-
+    deployment-ts-trust.html; the awsome-distributed-training Terraform has none either): no source shows SageMaker
+    sends ``aws:SourceAccount`` when it assumes this role, and a condition on a key it does not send fails the
+    operator's AssumeRole (issue 47 item 4; the same reasoning as the cluster's execution role, issue 33 item 1).
 
     With no subjects (an empty list) only SageMaker is trusted: no service account may assume the role.
     """
     subjects = [subject] if isinstance(subject, str) else list(subject)
     statements: list[Document] = [
-        {
-            "Effect": "Allow",
-            "Principal": {"Service": "sagemaker.amazonaws.com"},
-            "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
-        }
+        {"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}
     ]
     if subjects:
         statements.append(irsa_statement(oidc_provider_arn, oidc_issuer, subjects))
@@ -90,7 +103,7 @@ def gated_model_subjects(namespaces: Iterable[str]) -> list[str]:
     return [f"system:serviceaccount:{ns}:{GATED_MODEL_SA_PREFIX}*" for ns in sorted(set(namespaces))]
 
 
-def keda_policy(region: str, account_id: str) -> Document:
+def keda_policy(region: str, account_id: str, partition: str) -> Document:
     """What KEDA's CloudWatch and Amazon Managed Prometheus scalers call (operator-facts §10).
 
     The CloudWatch read actions support no resource-level scoping, hence ``*``; AMP queries are scoped to
@@ -109,14 +122,16 @@ def keda_policy(region: str, account_id: str) -> Document:
                 "Sid": "ManagedPrometheusQuery",
                 "Effect": "Allow",
                 "Action": ["aps:QueryMetrics", "aps:GetLabels", "aps:GetSeries", "aps:GetMetricMetadata"],
-                "Resource": f"arn:aws:aps:{region}:{account_id}:workspace/*",
+                "Resource": f"arn:{partition}:aps:{region}:{account_id}:workspace/*",
             },
         ],
     }
 
 
-def s3_csi_policy(bucket_names: list[str]) -> Document:
+def s3_csi_policy(bucket_names: list[str], partition: str) -> Document:
     """Mountpoint read-only access to the model buckets (weights are read, never written, by inference).
+
+    ``partition`` is the provider's (``aws.get_partition``): ``aws``, ``aws-us-gov`` or ``aws-cn``.
 
     Follows the Mountpoint for Amazon S3 IAM recommendations, without the write/delete actions.
     """
@@ -127,13 +142,13 @@ def s3_csi_policy(bucket_names: list[str]) -> Document:
                 "Sid": "MountpointListModelBuckets",
                 "Effect": "Allow",
                 "Action": "s3:ListBucket",
-                "Resource": [f"arn:aws:s3:::{b}" for b in bucket_names],
+                "Resource": [f"arn:{partition}:s3:::{b}" for b in bucket_names],
             },
             {
                 "Sid": "MountpointReadModelObjects",
                 "Effect": "Allow",
                 "Action": "s3:GetObject",
-                "Resource": [f"arn:aws:s3:::{b}/*" for b in bucket_names],
+                "Resource": [f"arn:{partition}:s3:::{b}/*" for b in bucket_names],
             },
         ],
     }

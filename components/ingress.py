@@ -34,6 +34,7 @@ import pulumi_kubernetes as k8s
 
 from policies.replacement_rules import replace_paths
 
+from .access_logs import alb_log_delivery_statement
 from .config.endpoints import EndpointConfig
 from .config.ingress import (
     ALL_TCP,
@@ -474,7 +475,12 @@ class IngressAlb(pulumi.ComponentResource):
         """Access-log bucket: SSE-S3 (the only encryption ALB log delivery supports), private, TLS-only."""
         cfg = args.ingress
         child = pulumi.ResourceOptions(parent=self)
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        invoke = pulumi.InvokeOutputOptions(parent=self)
+        where = pulumi.Output.all(
+            aws.get_caller_identity_output(opts=invoke).account_id,
+            aws.get_region_output(opts=invoke).region,
+            aws.get_partition_output(opts=invoke).partition,
+        )
         logs = PrivateBucket(
             f"{name}-logs",
             PrivateBucketArgs(
@@ -482,7 +488,9 @@ class IngressAlb(pulumi.ComponentResource):
                 # Access logs are audit evidence: a stray destroy must not take them in prod.
                 protect=args.is_prod,
                 versioned=False,
-                extra_statements=lambda arn: account_id.apply(lambda acct: [_log_delivery_statement(arn, acct)]),
+                extra_statements=lambda arn: where.apply(
+                    lambda v: [alb_log_delivery_statement(arn, ALB_LOG_PREFIX, v[0], v[1], v[2])]
+                ),
                 tags=tags,
             ),
             opts=pulumi.ResourceOptions(parent=self),
@@ -635,23 +643,3 @@ def _validation_option(options: Any, host: str) -> dict[str, str]:
                 "resource_record_value": field(opt, "resource_record_value", "resourceRecordValue"),
             }
     raise ValueError(f"ACM returned no DNS validation option for {host}")
-
-
-def _log_delivery_statement(bucket_arn: str, account_id: str) -> dict[str, Any]:
-    """Let ELB log delivery write under ``alb/AWSLogs/<account>/`` for this account's load balancers only (the
-    bucket adds its TLS-only deny).
-
-    ``aws:SourceAccount`` is the confused-deputy guard the IAM User Guide recommends for service principals
-    ("The confused deputy problem"; issue 33 item 9), as the S3 server-access-log statement has
-    (components/access_logs.py). That ELB's log delivery sends it is UNCONFIRMED [alb-log-delivery-source-account]:
-    the stored copies of the ELB guide's "Enable access logs" page end before its policy example. A key it does not
-    send fails at create (ELB writes a test object when access logs are enabled), not silently.
-    """
-    return {
-        "Sid": "AlbLogDeliveryWrite",
-        "Effect": "Allow",
-        "Principal": {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"},
-        "Action": "s3:PutObject",
-        "Resource": f"{bucket_arn}/{ALB_LOG_PREFIX}/AWSLogs/{account_id}/*",
-        "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
-    }

@@ -11,7 +11,7 @@ Why it looks the way it does:
   through an ElastiCache user group (``user_group_ids``): a ``default`` user switched off (``off -@all``; every
   user group must contain a user named ``default``) and one LMCache user whose access string allows only the
   commands LMCache's Redis connector sends (``on ~* -@all +get +set +exists +del``:
-  ``components/config/kvcache.py`` ``LMCACHE_REDIS_COMMANDS`` cites LMCache v0.4.3's source). A leaked
+  ``policies/compatibility.yaml`` ``lmcacheRedisCommands`` lists them per LMCache release, read from its wheel). A leaked
   password then cannot FLUSHALL, CONFIG, KEYS or SCAN the cache. Users and the group use engine ``redis``,
   which ElastiCache accepts for Valkey and Redis OSS groups alike (ElastiCache RBAC page). Passwords come from
   ``pulumi_random.RandomPassword`` — alphanumeric (no character that needs URL-encoding) and 64 characters —
@@ -34,8 +34,8 @@ import pulumi_random as random
 
 from .config.kvcache import (
     DEFAULT_USER_ACCESS_STRING,
-    LMCACHE_ACCESS_STRING,
     RedisConfig,
+    lmcache_access_string,
     parameter_group_family,
 )
 
@@ -51,6 +51,11 @@ class RedisKvCacheArgs:
     node_security_group_id: pulumi.Input[str] = field(metadata={"doc": "The HyperPod nodes' SG (LMCache clients)."})
     name_prefix: str
     is_prod: bool
+    lmcache_commands: tuple[str, ...] = field(
+        metadata={
+            "doc": "The Redis commands the endpoints' LMCache releases send (config.endpoints.lmcache_redis_acl)."
+        }
+    )
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -82,7 +87,7 @@ class RedisKvCache(pulumi.ComponentResource):
         self.username = f"{rg_id}-lmcache"
         self.password = None
         if cfg.transit_encryption:
-            user_group = self._rbac(name, rg_id, tags)
+            user_group = self._rbac(name, rg_id, tags, args.lmcache_commands)
         highly_available = cfg.replicas >= 1
         group = aws.elasticache.ReplicationGroup(
             f"{name}-rg",
@@ -206,7 +211,9 @@ class RedisKvCache(pulumi.ComponentResource):
         )
         return subnet_group, params
 
-    def _rbac(self, name: str, rg_id: str, tags: Callable[[str], dict[str, str]]) -> aws.elasticache.UserGroup:
+    def _rbac(
+        self, name: str, rg_id: str, tags: Callable[[str], dict[str, str]], commands: tuple[str, ...]
+    ) -> aws.elasticache.UserGroup:
         """The user group: ``default`` switched off, and the LMCache user limited to LMCache's commands."""
         child = pulumi.ResourceOptions(parent=self)
         passwords = {
@@ -230,7 +237,7 @@ class RedisKvCache(pulumi.ComponentResource):
             user_id=self.username,
             user_name=self.username,
             engine=RBAC_ENGINE,
-            access_string=LMCACHE_ACCESS_STRING,
+            access_string=lmcache_access_string(commands),
             passwords=[lmcache_password],
             tags=tags("lmcache-user"),
             opts=child,

@@ -52,15 +52,13 @@ LBC_SERVICE_ACCOUNT = {
 }
 KEDA_SERVICE_ACCOUNT = {"bundled": (OPERATOR_NAMESPACE, "keda-operator"), "helm": ("keda", "keda-operator")}
 
-MANAGED = "arn:aws:iam::aws:policy/"
-INFERENCE_ACCESS = MANAGED + "AmazonSageMakerHyperPodInferenceAccess"
-GATED_MODEL_ACCESS = MANAGED + "AmazonSageMakerHyperPodGatedModelAccess"
-GATEWAY_ACCESS = MANAGED + "AmazonSageMakerHyperPodInferenceGatewayAccess"
+# AWS managed policies, by name: their ARNs take the provider's partition (aws, aws-us-gov, aws-cn).
+INFERENCE_ACCESS = "AmazonSageMakerHyperPodInferenceAccess"
+GATED_MODEL_ACCESS = "AmazonSageMakerHyperPodGatedModelAccess"
+GATEWAY_ACCESS = "AmazonSageMakerHyperPodInferenceGatewayAccess"
 # The EKS access policy the operator's managed policy lets it associate (D8); we create the access entry
 # it attaches to and the association itself, so the operator's first reconcile does not depend on it.
-INFERENCE_MONITORING_ACCESS_POLICY = (
-    "arn:aws:eks::aws:cluster-access-policy/AmazonSagemakerHyperpodInferenceMonitoringPolicy"
-)
+INFERENCE_MONITORING_ACCESS_POLICY = "AmazonSagemakerHyperpodInferenceMonitoringPolicy"
 
 Mode = Literal["bundled", "helm", "existing"]
 
@@ -99,13 +97,14 @@ class OperatorIam(pulumi.ComponentResource):
         super().__init__("hyperpod:operator:OperatorIam", name, None, opts)
         self._args = args
         self.dependencies = []
+        self._partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
         self.execution_role_arn = self._execution_role(name, args)
         self.gated_model_role_arn = self._gated_model_role(name, args)
         self.gateway_role_arn = None
         if args.gateway_enabled:
             # Must exist before the add-on installs the gateway controller (D4).
             self.gateway_role_arn = self._irsa_role(
-                f"{name}-gateway", f"{args.name_prefix}-inference-gateway", GATEWAY_SA, [GATEWAY_ACCESS]
+                f"{name}-gateway", f"{args.name_prefix}-inference-gateway", GATEWAY_SA, [self._managed(GATEWAY_ACCESS)]
             )
         self.alb_role_arn = self._load_balancer_controller_role(name, args) if args.alb_mode != "existing" else None
         self.keda_role_arn = self._keda_role(name, args) if args.keda_mode != "existing" else None
@@ -129,10 +128,10 @@ class OperatorIam(pulumi.ComponentResource):
             f"{name}-execution",
             f"{EXECUTION_ROLE_PREFIX}-{args.stack}",
             "HyperPod Inference Operator execution role (add-on executionRoleArn).",
-            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
-                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], OPERATOR_SA, v[2])
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url).apply(
+                lambda v: docs.sagemaker_and_irsa_trust(v[0], v[1], OPERATOR_SA)
             ),
-            [INFERENCE_ACCESS],
+            [self._managed(INFERENCE_ACCESS)],
         )
 
     def _gated_model_role(self, name: str, args: OperatorIamArgs) -> pulumi.Output[str]:
@@ -141,12 +140,12 @@ class OperatorIam(pulumi.ComponentResource):
             f"{name}-jumpstart-gated",
             f"{args.name_prefix}-jumpstart-gated-models",
             "Downloads gated JumpStart models for inference pods (add-on jumpstartGatedModelDownloadRoleArn).",
-            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url, args.account_id).apply(
+            pulumi.Output.all(args.oidc_provider_arn, args.oidc_provider_url).apply(
                 lambda v: docs.sagemaker_and_irsa_trust(
-                    v[0], v[1], docs.gated_model_subjects(args.gated_model_namespaces), v[2]
+                    v[0], v[1], docs.gated_model_subjects(args.gated_model_namespaces)
                 )
             ),
-            [GATED_MODEL_ACCESS],
+            [self._managed(GATED_MODEL_ACCESS)],
         )
 
     def _load_balancer_controller_role(self, name: str, args: OperatorIamArgs) -> pulumi.Output[str]:
@@ -156,7 +155,7 @@ class OperatorIam(pulumi.ComponentResource):
             f"{name}-lbc-policy",
             name=f"{args.name_prefix}-aws-load-balancer-controller",
             description="AWS Load Balancer Controller v2.13.0 documented policy (components/iam/).",
-            policy=json.dumps(docs.load_lbc_policy()),
+            policy=self._partition.apply(lambda p: json.dumps(docs.load_lbc_policy(p))),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -174,8 +173,8 @@ class OperatorIam(pulumi.ComponentResource):
             f"{name}-keda-policy",
             name=f"{args.name_prefix}-keda-operator",
             description="KEDA CloudWatch and Amazon Managed Prometheus scalers (read only).",
-            policy=pulumi.Output.from_input(args.account_id).apply(
-                lambda acct: json.dumps(docs.keda_policy(args.region, acct))
+            policy=pulumi.Output.all(args.account_id, self._partition).apply(
+                lambda v: json.dumps(docs.keda_policy(args.region, v[0], v[1]))
             ),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
@@ -202,11 +201,17 @@ class OperatorIam(pulumi.ComponentResource):
             f"{name}-execution-monitoring",
             cluster_name=args.cluster_name,
             principal_arn=execution,
-            policy_arn=INFERENCE_MONITORING_ACCESS_POLICY,
+            policy_arn=self._partition.apply(
+                lambda p: docs.eks_access_policy_arn(p, INFERENCE_MONITORING_ACCESS_POLICY)
+            ),
             access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
         )
         self.dependencies.extend([entry, assoc])
+
+    def _managed(self, policy_name: str) -> pulumi.Output[str]:
+        """An AWS managed policy's ARN in the provider's partition."""
+        return self._partition.apply(lambda p: docs.aws_managed_policy_arn(p, policy_name))
 
     def _role(
         self,

@@ -214,7 +214,9 @@ class OperatorPrerequisites(pulumi.ComponentResource):
             f"{name}-s3-csi-policy",
             name=f"{a.name_prefix}-s3-csi-driver",
             description="Mountpoint for Amazon S3: read-only access to the model buckets.",
-            policy=json.dumps(docs.s3_csi_policy(buckets)),
+            policy=aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition.apply(
+                lambda partition: json.dumps(docs.s3_csi_policy(buckets, partition))
+            ),
             tags=a.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )

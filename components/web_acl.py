@@ -15,6 +15,16 @@ cap *concurrency* per pod. This WebACL adds, in priority order:
    the ALB only forwards the first 8 KB of a body to WAF anyway (API_Body, OversizeHandling).
 4. ``aws-known-bad-inputs``: ``AWSManagedRulesKnownBadInputsRuleSet``.
 5. ``aws-ip-reputation`` (optional, default on): ``AWSManagedRulesAmazonIpReputationList``.
+6. ``prompt-body-rules-outside-inference`` (when ``waf.inferencePaths`` is not empty): a prompt is a body, and a
+   code-assistant prompt quotes ``<script>``, ``../``, ``http://169.254.169.254`` or ``${jndi:`` — which
+   CrossSiteScripting_BODY, GenericLFI_BODY, GenericRFI_BODY, EC2MetaDataSSRF_BODY (core rule set) and
+   Log4JRCE_BODY (known bad inputs) block with a 403 (issue 47 item 3). Those five are overridden to **count** in
+   rules 3 and 4, and this rule blocks on the labels they add ("Baseline rule groups": ``awswaf:managed:aws:
+   core-rule-set:<Rule>_Body``, ``awswaf:managed:aws:known-bad-inputs:Log4JRCE_Body``) unless the normalized URI
+   path is one of the inference paths — AWS's own pattern for excepting a path from one managed rule ("Managed
+   rule group override examples": count, then match the label). So on the inference paths those rules only count
+   (visible in the WAF logs and label metrics); every other rule of the groups, and the body rules on every
+   other path, still block. With ``inferencePaths: []`` no override is made and the groups block as published.
 
 Logging: a CloudWatch log group named ``aws-waf-logs-<prefix>`` (the prefix AWS WAF requires, "Sending web
 ACL traffic logs to an Amazon CloudWatch Logs log group") with retention, the ``authorization`` header redacted
@@ -36,6 +46,20 @@ from .config.ingress import WAF_LOG_PREFIX, RateLimitConfig, WafConfig
 RATE_LIMITED_BODY_KEY = "rate-limited"
 RATE_LIMITED_BODY = '{"error":"rate limit exceeded","retryAfterSeconds":60}'
 BODY_SIZE_RULE = "SizeRestrictions_BODY"
+COMMON_RULE_SET = "AWSManagedRulesCommonRuleSet"
+KNOWN_BAD_INPUTS = "AWSManagedRulesKnownBadInputsRuleSet"
+# The managed rules that inspect the body and match text a prompt may quote, with the label each adds
+# (AWS WAF developer guide, "Baseline rule groups" and "Use-case specific rule groups").
+PROMPT_BODY_RULES: dict[str, dict[str, str]] = {
+    COMMON_RULE_SET: {
+        "CrossSiteScripting_BODY": "awswaf:managed:aws:core-rule-set:CrossSiteScripting_Body",
+        "GenericLFI_BODY": "awswaf:managed:aws:core-rule-set:GenericLFI_Body",
+        "GenericRFI_BODY": "awswaf:managed:aws:core-rule-set:GenericRFI_Body",
+        "EC2MetaDataSSRF_BODY": "awswaf:managed:aws:core-rule-set:EC2MetaDataSSRF_Body",
+    },
+    KNOWN_BAD_INPUTS: {"Log4JRCE_BODY": "awswaf:managed:aws:known-bad-inputs:Log4JRCE_Body"},
+}
+PROMPT_BODY_RULE_NAME = "prompt-body-rules-outside-inference"
 REDACTED_HEADERS = ("authorization", "x-api-key")
 
 w = aws.wafv2
@@ -135,6 +159,59 @@ def rate_rule_names(cfg: WafConfig) -> list[str]:
     return ["rate-limit-caller", "rate-limit-ip"] if cfg.caller_rate_limit is not None else ["rate-limit-ip"]
 
 
+def _inference_path_match(path: str) -> w.WebAclRuleStatementArgs:
+    """The normalized URI path is exactly ``path`` (NORMALIZE_PATH: ``/v1/x/../admin`` is ``/v1/admin``)."""
+    return w.WebAclRuleStatementArgs(
+        byte_match_statement=w.WebAclRuleStatementByteMatchStatementArgs(
+            search_string=path,
+            positional_constraint="EXACTLY",
+            field_to_match=w.WebAclRuleStatementByteMatchStatementFieldToMatchArgs(
+                uri_path=w.WebAclRuleStatementByteMatchStatementFieldToMatchUriPathArgs()
+            ),
+            text_transformations=[
+                w.WebAclRuleStatementByteMatchStatementTextTransformationArgs(priority=0, type="NORMALIZE_PATH")
+            ],
+        )
+    )
+
+
+def _outside_inference_paths_rule(paths: list[str], priority: int, metric_prefix: str) -> w.WebAclRuleArgs:
+    """Block on the prompt-body rules' labels unless the normalized URI path is an inference path."""
+    labelled = w.WebAclRuleStatementArgs(
+        or_statement=w.WebAclRuleStatementOrStatementArgs(
+            statements=[
+                w.WebAclRuleStatementArgs(
+                    label_match_statement=w.WebAclRuleStatementLabelMatchStatementArgs(scope="LABEL", key=label)
+                )
+                for rules in PROMPT_BODY_RULES.values()
+                for label in rules.values()
+            ]
+        )
+    )
+    matches = [_inference_path_match(path) for path in paths]
+    on_inference_path = (
+        matches[0]
+        if len(matches) == 1
+        else w.WebAclRuleStatementArgs(or_statement=w.WebAclRuleStatementOrStatementArgs(statements=matches))
+    )
+    return w.WebAclRuleArgs(
+        name=PROMPT_BODY_RULE_NAME,
+        priority=priority,
+        action=w.WebAclRuleActionArgs(block=w.WebAclRuleActionBlockArgs()),
+        statement=w.WebAclRuleStatementArgs(
+            and_statement=w.WebAclRuleStatementAndStatementArgs(
+                statements=[
+                    labelled,
+                    w.WebAclRuleStatementArgs(
+                        not_statement=w.WebAclRuleStatementNotStatementArgs(statement=on_inference_path)
+                    ),
+                ]
+            )
+        ),
+        visibility_config=_visibility(f"{metric_prefix}-{PROMPT_BODY_RULE_NAME}"),
+    )
+
+
 def web_acl_rules(cfg: WafConfig, metric_prefix: str) -> list[w.WebAclRuleArgs]:
     """The WebACL's rules in priority order (see the module docstring)."""
     rules: list[w.WebAclRuleArgs] = []
@@ -143,10 +220,18 @@ def web_acl_rules(cfg: WafConfig, metric_prefix: str) -> list[w.WebAclRuleArgs]:
             _rate_rule("rate-limit-caller", 10, cfg.caller_rate_limit, cfg.caller_rate_limit.header, metric_prefix)
         )
     rules.append(_rate_rule("rate-limit-ip", 20, cfg.rate_limit, None, metric_prefix))
-    rules.append(_managed_rule("aws-common", 30, "AWSManagedRulesCommonRuleSet", metric_prefix, (BODY_SIZE_RULE,)))
-    rules.append(_managed_rule("aws-known-bad-inputs", 40, "AWSManagedRulesKnownBadInputsRuleSet", metric_prefix))
+    counted = PROMPT_BODY_RULES if cfg.inference_paths else {COMMON_RULE_SET: {}, KNOWN_BAD_INPUTS: {}}
+    rules.append(
+        _managed_rule("aws-common", 30, COMMON_RULE_SET, metric_prefix, (BODY_SIZE_RULE, *counted[COMMON_RULE_SET]))
+    )
+    rules.append(
+        _managed_rule("aws-known-bad-inputs", 40, KNOWN_BAD_INPUTS, metric_prefix, tuple(counted[KNOWN_BAD_INPUTS]))
+    )
     if cfg.ip_reputation:
         rules.append(_managed_rule("aws-ip-reputation", 50, "AWSManagedRulesAmazonIpReputationList", metric_prefix))
+    if cfg.inference_paths:
+        # After the groups: a label is visible only to the rules that run after the rule that adds it.
+        rules.append(_outside_inference_paths_rule(cfg.inference_paths, 60, metric_prefix))
     return rules
 
 

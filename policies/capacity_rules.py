@@ -252,6 +252,7 @@ class Group:
     training_plan_arn: str | None = None
     tiered_storage_percent: int | None = None
     path: str = ""
+    az_id: str | None = None  # the AZ ID of the group's subnet; None: not known (an unresolved subnet)
 
     @property
     def spec(self) -> InstanceSpec | None:
@@ -1481,6 +1482,45 @@ def _controller_findings(
             )
         )
     return out, placeable
+
+
+ZONE_RULE = "controllers-span-zones"
+
+
+def controllers_in_one_zone(plan: Plan) -> list[str]:
+    """``controllers-span-zones``: the groups each controller Deployment may run on are in at least two AZ IDs;
+    one message per AZ that holds controllers alone.
+
+    A topology rule, not a count, over the system (non-accelerator) groups a controller may use when it has any:
+    three system nodes in one AZ lose CoreDNS, the load balancer controller's
+    fail-closed webhooks, KEDA, cert-manager and the operator together when that AZ fails (issue 47 item 5). With
+    nodes in two AZs the scheduler's default topology spreading (Kubernetes "Pod Topology Spread Constraints",
+    cluster-level defaults: ``topology.kubernetes.io/zone``, ScheduleAnyway) places replicas in both, and a
+    single-replica controller is rescheduled into the other AZ. A group whose AZ is not known (an unresolved
+    subnet) makes the rule unknowable for that controller, never ok.
+
+    A config-time rule only (components/config/capacity.py: prod refuses, an adopted cluster is advised): the pack
+    sees the groups' subnets by ID, which a plan does not resolve to an AZ, so it has no policy record.
+    """
+    controllers = _controller_findings(plan.system_pods, plan.groups, plan.allocatable)[1]
+    one_zone: dict[str, list[str]] = {}
+    for pod, ok in controllers:
+        serving = [g for g in ok if g.count > 0]
+        # The system nodes: where a controller may run without taking an accelerator node (an untainted GPU group
+        # admits controllers too, until the endpoints fill it). Only GPU groups admit it: they are the spread then.
+        system = [g for g in serving if g.spec is not None and not g.spec.gpus and not g.spec.neuron_devices]
+        serving = system or serving
+        if not serving or any(g.az_id is None for g in serving):
+            continue
+        zones = sorted({str(g.az_id) for g in serving})
+        if len(zones) < 2:
+            one_zone.setdefault(zones[0], []).append(pod.name)
+    return [
+        f"{len(names)} controller Deployment(s) can run only in {zone}: {', '.join(sorted(names))}; an outage of "
+        f"{zone} stops them all. Give them nodes in a second AZ ID: another untainted instance group (e.g. a "
+        "second system group) with availabilityZoneId in another of network.availabilityZoneIds"
+        for zone, names in sorted(one_zone.items())
+    ]
 
 
 def plan(

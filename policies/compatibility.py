@@ -169,6 +169,14 @@ class PrerequisiteBuilds(_Strict):
     source: str = Field(min_length=1)
 
 
+class LmcacheRedisCommands(_Strict):
+    """The Redis commands one LMCache release sends to its L2 cache (read from its wheel; ``source`` says which)."""
+
+    lmcache: str
+    commands: tuple[str, ...] = Field(min_length=1)
+    source: str
+
+
 class CompatibilityTable(_Strict):
     sources: dict[str, str]
     crd_releases: tuple[CrdRelease, ...] = Field(alias="crdReleases")
@@ -177,10 +185,12 @@ class CompatibilityTable(_Strict):
     features: tuple[Feature, ...]
     defects: tuple[Defect, ...]
     prerequisite_builds: tuple[PrerequisiteBuilds, ...] = Field(default=(), alias="prerequisiteBuilds")
+    lmcache_redis_commands: tuple[LmcacheRedisCommands, ...] = Field(default=(), alias="lmcacheRedisCommands")
 
     @model_validator(mode="after")
     def _cross_refs(self) -> CompatibilityTable:
         cited: list[str] = [s.source for s in self.image_sets.values()] + [r.source for r in self.crd_releases]
+        cited.extend(r.source for r in self.lmcache_redis_commands)
         if [r.operator for r in self.crd_releases] != sorted({r.operator for r in self.crd_releases}):
             raise ValueError("crdReleases must be oldest first, one row per operator release")
         for a in self.addons:
@@ -416,6 +426,27 @@ def image_requirement(image: str, addon_version: str) -> str | None:
     table = load_compatibility()
     bound = getattr(table.image_sets[addon(addon_version).image_set], component)
     return f"{'LMCache' if component == 'lmcache' else 'vLLM'} {bound.describe()}"
+
+
+def image_lmcache_version(image: str) -> str | None:
+    """The LMCache version an image's tag names (``lmcache/vllm-openai:v0.4.3`` -> ``v0.4.3``); None when the image
+    is not an LMCache image or its tag is not a version (``latest``, a vLLM or DLC tag: LMCache inside is unknown)."""
+    component, version = image_component(image)
+    return version if component == "lmcache" else None
+
+
+def lmcache_redis_commands(version: str) -> tuple[str, ...] | None:
+    """The Redis commands LMCache ``version`` sends (``lmcacheRedisCommands``); None for a release not read."""
+    wanted = parse_version(version)
+    for row in load_compatibility().lmcache_redis_commands:
+        if wanted is not None and parse_version(row.lmcache) == wanted:
+            return row.commands
+    return None
+
+
+def all_lmcache_redis_commands() -> tuple[str, ...]:
+    """Every command some listed LMCache release sends, in table order (the ACL when no image names its version)."""
+    return tuple(dict.fromkeys(c for row in load_compatibility().lmcache_redis_commands for c in row.commands))
 
 
 def image_versions_ok(image: str, addon_version: str) -> bool | None:

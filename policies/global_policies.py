@@ -180,12 +180,19 @@ def region_is_opt_in(region: str) -> bool:
     return region in OPT_IN_REGIONS
 
 
+# The managed gateway's load balancers are internal (they go in subnets tagged kubernetes.io/role/internal-elb),
+# and global routing fails with GlobalRoutingInsufficientAZs unless such subnets exist in at least two AZs
+# (awslabs/ai-on-sagemaker-hyperpod@e53295231ea5, inference-gateway 05-cleanup-and-troubleshooting.md).
+MIN_INTERNAL_ELB_AZS = 2
+
+
 def member_issues(
     member: Mapping[str, Any], *, account_id: str | None, partition: str | None, environment: str
 ) -> list[Issue]:
     """One member's exports (``globalGatewayMember`` of a regional stack) against the global stack.
 
-    Keys: ``gatewayEnabled``, ``name``, ``namespace``, ``clusterArn``, ``region``, ``jwtRequired``.
+    Keys: ``gatewayEnabled``, ``name``, ``namespace``, ``clusterArn``, ``region``, ``jwtRequired``,
+    ``internalElbAzIds`` (None: the member's VPC is not its own, whose subnet tags this rule cannot see).
     """
     out: list[Issue] = []
     if not truthy(member.get("gatewayEnabled")):
@@ -213,6 +220,16 @@ def member_issues(
         out.append(("region", f"{region} is an opt-in Region; the Global Inference Gateway can't use members there"))
     if environment == "prod" and not truthy(member.get("jwtRequired")):
         out.append(("jwtRequired", "in prod every member's gateway must require JWT (gateway.spec.auth.jwt)"))
+    azs = member.get("internalElbAzIds")
+    if isinstance(azs, list) and len(set(azs)) < MIN_INTERNAL_ELB_AZS:
+        out.append(
+            (
+                "internalElbAzIds",
+                f"global routing fails with GlobalRoutingInsufficientAZs unless subnets in at least "
+                f"{MIN_INTERNAL_ELB_AZS} AZs carry kubernetes.io/role/internal-elb; the stack's private subnets are in "
+                f"{', '.join(azs) or 'no AZ'}: add an AZ ID to its network.availabilityZoneIds",
+            )
+        )
     return out
 
 

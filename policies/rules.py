@@ -329,7 +329,10 @@ def sglang_metrics_served(cr: Mapping[str, Any], ctx: RuleContext) -> list[Viola
     serving port, and only when started with ``--enable-metrics``.
     """
     spec = spec_of(cr)
-    if engine_of(cr) != "sglang" or get(spec, "metrics.enabled", True) is False:
+    # The managed Inference Gateway needs SGLang's metrics too (>= 0.3.5.post1 started with --enable-metrics:
+    # awslabs/ai-on-sagemaker-hyperpod@e53295231ea5 inference-gateway; issue 47 item 8), whatever metrics.enabled says.
+    gateway = get(spec, "inferenceGateway.enabled") is True
+    if engine_of(cr) != "sglang" or (get(spec, "metrics.enabled", True) is False and not gateway):
         return []
     worker = spec.get("worker")
     if not isinstance(worker, dict):
@@ -349,9 +352,15 @@ def sglang_metrics_served(cr: Mapping[str, Any], ctx: RuleContext) -> list[Viola
     if not any(w == SGLANG_METRICS_FLAG or w.startswith(f"{SGLANG_METRICS_FLAG}=") for w in words):
         out.append(
             Violation(
-                f"metrics are enabled (the CRD default) but worker.command/args do not start the SGLang server with "
-                f"{SGLANG_METRICS_FLAG}; unless the image's entrypoint adds it, /metrics is not served "
-                "(add it to worker.args, or set metrics.enabled: false)",
+                (
+                    f"the managed Inference Gateway routes on SGLang's metrics but worker.command/args do not start "
+                    f"the SGLang server with {SGLANG_METRICS_FLAG}; unless the image's entrypoint adds it, the "
+                    "gateway's scheduler has no metrics (add it to worker.args)"
+                    if gateway
+                    else f"metrics are enabled (the CRD default) but worker.command/args do not start the SGLang "
+                    f"server with {SGLANG_METRICS_FLAG}; unless the image's entrypoint adds it, /metrics is not "
+                    "served (add it to worker.args, or set metrics.enabled: false)"
+                ),
                 "worker.args",
                 checked_by=f"the cluster: `curl http://<worker pod>:{port}/metrics` answers",
             )

@@ -56,7 +56,9 @@ def adopt_cluster(mapping: dict[str, Any], stack: str) -> None:
     }
     if mapping.get(P + "kvCache", {}).get("l2Backend") == "redis":
         existing["nodeSecurityGroupId"] = "sg-0123456789abcdef0"
-    mapping[P + "cluster"] = {"existing": existing, "instanceGroups": cluster["instanceGroups"]}
+    # a declared group keeps what an adopted group may declare (minInstanceCount is a create's)
+    groups = [{k: v for k, v in g.items() if k != "minInstanceCount"} for g in cluster["instanceGroups"]]
+    mapping[P + "cluster"] = {"existing": existing, "instanceGroups": groups}
 
 
 def adopt_prerequisites(mapping: dict[str, Any], stack: str) -> None:

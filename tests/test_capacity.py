@@ -708,7 +708,7 @@ def test_capacity_report_of_prod(stack_runs: dict[str, StackRun]) -> None:
 
     report = capacity_report(stack_runs["prod"].registrations)
     groups = {g["name"]: g for g in report.data["groups"]}
-    assert list(groups) == ["system", "p5-inference", "p6-inference"]
+    assert list(groups) == ["system", "p5-inference", "p6-inference", "system-b"]
     p5 = groups["p5-inference"]
     assert (p5["nodes"], p5["threadsPerCore"]) == (4, 1)
     assert p5["perNode"]["capacity"]["cpu"] == 96.0 and p5["perNode"]["kubeReserved"] == {
@@ -828,3 +828,83 @@ def test_replica_counts_from_autoscaling_and_dpd_roles() -> None:
     assert [(f.rule, f.path) for f in result.findings] == [
         ("endpoint-pod-fits-node", "pdSpec.prefillSpec.nodeSelector")
     ]
+
+
+# --- controllers-span-zones (issue 47 item 5) -------------------------------------------------------------------
+
+
+def test_prod_refuses_system_nodes_in_one_az_and_accepts_two() -> None:
+    """prod's reference spreads its system groups over use1-az2 and use1-az4; putting both in one AZ is refused,
+    even though an untainted GPU group in another AZ could take the controllers (a topology rule over the system
+    nodes, not a count of them)."""
+    assert issues("prod") == []
+
+    def one_az(m: dict[str, Any]) -> None:
+        m[CLUSTER]["instanceGroups"][-1]["availabilityZoneId"] = "use1-az2"
+
+    (issue,) = issues("prod", one_az)
+    assert issue.startswith("hyperpod-inference:cluster.instanceGroups: ")
+    assert "can run only in use1-az2: coredns, metrics-server;" in issue  # this module's fixture system pods
+    assert issue.endswith("[controllers-span-zones]")
+
+    def default_az(m: dict[str, Any]) -> None:  # omitted availabilityZoneId: the first network AZ ID (use1-az2)
+        del m[CLUSTER]["instanceGroups"][-1]["availabilityZoneId"]
+
+    assert [i.endswith("[controllers-span-zones]") for i in issues("prod", default_az)] == [True]
+
+    def more_nodes_same_az(m: dict[str, Any]) -> None:  # a count does not help
+        one_az(m)
+        m[CLUSTER]["instanceGroups"][0]["instanceCount"] = 6
+
+    assert [i.endswith("[controllers-span-zones]") for i in issues("prod", more_nodes_same_az)] == [True]
+
+
+def test_dev_and_staging_may_run_controllers_in_one_az() -> None:
+    assert issues("dev") == [] and issues("staging") == []
+    one = {g.az_id for g in cap_groups("dev") if g.spec is not None and not g.spec.gpus}
+    assert len(one) == 1  # the rule would refuse it in prod: dev is exempt, not unchecked
+
+
+def cap_groups(stack: str) -> list[cap.Group]:
+    from components.config.capacity import groups_of
+
+    m = stack_mapping(stack)
+    config, _ = config_from_mapping(m)
+    prefix = "hyperpod-inference:"
+    values = {k[len(prefix) :]: decode_config_value(v) for k, v in config.items() if k.startswith(prefix)}
+    cfg = parse_stack_config(values, stack=stack, region=config["aws:region"], secret_keys=set())
+    return groups_of(cfg)
+
+
+def test_zone_rule_on_groups(system_pods: list[cap.SystemPod]) -> None:
+    def rules(*groups: cap.Group) -> list[str]:
+        plan = cap.plan(list(groups), [], system_pods)
+        assert not [f for f in plan.findings if f.rule == cap.ZONE_RULE]  # config-time only: no pack finding
+        return [cap.ZONE_RULE for _ in cap.controllers_in_one_zone(plan)]
+
+    a = cap.Group("system", "ml.m5.2xlarge", 2, az_id="use1-az2")
+    b = cap.Group("system-b", "ml.m5.2xlarge", 1, az_id="use1-az4")
+    gpu_elsewhere = cap.Group("gpu", "ml.p5.48xlarge", 1, az_id="use1-az6")
+    assert rules(a, b) == []
+    assert rules(a, gpu_elsewhere) == ["controllers-span-zones"]  # system nodes decide when there are any
+    assert rules(cap.Group("gpu-a", "ml.p5.48xlarge", 1, az_id="use1-az2"), gpu_elsewhere) == []  # only GPU groups
+    assert rules(a, cap.Group("system-b", "ml.m5.2xlarge", 0, az_id="use1-az4")) == ["controllers-span-zones"]
+    tainted = cap.Group("system-b", "ml.m5.2xlarge", 1, taints=(cap.Taint("x", "y", "NoSchedule"),), az_id="use1-az4")
+    assert rules(a, tainted) == ["controllers-span-zones"]
+    # an AZ not known (the pack: a subnet ID) is not judged here; the stack-config check decides it
+    assert rules(a, cap.Group("system-b", "ml.m5.2xlarge", 1)) == []
+
+
+def test_an_adopted_prod_cluster_in_one_az_is_an_advisory_not_an_error() -> None:
+    """The adopted HyperPod cluster's groups are its owner's (attach declares them): said, not refused."""
+    from components.config.loader import parse_stack_mapping
+    from components.config.validation import run_advisories
+
+    mapping = stack_mapping("attach")
+    mapping["hyperpod-inference:environment"] = "prod"
+    mapping[CLUSTER]["instanceGroups"][1]["availabilityZoneId"] = mapping[CLUSTER]["instanceGroups"][0][
+        "availabilityZoneId"
+    ]
+    cfg = parse_stack_mapping("attach", mapping)
+    (advisory,) = [a for a in run_advisories(cfg) if a.rule == "controllers-span-zones"]
+    assert advisory.path == "cluster.instanceGroups" and "can run only in usw2-az1" in advisory.message

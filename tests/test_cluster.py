@@ -414,9 +414,11 @@ EXPECTED_GROUPS = {
         ("gpu-p5", "ml.p5.4xlarge", 1, "usw2-az2", ["InstanceStress"]),
     ],
     "prod": [
-        ("system", "ml.m5.2xlarge", 3, "use1-az2", []),
+        ("system", "ml.m5.2xlarge", 2, "use1-az2", []),
         ("p5-inference", "ml.p5.48xlarge", 4, "use1-az4", ["InstanceStress", "InstanceConnectivity"]),
         ("p6-inference", "ml.p6-b200.48xlarge", 2, "use1-az6", ["InstanceStress", "InstanceConnectivity"]),
+        # the controllers' second AZ (capacity rule controllers-span-zones)
+        ("system-b", "ml.m5.2xlarge", 1, "use1-az4", []),
     ],
     "staging": [
         ("system", "ml.m5.2xlarge", 2, "euw2-az1", []),
@@ -757,3 +759,34 @@ def test_efa_self_rule_policy_passes_and_catches_a_missing_egress_rule(stack_run
     without_egress = [r for r in run.registrations if r.name != "node-sg-self-egress"]
     assert len(without_egress) == len(run.registrations) - 1
     assert any("egress" in m for m in efa(without_egress))
+
+
+# --- getting GPUs: partial and continuous provisioning (issue 47 item 10) ---------------------------------------
+
+
+def test_prod_asks_for_partial_and_continuous_provisioning_and_up_waits_for_the_minimum(stack_runs) -> None:
+    prod = stack_runs["prod"]
+    (cluster,) = prod.of_type("aws-native:sagemaker:Cluster")
+    assert cluster.inputs["nodeProvisioningMode"] == "Continuous"
+    groups = {g["instanceGroupName"]: g for g in cluster.inputs["instanceGroups"]}
+    assert (groups["p5-inference"]["instanceCount"], groups["p5-inference"]["minInstanceCount"]) == (4, 2)
+    assert "minInstanceCount" not in groups["system"]  # unset: every instance before InService
+    (wait,) = [
+        r
+        for r in prod.of_type("pulumi-python:dynamic:Resource")
+        if r.inputs.get("resourceKind") == "hyperpod:HyperPodNodeWait"
+    ]
+    # `up` is serving once each group has its minimum (the rest keep coming under Continuous provisioning)
+    assert wait.inputs["groups"] == {"system": 2, "p5-inference": 2, "p6-inference": 1, "system-b": 1}
+
+
+def test_min_instance_count_above_instance_count_is_refused(run) -> None:
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:cluster"]["instanceGroups"][1]["minInstanceCount"] = 5
+    result = run("prod", mapping)
+    assert result.config_error is not None
+    assert [i.render() for i in result.config_error.issues] == [
+        "hyperpod-inference:cluster.instanceGroups[1].minInstanceCount: 5 is more than instanceCount 4; allowed: 0 to 4"
+    ]
+    mapping["hyperpod-inference:cluster"]["instanceGroups"][1]["minInstanceCount"] = 4  # equal: holds
+    assert run("prod", mapping).config_error is None

@@ -39,7 +39,7 @@ def test_table_rows_cite_sources_and_are_ordered() -> None:
     table = compat.load_compatibility()
     versions = [a.addon_version for a in table.addons]
     assert versions[0] == "v1.0.0-eksbuild.1"
-    assert "v1.5.0-eksbuild.1" in versions and versions[-1] == "v2.0.0-eksbuild.2"
+    assert "v1.5.0-eksbuild.1" in versions and versions[-1] == "v2.1.0-eksbuild.1"
     operators = [a.operator for a in table.addons]
     assert operators == sorted(operators)
     for row in (*table.addons, *table.features, *table.defects):
@@ -80,6 +80,7 @@ def test_crd_files_exist_for_each_release() -> None:
         "v1.4.0-eksbuild.1": "3.3",
         "v1.5.0-eksbuild.1": "3.3",
         "v2.0.0-eksbuild.2": "3.3",
+        "v2.1.0-eksbuild.1": "3.3",
     }
     # the JumpStartModel CRD is published from 3.2 on: older operators are judged against it
     assert compat.crd_release_for("3.1.2", "JumpStartModel").operator_version == "3.2"
@@ -223,15 +224,19 @@ def test_duplicate_endpoint_names() -> None:
 # --- v2.0.0-eksbuild.2 -> operator 3.6 is inferred from prose: marked as such, and what it gates -------------
 
 
-def test_only_the_gateway_row_is_inferred_and_it_says_from_what() -> None:
+def test_only_the_gateway_rows_are_inferred_and_they_say_from_what() -> None:
     table = compat.load_compatibility()
     inferred = [a.addon_version for a in table.addons if a.operator_version_inferred]
-    assert inferred == ["v2.0.0-eksbuild.2"]
+    assert inferred == ["v2.0.0-eksbuild.2", "v2.1.0-eksbuild.1"]
     row = compat.addon("v2.0.0-eksbuild.2")
     assert row.operator_version_basis == "inferred"
     assert "D4" in str(row.operator_version_note) and "P461" in str(row.operator_version_note)
     assert "https://github.com/aws/sagemaker-hyperpod-cli/pull/461" in compat.source_urls(row.sources)
-    assert all(a.operator_version_basis == "documented" for a in table.addons if a is not row)
+    newest = compat.addon("v2.1.0-eksbuild.1")  # issue 47 item 8: it exists (AOSH); its operator is not published
+    assert (newest.operator_version, newest.inference_gateway, newest.released) == ("3.6", True, None)
+    assert "ai-on-sagemaker-hyperpod/blob/e53295231ea5" in compat.source_urls(newest.sources)
+    assert set(newest.required_configuration) >= {"executionRoleArn", "tlsCertificateS3Bucket"}
+    assert all(a.operator_version_basis == "documented" for a in table.addons if a not in (row, newest))
 
 
 def test_an_inferred_row_without_a_note_is_rejected() -> None:

@@ -151,7 +151,7 @@ def test_the_gateways_vllm_floor_is_covered_by_the_image_sets() -> None:
     carrying = [
         a for a in compat.load_compatibility().addons if crd_overlays.carried(gateway, overlay, a.addon_version)
     ]
-    assert [a.addon_version for a in carrying] == [GATEWAY_ADDON]
+    assert [a.addon_version for a in carrying] == [GATEWAY_ADDON, "v2.1.0-eksbuild.1"]
     for a in carrying:
         floor = compat.load_compatibility().image_sets[a.image_set].vllm
         assert floor.min is not None and compat.parse_version(floor.min) >= compat.parse_version("0.9.2")  # type: ignore[operator]

@@ -29,6 +29,8 @@ REFERENCE = ("prod", "staging", "dev", "attach")
 # Removing these keys breaks an agreement with another key the stack sets (not a default on a threshold): the
 # removed key -> the key the refusal is reported on.
 AGREEMENTS: dict[tuple[str, str], str] = {
+    # prod needs a break-glass access entry (components/config/access.py): the flag off leaves none
+    ("prod", "hyperpod-inference:cluster.accessEntries.0.breakGlass"): "hyperpod-inference:cluster.accessEntries",
     # the endpoint opts into the gateway, so the stack's gateway must be on
     ("prod", "hyperpod-inference:gateway.enabled"): "hyperpod-inference:endpoints[2].spec.inferenceGateway.enabled",
     # SGLang serves /metrics on its serving port: the metrics port must equal the container port (8000, not 8080)

@@ -102,11 +102,15 @@ def test_without_the_drain_the_destroy_rehearsal_reports_the_leak(stack_runs) ->
     result = rehearse(regs, mapping=stack_mapping("prod"), destroy=True)
     assert not result.converges
     leaks = [f for f in result.findings if f.kind == "leak"]
-    crs = sorted(r.name for r in regs if r.type.startswith("kubernetes:inference.sagemaker.aws.amazon.com/v1:"))
-    assert sorted([leaks[0].resource, *leaks[0].also]) == crs
+    # the endpoints' custom resources and the InferenceGatewayConfig, whose deletion garbage-collects the gateway's
+    # internal load balancers (issue 47 item 8)
+    crs = sorted(r.name for r in regs if r.type.startswith("kubernetes:inference.sagemaker.aws.amazon.com/"))
+    assert "inference-gateway-config" in crs
+    assert sorted(name for leak in leaks for name in (leak.resource, *leak.also)) == crs
     assert leaks[0].waits_for == (
         "the LB controller to finalize the operator's Ingress alb-<name>[-<namespace>] (its ALB, target groups and "
-        "k8s-* security groups), finalized by the LB controller after the custom resource is gone"
+        "k8s-* security groups), finalized by the LB controller after the custom resource is gone; for an "
+        "InferenceGatewayConfig, the gateway data plane's internal load balancers its deletion garbage-collects"
     )
     assert leaks[0].why == (
         "nothing waits for the controller's load balancers and groups to go between it and inference-operator-addon "
@@ -120,7 +124,9 @@ def test_a_drain_not_ordered_after_the_add_on_still_leaks(stack_runs) -> None:
     drain.dependencies = []
     drain.parent = ""
     result = rehearse(regs, mapping=stack_mapping("prod"), destroy=True)
-    assert [f.kind for f in result.findings if f.kind == "leak"] == ["leak"]
+    # one finding for the endpoints' custom resources, one for the gateway's InferenceGatewayConfig (a component each)
+    leaks = [f for f in result.findings if f.kind == "leak"]
+    assert [f.resource for f in leaks] == ["endpoints-inference-llama-70b-dpd", "inference-gateway-config"]
 
 
 def test_with_the_drain_every_stack_destroys_without_a_leak(stack_runs) -> None:

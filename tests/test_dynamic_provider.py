@@ -6,6 +6,7 @@ update, never a replacement."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Any
 
 import boto3
@@ -19,6 +20,7 @@ from components.config.loader import parse_stack_mapping
 from components.global_inference_gateway import GlobalInferenceGatewayProvider
 from components.hyperpod_node_wait import HyperPodNodeWaitProvider
 from tests.conftest import registered, stack_mapping
+from tools.plan.mocks import unwrap_secrets
 
 DYNAMIC = "pulumi-python:dynamic:Resource"
 ROLE_A = "arn:aws:iam::111111111111:role/deployer"
@@ -65,7 +67,8 @@ def test_assume_roles_entries_are_checked() -> None:
                 {"roleArn": "deployer", "duration": "5m", "sesionName": "x"},
                 {"roleArn": ROLE_B, "duration": "soon"},
             ]
-        }
+        },
+        kubernetes=False,  # the entries themselves; the kubeconfig's limits have their own test
     )
     assert [(i.path, i.message.split(";")[0].split(":")[0]) for i in issues] == [
         ("aws:assumeRoles[1].sesionName", "unknown key"),
@@ -85,7 +88,7 @@ def test_durations_read_as_the_aws_provider_writes_them(text: str, seconds: int)
 def test_the_chain_reaches_every_dynamic_resource(run: Any) -> None:
     mapping = stack_mapping("dev")
     mapping["aws:profile"] = "inference-admin"
-    mapping["aws:assumeRoles"] = [{"roleArn": ROLE_A, "sessionName": "ci"}, {"roleArn": ROLE_B, "externalId": "e"}]
+    mapping["aws:assumeRoles"] = [{"roleArn": ROLE_B, "sessionName": "ci"}]
     mapping["aws:stsRegion"] = "us-east-1"
     result = registered(run("dev", mapping))
     kinds = {"hyperpod:HyperPodNodeWait", "hyperpod:LoadBalancerControllerDrain", "hyperpod:GuardDutyEndpointCleanup"}
@@ -93,11 +96,76 @@ def test_the_chain_reaches_every_dynamic_resource(run: Any) -> None:
     assert {r.inputs["resourceKind"] for r in waits} == kinds, "a wait is not registered"
     for reg in waits:
         assert reg.inputs["awsProfile"] == "inference-admin"
-        assert reg.inputs["awsAssumeRoles"] == [
-            {"roleArn": ROLE_A, "sessionName": "ci"},
-            {"roleArn": ROLE_B, "externalId": "e"},
-        ]
+        assert reg.inputs["awsAssumeRoles"] == [{"roleArn": ROLE_B, "sessionName": "ci"}]
         assert reg.inputs["awsStsRegion"] == "us-east-1"
+
+
+# --- the Kubernetes provider runs as the assumed role too (issue 47 item 2) ----------------------------------------
+
+
+def _get_token_args(kubeconfig: Any) -> list[str]:
+    doc = json.loads(kubeconfig) if isinstance(kubeconfig, str) else kubeconfig
+    return list(doc["users"][0]["user"]["exec"]["args"])
+
+
+def test_the_kubeconfig_takes_the_assumed_role_and_the_profile(run: Any) -> None:
+    """pulumi-eks copies only a profile into the kubeconfig by default; providerCredentialOpts.roleArn makes its
+    get-token call `--role <arn>` (pulumi-eks generateKubeconfig), so the chart and the custom resources are
+    applied as the role that created the cluster, its only admin."""
+    mapping = stack_mapping("dev")
+    mapping["aws:profile"] = "inference-admin"
+    mapping["aws:assumeRoles"] = [{"roleArn": ROLE_B, "sessionName": "ci"}]
+    result = registered(run("dev", mapping))
+    (cluster,) = result.of_type("eks:index:Cluster")
+    assert cluster.inputs["providerCredentialOpts"] == {"profileName": "inference-admin", "roleArn": ROLE_B}
+    (provider,) = result.of_type("pulumi:providers:kubernetes")
+    args = _get_token_args(unwrap_secrets(provider.inputs["kubeconfig"]))
+    assert args[-4:] == ["--role", ROLE_B, "--profile", "inference-admin"]
+
+
+def test_without_a_role_the_kubeconfig_is_pulumi_eks_default(run: Any) -> None:
+    result = registered(run("dev", stack_mapping("dev")))
+    (cluster,) = result.of_type("eks:index:Cluster")
+    assert "providerCredentialOpts" not in cluster.inputs
+
+
+def test_an_adopted_cluster_kubeconfig_takes_them_too() -> None:
+    from components.existing_eks_cluster import kubeconfig
+
+    args = _get_token_args(kubeconfig("c", "https://e", "ca", "us-west-2", profile="p", role_arn=ROLE_B))
+    assert args == [
+        "eks", "get-token", "--cluster-name", "c", "--region", "us-west-2", "--output", "json",
+        "--role-arn", ROLE_B, "--profile", "p",
+    ]  # fmt: skip
+    assert "--role-arn" not in _get_token_args(kubeconfig("c", "https://e", "ca", "us-west-2"))
+
+
+@pytest.mark.parametrize(
+    ("roles", "path", "start"),
+    [
+        (
+            [{"roleArn": ROLE_A}, {"roleArn": ROLE_B}],
+            "aws:assumeRoles",
+            "2 roles chained: the Kubernetes provider's token comes from `aws eks get-token --role-arn`",
+        ),
+        ([{"roleArn": ROLE_B, "externalId": "e"}], "aws:assumeRoles[0].externalId", "`aws eks get-token --role-arn`"),
+        ([{"roleArn": ROLE_B, "policyArns": ["arn:aws:iam::aws:policy/x"]}], "aws:assumeRoles[0].policyArns", "`aws"),
+    ],
+)
+def test_what_the_kubeconfig_cannot_follow_is_refused_with_the_fix(roles: Any, path: str, start: str) -> None:
+    mapping = stack_mapping("dev")
+    mapping["aws:assumeRoles"] = roles
+    with pytest.raises(ConfigError) as err:
+        parse_stack_mapping("dev", mapping)
+    (issue,) = [i for i in err.value.issues if i.path == path]
+    assert issue.message.startswith(start) and "aws:profile" in issue.message
+
+
+def test_a_global_stack_may_chain_roles() -> None:
+    """No Kubernetes call there: the chain is the dynamic provider's alone."""
+    mapping = stack_mapping("global")
+    mapping["aws:assumeRoles"] = [{"roleArn": ROLE_A}, {"roleArn": ROLE_B, "externalId": "e"}]
+    parse_stack_mapping("global", mapping)
 
 
 def test_the_global_gateway_gets_the_chain(run: Any) -> None:

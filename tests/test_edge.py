@@ -75,6 +75,7 @@ def test_prod_webacl_rate_limits_per_ip_and_per_caller(prod: StackRun) -> None:
         "aws-common",
         "aws-known-bad-inputs",
         "aws-ip-reputation",
+        "prompt-body-rules-outside-inference",
     ]
     caller = rules["rate-limit-caller"]
     assert caller["priority"] == 10
@@ -118,7 +119,16 @@ def test_prod_webacl_counts_the_8kb_body_size_rule_instead_of_blocking(prod: Sta
     assert common["statement"]["managedRuleGroupStatement"] == {
         "name": "AWSManagedRulesCommonRuleSet",
         "vendorName": "AWS",
-        "ruleActionOverrides": [{"name": "SizeRestrictions_BODY", "actionToUse": {"count": {}}}],
+        "ruleActionOverrides": [
+            {"name": rule, "actionToUse": {"count": {}}}
+            for rule in (
+                "SizeRestrictions_BODY",
+                "CrossSiteScripting_BODY",
+                "GenericLFI_BODY",
+                "GenericRFI_BODY",
+                "EC2MetaDataSSRF_BODY",
+            )
+        ],
     }
     groups = {
         r["statement"]["managedRuleGroupStatement"]["name"]
@@ -209,14 +219,25 @@ def test_a_jwt_stack_keyed_on_another_header_gets_an_advisory(run) -> None:
 def test_internet_facing_dev_alb_gets_a_webacl_by_default_internal_does_not(run) -> None:
     public = registered(run("dev", _dev_with_ingress(scheme="internet-facing", allowedCidrs=["198.51.100.0/24"])))
     rules = _rules(public)
-    assert list(rules) == ["rate-limit-ip", "aws-common", "aws-known-bad-inputs", "aws-ip-reputation"]
+    assert list(rules) == [
+        "rate-limit-ip",
+        "aws-common",
+        "aws-known-bad-inputs",
+        "aws-ip-reputation",
+        "prompt-body-rules-outside-inference",
+    ]
     assert rules["rate-limit-ip"]["statement"]["rateBasedStatement"]["limit"] == 1000
     assert inputs(public, LOG_GROUP, "edge-waf-logs")["retentionInDays"] == 90
     assert inputs(public, ASSOC, "front-door-waf")["webAclArn"] == public.named(WEBACL, "edge-waf-acl").outputs["arn"]
     internal = registered(run("dev", _dev_with_ingress()))
     assert internal.of_type(WEBACL) == [] and internal.of_type(ASSOC) == []
     opted_in = registered(run("dev", _dev_with_ingress(waf={"enabled": True, "ipReputation": False})))
-    assert list(_rules(opted_in)) == ["rate-limit-ip", "aws-common", "aws-known-bad-inputs"]
+    assert list(_rules(opted_in)) == [
+        "rate-limit-ip",
+        "aws-common",
+        "aws-known-bad-inputs",
+        "prompt-body-rules-outside-inference",
+    ]
 
 
 def test_an_existing_webacl_arn_is_associated_and_none_is_created(run) -> None:
@@ -674,3 +695,131 @@ def test_elb17_is_a_config_error_in_prod_only(run) -> None:
     assert inputs(registered(run("prod", prod)), LISTENER, "front-door-https")["sslPolicy"] == (
         "ELBSecurityPolicy-TLS13-1-3-2021-06"
     )
+
+
+# --- prompts through the WebACL (issue 47 item 3) -------------------------------------------------------------
+# What each managed body rule matches in a prompt (AWS WAF "Baseline rule groups", "Use-case specific rule groups"):
+# the prompt shapes a code assistant sends, and the rules that would block them as published.
+PROMPT_SHAPES: dict[str, tuple[str, ...]] = {
+    "<script>alert(1)</script>": ("CrossSiteScripting_BODY",),
+    "open ../../etc/passwd": ("GenericLFI_BODY",),
+    "curl http://169.254.169.254/latest/meta-data/": ("EC2MetaDataSSRF_BODY", "GenericRFI_BODY"),
+    'log.info("${jndi:ldap://x}")': ("Log4JRCE_BODY",),
+}
+GROUP_LABELS = {
+    "AWSManagedRulesCommonRuleSet": "awswaf:managed:aws:core-rule-set:",
+    "AWSManagedRulesKnownBadInputsRuleSet": "awswaf:managed:aws:known-bad-inputs:",
+}
+RULE_GROUP = {
+    "CrossSiteScripting_BODY": "AWSManagedRulesCommonRuleSet",
+    "GenericLFI_BODY": "AWSManagedRulesCommonRuleSet",
+    "GenericRFI_BODY": "AWSManagedRulesCommonRuleSet",
+    "EC2MetaDataSSRF_BODY": "AWSManagedRulesCommonRuleSet",
+    "Log4JRCE_BODY": "AWSManagedRulesKnownBadInputsRuleSet",
+}
+
+
+def _label(group: str, rule: str) -> str:
+    """The label a managed rule adds: ``<group prefix><Rule>_Body`` (the guide's "Label:" lines)."""
+    return GROUP_LABELS[group] + rule.removesuffix("_BODY") + "_Body"
+
+
+def _normalized(path: str) -> str:
+    out: list[str] = []
+    for part in path.split("/"):
+        if part == "..":
+            out = out[:-1]
+        elif part not in ("", "."):
+            out.append(part)
+    return "/" + "/".join(out)
+
+
+def _holds(statement: dict[str, Any], path: str, labels: set[str]) -> bool:
+    """A WAF statement of the rendered WebACL on a request (only the statement kinds the WebACL uses)."""
+    if "andStatement" in statement:
+        return all(_holds(s, path, labels) for s in statement["andStatement"]["statements"])
+    if "orStatement" in statement:
+        return any(_holds(s, path, labels) for s in statement["orStatement"]["statements"])
+    if "notStatement" in statement:
+        return not _holds(statement["notStatement"]["statement"], path, labels)
+    if "labelMatchStatement" in statement:
+        assert statement["labelMatchStatement"]["scope"] == "LABEL"
+        return bool(statement["labelMatchStatement"]["key"] in labels)
+    if "byteMatchStatement" in statement:
+        match = statement["byteMatchStatement"]
+        assert "uriPath" in match["fieldToMatch"] and match["positionalConstraint"] == "EXACTLY"
+        assert [t["type"] for t in match["textTransformations"]] == ["NORMALIZE_PATH"]
+        return bool(_normalized(path) == match["searchString"])
+    raise AssertionError(f"statement kind the evaluator does not know: {sorted(statement)}")
+
+
+def _verdict(acl: dict[str, Any], path: str, fired: tuple[str, ...]) -> str:
+    """BLOCK or ALLOW for a request on ``path`` whose body the managed rules ``fired`` match, by the rendered rules
+    in priority order (a rate rule never fires for one request; a managed rule blocks unless overridden to count,
+    and adds its label either way)."""
+    labels: set[str] = set()
+    for rule in sorted(acl["rules"], key=lambda r: r["priority"]):
+        statement = rule["statement"]
+        if "rateBasedStatement" in statement:
+            continue
+        group = statement.get("managedRuleGroupStatement")
+        if group is not None:
+            if group["name"] not in GROUP_LABELS:
+                continue
+            counted = {o["name"] for o in group.get("ruleActionOverrides") or [] if "count" in o["actionToUse"]}
+            mine = [f for f in fired if RULE_GROUP[f] == group["name"]]
+            labels |= {_label(group["name"], f) for f in mine}
+            if any(f not in counted for f in mine) and rule["overrideAction"] == {"none": {}}:
+                return "BLOCK"
+            continue
+        if _holds(statement, path, labels) and "block" in rule["action"]:
+            return "BLOCK"
+    return "ALLOW"
+
+
+@pytest.mark.parametrize("prompt", sorted(PROMPT_SHAPES))
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions", "/invocations"])
+def test_an_inference_route_accepts_code_assistant_prompts(prod: StackRun, prompt: str, path: str) -> None:
+    acl = inputs(prod, WEBACL, "edge-waf-acl")
+    assert _verdict(acl, path, PROMPT_SHAPES[prompt]) == "ALLOW"
+
+
+@pytest.mark.parametrize("prompt", sorted(PROMPT_SHAPES))
+@pytest.mark.parametrize("path", ["/", "/admin", "/v1/chat/completions/../admin", "/v1/chat/completionsx"])
+def test_other_paths_keep_the_body_rules_blocking(prod: StackRun, prompt: str, path: str) -> None:
+    acl = inputs(prod, WEBACL, "edge-waf-acl")
+    assert _verdict(acl, path, PROMPT_SHAPES[prompt]) == "BLOCK"
+
+
+def test_without_inference_paths_the_groups_block_prompts_everywhere(run) -> None:
+    """``inferencePaths: []``: no override beyond the 8 KB size rule, no label rule; the prompts get 403."""
+    mapping = _dev_with_ingress(waf={"enabled": True, "inferencePaths": []})
+    acl = inputs(registered(run("dev", mapping)), WEBACL, "edge-waf-acl")
+    assert [r["name"] for r in acl["rules"]][-1] != "prompt-body-rules-outside-inference"
+    for fired in PROMPT_SHAPES.values():
+        assert _verdict(acl, "/v1/chat/completions", fired) == "BLOCK"
+
+
+def test_the_evaluator_blocks_what_the_published_groups_block(prod: StackRun) -> None:
+    """Not vacuous: the same rules without the overrides and the label rule block every prompt shape."""
+    acl = copy.deepcopy(inputs(prod, WEBACL, "edge-waf-acl"))
+    acl["rules"] = [r for r in acl["rules"] if r["name"] != "prompt-body-rules-outside-inference"]
+    for rule in acl["rules"]:
+        group = rule["statement"].get("managedRuleGroupStatement")
+        if group:
+            group.pop("ruleActionOverrides", None)
+    for fired in PROMPT_SHAPES.values():
+        assert _verdict(acl, "/v1/chat/completions", fired) == "BLOCK"
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        (["v1/chat"], "inferencePaths"),
+        (["/v1/*"], "inferencePaths"),
+        ([f"/p{i}" for i in range(11)], "inferencePaths"),
+    ],
+)
+def test_inference_paths_are_exact_paths(run, paths: list[str], message: str) -> None:
+    result = run("dev", _dev_with_ingress(waf={"enabled": True, "inferencePaths": paths}))
+    assert result.config_error is not None and message in str(result.config_error)

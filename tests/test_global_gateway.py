@@ -824,6 +824,14 @@ OTHER_ACCOUNT = "arn:aws:sagemaker:us-west-2:210987654321:cluster/0123456789ab"
         ),
         ({"clusterArn": "not-an-arn"}, "not a HyperPod cluster ARN"),
         ({"namespace": ""}, "globalGatewayMember.namespace: missing"),
+        # issue 47 item 8: internal-elb subnets in one AZ only
+        (
+            {"internalElbAzIds": ["usw2-az1"]},
+            "globalGatewayMember.internalElbAzIds: global routing fails with GlobalRoutingInsufficientAZs unless "
+            "subnets in at least 2 AZs carry kubernetes.io/role/internal-elb; the stack's private subnets are in "
+            "usw2-az1: add an AZ ID to its network.availabilityZoneIds",
+        ),
+        ({"internalElbAzIds": ["usw2-az1", "usw2-az1"]}, "GlobalRoutingInsufficientAZs"),
     ],
 )
 def test_member_guardrail_config_errors(
@@ -854,6 +862,14 @@ def test_same_gateway_twice_is_an_error(run: Any, member_outputs: dict[str, Any]
     assert found == [
         "hyperpod-inference:members[1].stack: stack 'acme/hyperpod-inference/prod-usw2' exports the same gateway as members[0]"
     ]
+
+
+@pytest.mark.parametrize("azs", [["usw2-az1", "usw2-az2"], None])
+def test_two_internal_elb_azs_or_a_vpc_not_its_own_pass(run: Any, member_outputs: dict[str, Any], azs: Any) -> None:
+    """Two AZs hold; None (network.existing: the subnet tags are the VPC owner's) is not refused here."""
+    member(member_outputs, 1)["internalElbAzIds"] = azs
+    result = registered(run("global", stack_mapping("global")))
+    assert result.config_error is None and gateway_reg(result).inputs["members"][1]
 
 
 def test_jwt_is_not_required_outside_prod(run: Any, member_outputs: dict[str, Any]) -> None:
@@ -976,6 +992,7 @@ def test_regional_prod_exports_what_a_member_needs(stack_runs: dict[str, StackRu
         "jwtRequired": True,
         "environment": "prod",
         "clusterArn": hp[0].outputs["clusterArn"],
+        "internalElbAzIds": ["use1-az2", "use1-az4", "use1-az6"],
     }
     # the mocks answer the global stack's StackReference with exactly what the prod stack exports
     assert mocks.STACK_OUTPUTS["acme/hyperpod-inference/prod"]["globalGatewayMember"] == exported

@@ -10,6 +10,7 @@ import pytest
 from google.protobuf.json_format import MessageToDict
 from pulumi.runtime.rpc import _special_secret_sig, _special_sig_key
 
+from components.access_logs import alb_log_delivery_statement
 from components.config.ingress import DEFAULT_TLS_POLICY
 from components.config.stackfile import OFFLINE_SECRET_PLACEHOLDER
 from tests.conftest import cached_scope, registered, stack_mapping
@@ -310,10 +311,11 @@ def test_access_log_bucket_is_encrypted_private_and_tls_only(prod: StackRun) -> 
     assert all(block[k] for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"))
     policy = json.loads(inputs(prod, "aws:s3/bucketPolicy:BucketPolicy", "front-door-logs-policy")["policy"])
     write, deny = policy["Statement"]
-    assert write["Principal"] == {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}
+    # prod is in us-east-1, a Region available before August 2022: its ELB account writes (ELB "Enable access logs").
+    assert write["Principal"] == {"AWS": "arn:aws:iam::127311923021:root"}
     assert write["Action"] == "s3:PutObject"
     assert write["Resource"].endswith("/alb/AWSLogs/123456789012/*")
-    assert write["Condition"] == {"StringEquals": {"aws:SourceAccount": "123456789012"}}
+    assert "Condition" not in write
     assert deny["Effect"] == "Deny" and deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
@@ -946,3 +948,25 @@ def test_the_operators_own_ingress_is_an_advisory_naming_verify() -> None:
         ep["spec"].pop("intelligentRoutingSpec", None)
     cfg = parse_stack_mapping("staging", mapping)
     assert not [a for a in run_advisories(cfg) if a.rule == "operator-own-ingress"]
+
+
+@pytest.mark.parametrize(
+    ("region", "partition", "principal"),
+    [
+        ("us-east-1", "aws", {"AWS": "arn:aws:iam::127311923021:root"}),
+        ("eu-west-1", "aws", {"AWS": "arn:aws:iam::156460612806:root"}),
+        ("us-gov-west-1", "aws-us-gov", {"AWS": "arn:aws-us-gov:iam::048591011584:root"}),
+        # Regions opened as of August 2022: the log delivery service principal.
+        ("eu-central-2", "aws", {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}),
+        ("ap-southeast-4", "aws", {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}),
+        ("ca-west-1", "aws", {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}),
+    ],
+)
+def test_alb_log_writer_follows_the_documented_policy_of_the_region(
+    region: str, partition: str, principal: dict[str, str]
+) -> None:
+    """Issue 47 item 4: the ELB guide's per-Region policy, with no condition the guide does not show."""
+    statement = alb_log_delivery_statement("arn:aws:s3:::logs", "alb", "123456789012", region, partition)
+    assert statement["Principal"] == principal
+    assert statement["Resource"] == "arn:aws:s3:::logs/alb/AWSLogs/123456789012/*"
+    assert "Condition" not in statement

@@ -164,8 +164,9 @@ REFUSED: list[tuple[str, str, Mutation, str]] = [
         "sglang-without-metrics-flag-prod",
         "prod",
         lambda m: _ep(m, 2)["worker"].update(args=["--model-path", "/opt/ml/model", "--port", "8000"]),
-        "hyperpod-inference:endpoints[2].spec.worker.args: metrics are enabled (the CRD default) but "
-        "worker.command/args do not start the SGLang server with --enable-metrics",
+        # prod's qwen-sglang opts into the managed gateway, which needs the flag (issue 47 item 8)
+        "hyperpod-inference:endpoints[2].spec.worker.args: the managed Inference Gateway routes on SGLang's metrics "
+        "but worker.command/args do not start the SGLang server with --enable-metrics",
     ),
     (
         "zone-of-another-region",
@@ -287,7 +288,8 @@ def test_advisories_are_printed_with_the_capacity_and_rehearsal_tables(capsys) -
     out = capsys.readouterr().out
     capacity, advisories, rehearsal = (
         out.index("capacity per instance group"),
-        out.index("cannot be checked offline: 6 advisories (the exit code does not depend on them)"),
+        # dev's 6 and access-entries-viewer-group (no entry joins hpi-endpoint-viewers)
+        out.index("cannot be checked offline: 7 advisories (the exit code does not depend on them)"),
         out.index("rehearsal (deploy) of dev"),
     )
     assert capacity < advisories < rehearsal
@@ -524,3 +526,28 @@ def test_preflight_reads_the_model_buckets_region(
         )
     (row,) = pc.check_model_buckets(clients, cfg)
     assert (row.status, row.detail) == (status, detail)
+
+
+def test_the_gateway_needs_sglang_metrics_even_with_metrics_off() -> None:
+    """Issue 47 item 8: the managed gateway needs SGLang started with --enable-metrics (ai-on-sagemaker-hyperpod
+    @e53295231ea5), so metrics.enabled: false no longer exempts an endpoint that opts into the gateway."""
+    from policies import rules
+
+    def cr(gateway: bool, args: list[str]) -> dict[str, Any]:
+        spec: dict[str, Any] = {
+            "metrics": {"enabled": False},
+            "worker": {
+                "image": "lmsysorg/sglang:v0.5.2-cu126",
+                "args": args,
+                "modelInvocationPort": {"containerPort": 8080},
+            },
+        }
+        if gateway:
+            spec["inferenceGateway"] = {"enabled": True, "name": "inference-gateway"}
+        return {"kind": "InferenceEndpointConfig", "spec": spec}
+
+    ctx = rules.RuleContext(environment="prod", addon_version="v2.1.0-eksbuild.1")  # type: ignore[call-arg]
+    (v,) = rules.sglang_metrics_served(cr(True, ["--port", "8080"]), ctx)
+    assert v.path == "worker.args" and v.startswith("the managed Inference Gateway routes on SGLang's metrics")
+    assert rules.sglang_metrics_served(cr(True, ["--enable-metrics"]), ctx) == []
+    assert rules.sglang_metrics_served(cr(False, ["--port", "8080"]), ctx) == []  # metrics off, no gateway

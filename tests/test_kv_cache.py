@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from components.config.endpoints import lmcache_redis_acl
 from tests.conftest import cached_scope, registered, stack_mapping
 from tools.plan.harness import StackRun, run_stack
 
@@ -20,6 +21,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config import load_stack_config
+from components.config.endpoints import lmcache_redis_acl
 from components.endpoints import InferenceEndpoints, InferenceEndpointsArgs, RedisConnection
 from components.inference_gateway import InferenceGateway, InferenceGatewayArgs
 from components.kv_cache import RedisKvCache, RedisKvCacheArgs
@@ -43,6 +45,7 @@ if cfg.kv_cache.l2_backend == "redis":
             node_security_group_id=node_sg.id,
             name_prefix=cfg.name_prefix,
             is_prod=cfg.is_prod,
+            lmcache_commands=lmcache_redis_acl(cfg.endpoints)[0],
             tags=cfg.common_tags,
         ),
     )
@@ -401,3 +404,68 @@ def test_readiness_knows_every_new_serving_type(prod_serving: StackRun) -> None:
         found = prod_serving.of_type(typ)
         assert found, f"prod's serving program registers no {typ}"
         assert readiness.entry_for(typ, found[0].inputs).label == label
+
+
+# --- the ACL follows the image's LMCache release (issue 47 item 6) ----------------------------------------------
+
+
+def _lmcache_advisories(mapping: dict[str, Any]) -> list[Any]:
+    from components.config.loader import parse_stack_mapping
+    from components.config.validation import run_advisories
+
+    return [
+        a for a in run_advisories(parse_stack_mapping("prod", mapping)) if a.rule == "lmcache-redis-commands-unknown"
+    ]
+
+
+def _redis_endpoints(mapping: dict[str, Any]) -> list[int]:
+    eps = mapping["hyperpod-inference:endpoints"]
+    return [
+        i
+        for i, ep in enumerate(eps)
+        if ((ep.get("spec") or {}).get("kvCacheSpec") or {}).get("l2CacheSpec", {}).get("l2CacheBackend") == "redis"
+    ]
+
+
+@pytest.mark.parametrize("tag", ["v0.4.3", "v0.5.6"])
+def test_a_listed_lmcache_release_needs_no_advisory(tag: str) -> None:
+    mapping = stack_mapping("prod")
+    (i, *_) = _redis_endpoints(mapping)
+    mapping["hyperpod-inference:endpoints"][i]["spec"]["worker"]["image"] = f"lmcache/vllm-openai:{tag}"
+    assert _lmcache_advisories(mapping) == []
+
+
+@pytest.mark.parametrize("image", ["lmcache/vllm-openai:v0.5.2", "vllm/vllm-openai:v0.19.1"])
+def test_an_unread_lmcache_release_is_an_advisory_naming_the_verify_check(image: str) -> None:
+    mapping = stack_mapping("prod")
+    (i, *_) = _redis_endpoints(mapping)
+    mapping["hyperpod-inference:endpoints"][i]["spec"]["worker"]["image"] = image
+    (advisory,) = _lmcache_advisories(mapping)
+    assert advisory.path == f"endpoints[{i}].spec.worker.image"
+    assert advisory.message.startswith(f"{image} does not name an LMCache release whose Redis commands are known")
+    assert "GET, SET, EXISTS, DEL only" in advisory.message
+    assert advisory.checked_by.startswith("tools.verify check endpoint-pods (NOPERM in the worker's log)")
+
+
+def test_the_acl_is_the_union_of_the_endpoints_releases(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release that sends another command widens the ACL by exactly that command; the others keep theirs."""
+    from components.config.kvcache import lmcache_access_string
+    from components.config.loader import parse_stack_mapping
+    from policies import compatibility as compat
+
+    table = compat.load_compatibility()
+    newer = compat.LmcacheRedisCommands(
+        lmcache="0.9.0", commands=("get", "set", "exists", "del", "mget"), source="LMC056"
+    )
+    monkeypatch.setattr(
+        compat,
+        "load_compatibility",
+        lambda: table.model_copy(update={"lmcache_redis_commands": (*table.lmcache_redis_commands, newer)}),
+    )
+    mapping = stack_mapping("prod")
+    cfg = parse_stack_mapping("prod", mapping)
+    assert lmcache_redis_acl(cfg.endpoints) == (("get", "set", "exists", "del"), [])  # type: ignore[union-attr]
+    (i, *_) = _redis_endpoints(mapping)
+    mapping["hyperpod-inference:endpoints"][i]["spec"]["worker"]["image"] = "lmcache/vllm-openai:v0.9.0"
+    commands, unknown = lmcache_redis_acl(parse_stack_mapping("prod", mapping).endpoints)  # type: ignore[union-attr]
+    assert lmcache_access_string(commands) == "on ~* -@all +get +set +exists +del +mget" and unknown == []

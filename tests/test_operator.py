@@ -106,6 +106,26 @@ def test_addon_depends_on_every_prerequisite_and_the_hyperpod_cluster(stack: str
     assert {ROLE, "aws:s3/bucket:Bucket", "aws:eks/accessEntry:AccessEntry"} <= dep_types
 
 
+def test_every_update_sends_the_whole_configuration(run) -> None:
+    """Issue 47 item 8: the add-on's schema requires executionRoleArn and tlsCertificateS3Bucket, and
+    --configuration-values replaces the whole configuration (ai-on-sagemaker-hyperpod@e53295231ea5). So both keys,
+    and inferenceGateway.enabled even when off (its default depends on the add-on version), are in every render:
+    turning the gateway off sends enabled: false, not a configuration without the key."""
+    mapping = stack_mapping("prod")
+    mapping["hyperpod-inference:operator"]["addonVersion"] = "v2.1.0-eksbuild.1"
+    on = _values(registered(run("prod", mapping)))
+    mapping["hyperpod-inference:gateway"] = {"enabled": False}
+    for ep in mapping["hyperpod-inference:endpoints"]:
+        ep["spec"].pop("inferenceGateway", None)
+    off = _values(registered(run("prod", mapping)))
+    for values in (on, off):
+        assert values["executionRoleArn"].endswith(":role/SageMakerHyperPodInference-prod")
+        assert values["tlsCertificateS3Bucket"].startswith("hyperpod-tls-prod-")
+        assert values["inferenceOperator"] == {"enabled": True}
+    assert on["inferenceGateway"]["enabled"] is True and off["inferenceGateway"] == {"enabled": False}
+    assert set(on) - {"inferenceGateway"} == set(off) - {"inferenceGateway"}
+
+
 def test_v1_addon_omits_v2_only_keys_and_v2_sets_them(stack_runs) -> None:
     dev, prod = _values(stack_runs["dev"]), _values(stack_runs["prod"])
     assert "inferenceOperator" not in dev and "inferenceGateway" not in dev
@@ -151,7 +171,8 @@ def test_execution_role_name_trust_and_managed_policy(stack: str, stack_runs) ->
     trust = json.loads(role.inputs["assumeRolePolicy"])
     services = [s for s in trust["Statement"] if "Service" in s["Principal"]]
     assert services[0]["Principal"]["Service"] == "sagemaker.amazonaws.com"
-    assert services[0]["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT_ID}}
+    # AWS's documented trust (sagemaker-hyperpod-model-deployment-ts-trust) has no condition on SageMaker (47.4).
+    assert "Condition" not in services[0] and services[0]["Action"] == "sts:AssumeRole"
     web = [s for s in trust["Statement"] if "Federated" in s["Principal"]]
     assert len(web) == 1 and web[0]["Action"] == "sts:AssumeRoleWithWebIdentity"
     assert ":oidc-provider/oidc.eks." in web[0]["Principal"]["Federated"]

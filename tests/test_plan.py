@@ -256,9 +256,10 @@ def test_same_plan_diffs_to_nothing(tmp_path, prod_plan) -> None:
 
 def test_one_instance_count_changed_updates_the_cluster_and_its_node_wait(tmp_path, prod_plan) -> None:
     mapping = stack_mapping("prod")
-    group = mapping["hyperpod-inference:cluster"]["instanceGroups"][1]
-    assert group["name"] == "p5-inference" and group["instanceCount"] == 4
-    group["instanceCount"] = 6
+    # the system group: no minInstanceCount, so the node wait's target is its instance count
+    group = mapping["hyperpod-inference:cluster"]["instanceGroups"][0]
+    assert group["name"] == "system" and group["instanceCount"] == 2 and "minInstanceCount" not in group
+    group["instanceCount"] = 3
     code, plan = _plan("prod", mapping, diff=_saved(tmp_path, prod_plan))
     assert code == 0
     assert plan["steps"][0]["urn"] == STACK_URN
@@ -271,8 +272,8 @@ def test_one_instance_count_changed_updates_the_cluster_and_its_node_wait(tmp_pa
     step = changed[0]
     assert step["newState"]["type"] == "aws-native:sagemaker:Cluster"
     assert step["diffReasons"] == ["instanceGroups"] and "replaceReasons" not in step
-    assert step["detailedDiff"] == {"instanceGroups[1].instanceCount": {"kind": "update", "inputDiff": True}}
-    assert step["oldState"]["inputs"]["instanceGroups"][1]["instanceCount"] == 4
+    assert step["detailedDiff"] == {"instanceGroups[0].instanceCount": {"kind": "update", "inputDiff": True}}
+    assert step["oldState"]["inputs"]["instanceGroups"][0]["instanceCount"] == 2
     assert plan["changeSummary"] == {"same": len(prod_plan["steps"]) - 2, "update": 2}
     assert not [r for r in plan[EXTENSION]["policyResults"] if r["policyName"] == POLICY]
 
@@ -518,13 +519,13 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
     assert lines == [
         "+- replace     aws-native:sagemaker:Cluster hyperpod-cluster: instanceGroups[0].instanceCount, "
         "vpcConfig.subnets[0] (update-replace)",
-        "     instanceGroups[0].instanceCount: 3 -> 4",
+        "     instanceGroups[0].instanceCount: 2 -> 4",
         "     vpcConfig.subnets[0]: subnet-0aaaaaaaaaaaaaaa0 -> (unknown until deploy)",
         # the node wait's own diff replaces it on a new cluster ARN (components/hyperpod_node_wait.py)
         "+- replace     pulumi-python:dynamic:Resource hyperpod-nodes: clusterArn (update-replace), groups.system",
         "     replaced because HyperPod cluster hyperpod-cluster is replaced (its clusterArn)",
         "     clusterArn: takes a new value computed by hyperpod-cluster",
-        "     groups.system: 3 -> 4",
+        "     groups.system: 2 -> 4",
         # the add-on's configuration names the cluster's ARN: a new cluster gives it a new value, and
         # eks/addon.go updates configuration_values in place (UpdateAddon; only addon_name and cluster_name
         # are ForceNew)
@@ -532,7 +533,7 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
         "     updated because HyperPod cluster hyperpod-cluster is replaced (its configurationValues)",
         "     configurationValues: takes a new value computed by hyperpod-cluster",
     ]
-    assert "config cluster.instanceGroups[0].instanceCount: 3 -> 4" in out.splitlines()
+    assert "config cluster.instanceGroups[0].instanceCount: 2 -> 4" in out.splitlines()
     summary = (
         f"0 to create, 1 to update, 2 to replace, 0 may replace, 0 to delete, {len(prod_plan['steps']) - 3} unchanged"
     )

@@ -626,14 +626,18 @@ def stubbed_clients(cfg: StackConfig, p5_quota: int) -> tuple[Clients, list[Stub
     eks.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
     # the add-ons-not-installed check: the cluster the stack creates does not exist yet
     eks.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
-    for stub in (quotas, eks):
+    # SageMaker (moto has no training plans): the name check's ListClusters, then the capacity levers' plans
+    sagemaker = Stubber(clients("sagemaker"))
+    sagemaker.add_response("list_clusters", {"ClusterSummaries": []}, {"NameContains": "hpi-dev-hp"})
+    sagemaker.add_response("list_training_plans", {"TrainingPlanSummaries": []}, {})
+    for stub in (quotas, eks, sagemaker):
         stub.activate()
     for ep in cfg.endpoints:  # the model buckets the endpoints read (the model-buckets check), in moto
         s3 = ep.spec_dict()["modelSourceConfig"]["s3Storage"]
         clients("s3").create_bucket(
             Bucket=s3["bucketName"], CreateBucketConfiguration={"LocationConstraint": s3["region"]}
         )
-    return clients, [quotas, eks]
+    return clients, [quotas, eks, sagemaker]
 
 
 def test_main_exit_0_when_everything_passes(aws: None) -> None:
@@ -1066,6 +1070,8 @@ def _prod_in_existing_vpc() -> StackConfig:
     mapping["hyperpod-inference:cluster"]["deployerAccess"].pop("routes")
     for group in mapping["hyperpod-inference:cluster"]["instanceGroups"]:
         group["availabilityZoneId"] = "use1-az2"
+    # the second system group stays in the other AZ (prod's controllers-span-zones)
+    mapping["hyperpod-inference:cluster"]["instanceGroups"][-1]["availabilityZoneId"] = "use1-az4"
     return load_config("prod", mapping)
 
 
@@ -1175,3 +1181,60 @@ def test_route_table_read_denied_names_the_iam_action(aws: None) -> None:
     assert [(r.status, r.action) for r in results] == [
         ("FAIL", "grant ec2:DescribeRouteTables to the credentials running preflight (read-only), then rerun")
     ]
+
+
+# --- capacity levers (issue 47 item 10; Stubber: moto has no training plans) ------------------------------------
+
+
+def _summary(name: str, status: str = "Active", instance_type: str = "ml.p5.4xlarge") -> dict[str, Any]:
+    return {
+        "TrainingPlanArn": f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:training-plan/{name}",
+        "TrainingPlanName": name,
+        "Status": status,
+        "AvailableInstanceCount": 2,
+        "TargetResources": ["hyperpod-cluster"],
+        "ReservedCapacitySummaries": [
+            {
+                "ReservedCapacityArn": f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:reserved-capacity/rc-{name}",
+                "InstanceType": instance_type,
+                "TotalInstanceCount": 2,
+                "Status": status,
+            }
+        ],
+    }
+
+
+def run_levers(cfg: StackConfig, *pages: list[dict[str, Any]]) -> list[CheckResult]:
+    clients = clients_for(cfg)
+    with Stubber(clients("sagemaker")) as stub:
+        for n, page in enumerate(pages):
+            response: dict[str, Any] = {"TrainingPlanSummaries": page}
+            if n + 1 < len(pages):
+                response["NextToken"] = f"t{n + 1}"
+            stub.add_response("list_training_plans", response, {"NextToken": f"t{n}"} if n else {})
+        out = pc.check_capacity_levers(clients, cfg)
+        stub.assert_no_pending_responses()
+    return out
+
+
+def test_capacity_levers_name_a_plan_of_the_account_across_pages(aws: None) -> None:
+    cfg = config()  # dev: gpu-p5, 1 x ml.p5.4xlarge on demand
+    (row,) = run_levers(cfg, [_summary("other", instance_type="ml.p5.48xlarge")], [_summary("p5-dev")])
+    assert (row.check, row.status) == ("capacity gpu-p5", "WARN")
+    assert "training plan(s) reserving it: p5-dev (Active, 2 available)" in row.detail
+    assert row.action.startswith("set cluster.instanceGroups[1].trainingPlanArn")
+
+
+def test_capacity_levers_without_a_plan_suggest_the_levers_or_pass_with_them(aws: None) -> None:
+    cfg = config()
+    expired = [_summary("old", status="Expired"), {**_summary("jobs"), "TargetResources": ["training-job"]}]
+    (bare,) = run_levers(cfg, expired)
+    assert bare.status == "WARN" and "no Active or Scheduled training plan" in bare.detail
+    assert "minInstanceCount (partial provisioning), cluster.nodeProvisioningMode: Continuous" in bare.action
+    (partial,) = run_levers(with_group(cfg, 1, min_instance_count=0), [])
+    assert partial.status == "PASS" and partial.detail.endswith("the stack uses minInstanceCount 0")
+
+
+def test_capacity_levers_skip_when_every_group_has_a_plan(aws: None) -> None:
+    cfg = with_group(config(), 1, training_plan_arn=PLAN_ARN)
+    assert pc.check_capacity_levers(clients_for(cfg), cfg)[0].status == "SKIP"

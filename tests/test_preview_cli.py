@@ -208,8 +208,8 @@ def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
     # Long names that used to be cut at 80 columns when piped.
     assert "aws:ec2/routeTableAssociation:RouteTableAssociation network-public-use1-az2-rta" in out
     assert (
-        "aws-native:sagemaker:Cluster hyperpod-cluster  [system: ml.m5.2xlarge x3, p5-inference: ml.p5.48xlarge x4, "
-        "p6-inference: ml.p6-b200.48xlarge x2] (protected)" in out
+        "aws-native:sagemaker:Cluster hyperpod-cluster  [system: ml.m5.2xlarge x2, p5-inference: ml.p5.48xlarge x4, "
+        "p6-inference: ml.p6-b200.48xlarge x2, system-b: ml.m5.2xlarge x1] (protected)" in out
     )
     assert "endpoints-inference-llama-70b-kvaware  [vllm, routing: kvaware, replicas 2, ml.p5.48xlarge]" in out
     assert (

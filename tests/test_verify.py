@@ -537,6 +537,10 @@ def test_redis_endpoint_needs_the_remote_url_and_a_clean_log(clients: StubbedCli
     broken, _, _ = run(operator.endpoint_pods_check, responses, clients, cfg=prod())
     assert broken[0].status == "FAIL"
     assert "its log says 'lmcache: redis connection refused'" in broken[0].detail
+    # a command outside the cache user's ACL (an LMCache release the table has not read)
+    responses[LOG] = "WARNING NOPERM User hpi-prod-kv-lmcache has no permissions to run the 'mget' command\n"
+    noperm, _, _ = run(operator.endpoint_pods_check, responses, clients, cfg=prod())
+    assert noperm[0].status == "FAIL" and "NOPERM User hpi-prod-kv-lmcache has no permissions" in noperm[0].detail
     responses["/api/v1/pods"] = {"items": [_prod_worker([])]}
     responses[LOG] = ""
     unset, _, _ = run(operator.endpoint_pods_check, responses, clients, cfg=prod())

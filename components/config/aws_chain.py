@@ -18,6 +18,17 @@ is registered, each naming what to use instead:
 ``aws:assumeRoles`` entries are checked against the keys the aws provider takes (pulumi-aws 7.51.1
 ``config/outputs.py`` ``AssumeRoles``): ``roleArn`` required, ``duration`` a Go duration between 15 minutes and
 12 hours as the provider documents it.
+
+The Kubernetes side (issue 47 item 2): the chart, the custom resources and the bindings go through a kubeconfig
+whose token comes from ``aws eks get-token``, not from the aws provider. pulumi-eks copies only ``aws:profile``
+into it unless ``providerCredentialOpts`` says more; its ``roleArn`` adds ``--role <arn>`` to the get-token call
+(pulumi/pulumi-eks ``nodejs/eks/cluster.ts`` ``generateKubeconfig``; ``KubeconfigOptionsArgs(profile_name,
+role_arn)`` in pulumi-eks 4.4.0). Without it the token is the caller's while the cluster's creator, and only
+admin, is the assumed role: every Kubernetes call fails Unauthorized. So the role goes into the kubeconfig
+(:func:`kubeconfig_role`), and what ``aws eks get-token`` cannot express is refused with the fix: a chain of
+more than one role (it assumes one role from the profile's credentials), and entries with an external ID,
+session policies, tags or a source identity (it has no option for them; AWS CLI ``eks get-token`` takes
+``--cluster-name``, ``--role-arn``, ``--cluster-id``).
 """
 
 from __future__ import annotations
@@ -52,6 +63,8 @@ UNHONOURED: dict[str, str] = {
     "sharedConfigFiles": "the dynamic providers (boto3) would not read them; set AWS_CONFIG_FILE instead",
     "sharedCredentialsFiles": "the dynamic providers (boto3) would not read them; set AWS_SHARED_CREDENTIALS_FILE",
 }
+# aws:assumeRoles keys `aws eks get-token --role-arn` can honour (the rest change the session it cannot shape).
+KUBECONFIG_ROLE_KEYS = frozenset({"roleArn", "sessionName", "duration"})
 ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]+$")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -75,9 +88,50 @@ def _decoded(value: Any) -> Any:
     return value
 
 
-def aws_chain_issues(everything: Mapping[str, Any]) -> list[ConfigIssue]:
-    """Problems with the ``aws:`` keys of a stack's config (``{"ns:key": value}``), as the loader gets them."""
-    return list(_issues(everything))
+def aws_chain_issues(everything: Mapping[str, Any], *, kubernetes: bool = True) -> list[ConfigIssue]:
+    """Problems with the ``aws:`` keys of a stack's config (``{"ns:key": value}``), as the loader gets them.
+
+    ``kubernetes``: the stack makes Kubernetes calls (a regional stack), so the role must fit its kubeconfig too; a
+    global stack calls only AWS and may chain roles."""
+    issues = list(_issues(everything))
+    roles = _decoded(everything.get("aws:assumeRoles"))
+    if kubernetes and isinstance(roles, list):
+        issues.extend(_kubeconfig_issues(roles))
+    return issues
+
+
+def kubeconfig_role(everything: Mapping[str, Any]) -> str | None:
+    """The role the Kubernetes provider's token must be for: the one ``aws:assumeRoles`` entry (None: no entry).
+
+    Only meaningful once :func:`aws_chain_issues` found nothing (one entry, keys get-token can honour)."""
+    roles = _decoded(everything.get("aws:assumeRoles")) if "aws:assumeRoles" in everything else None
+    if isinstance(roles, list) and len(roles) == 1 and isinstance(roles[0], dict):
+        arn = roles[0].get("roleArn")
+        return arn if isinstance(arn, str) else None
+    return None
+
+
+def _kubeconfig_issues(roles: list[Any]) -> Iterator[ConfigIssue]:
+    """What the kubeconfig's ``aws eks get-token --role-arn`` cannot follow (see the module docstring)."""
+    if len(roles) > 1:
+        yield ConfigIssue(
+            "aws:assumeRoles",
+            f"{len(roles)} roles chained: the Kubernetes provider's token comes from `aws eks get-token --role-arn`, "
+            "which assumes one role from the caller's credentials, so Kubernetes calls would run as another "
+            "principal than the one that creates the cluster (Unauthorized). Keep only the last role here and reach "
+            "the ones before it with aws:profile (a profile with role_arn/source_profile in ~/.aws/config)",
+        )
+        return
+    for i, role in enumerate(roles):
+        if not isinstance(role, dict):
+            continue
+        for key in sorted(set(role) & set(ASSUME_ROLE_KEYS) - KUBECONFIG_ROLE_KEYS):
+            yield ConfigIssue(
+                f"{join_path('aws:assumeRoles', i)}.{key}",
+                "`aws eks get-token --role-arn`, which makes the Kubernetes provider's token, cannot pass it, so "
+                "Kubernetes calls would run with another session than the aws provider's; put the role in an "
+                f"aws:profile (~/.aws/config role_arn with {key} settings there) instead, or drop {key}",
+            )
 
 
 def _issues(everything: Mapping[str, Any]) -> Iterator[ConfigIssue]:

@@ -23,6 +23,7 @@ from .cluster import ClusterConfig
 from .context import ValidationContext
 from .endpoints import CR_GROUP_VERSION, Endpoint
 from .kvcache import KvCacheConfig
+from .network import NetworkConfig
 
 
 class StackView(Protocol):
@@ -40,6 +41,10 @@ class StackView(Protocol):
     def endpoints(self) -> Sequence[Endpoint]: ...
     @property
     def context(self) -> ValidationContext: ...
+    @property
+    def is_prod(self) -> bool: ...
+    @property
+    def network(self) -> NetworkConfig: ...
 
 
 def groups_of(cfg: StackView) -> list[cap.Group]:
@@ -56,6 +61,8 @@ def groups_of(cfg: StackView) -> list[cap.Group]:
             training_plan_arn=g.training_plan_arn,
             tiered_storage_percent=tiered,
             path=f"cluster.instanceGroups[{i}]",
+            # components/hyperpod_cluster.py: the group's subnet is its AZ's private subnet, by default the first
+            az_id=g.availability_zone_id or (cfg.network.az_ids[0] if cfg.network.az_ids else None),
         )
         for i, g in enumerate(cfg.cluster.instance_groups)
     ]
@@ -83,6 +90,11 @@ def allocatable_per_node(cfg: StackView) -> dict[str, cap.NodeAllocatable | None
     return capacity_plan(cfg).allocatable
 
 
+def _adopts_hyperpod(cfg: StackView) -> bool:
+    existing = cfg.cluster.existing
+    return existing is not None and existing.hyperpod_cluster_arn is not None
+
+
 def _where(f: cap.Finding) -> str:
     if f.key.isdigit():
         base = join_path("endpoints", int(f.key), "spec")
@@ -92,16 +104,30 @@ def _where(f: cap.Finding) -> str:
 
 def _capacity(cfg: StackView) -> Iterator[ConfigIssue]:
     """The mandatory capacity findings, each at the stack key it is about."""
-    for f in capacity_plan(cfg).findings:
+    plan = capacity_plan(cfg)
+    if cfg.is_prod and not _adopts_hyperpod(cfg):
+        for message in cap.controllers_in_one_zone(plan):
+            yield ConfigIssue("cluster.instanceGroups", f"{message} [{cap.ZONE_RULE}]")
+    for f in plan.findings:
         if f.level == "mandatory":
             yield ConfigIssue(_where(f), f"{f.message} [{f.rule}]")
 
 
 def _capacity_unknowns(cfg: StackView) -> Iterator[ConfigAdvisory]:
     """What the capacity rules cannot check offline (node names, zone names, undeclared labels, training plans)."""
-    for f in capacity_plan(cfg).findings:
+    plan = capacity_plan(cfg)
+    for f in plan.findings:
         if f.level != "mandatory" and f.checked_by:
             yield ConfigAdvisory(_where(f), f.message, f.rule, f.checked_by)
+    if cfg.is_prod and _adopts_hyperpod(cfg):
+        # the adopted cluster's groups are its owner's: said, not refused (docs/adoption.md)
+        for message in cap.controllers_in_one_zone(plan):
+            yield ConfigAdvisory(
+                "cluster.instanceGroups",
+                message,
+                cap.ZONE_RULE,
+                "the adopted cluster's owner (hpi preflight compares the declared groups)",
+            )
 
 
 def zone_names(spec: dict[str, object]) -> list[tuple[str, str]]:

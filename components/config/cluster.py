@@ -21,6 +21,7 @@ from policies.cluster_versions import (
     version_problem,
 )
 
+from .access import AccessEntryConfig
 from .api_bounds import API_BOUNDS
 from .base import ConfigIssue, Model
 from .checks import Check
@@ -115,6 +116,14 @@ class InstanceGroup(Model):
     )
     availability_zone_id: str | None = Field(
         default=None, description="AZ ID whose private subnet the group uses; default: the first network AZ ID."
+    )
+    min_instance_count: int | None = Field(
+        default=None,
+        ge=0,
+        le=6758,
+        description="Partial provisioning (CreateCluster MinInstanceCount): the group is InService once this many "
+        "instances run (the rest keep coming; below it after 3 hours the group rolls back), and the node wait of "
+        "`up` waits for this many. Default: all of instanceCount.",
     )
     threads_per_core: Literal[1, 2] = Field(
         default=1, description="1 disables hyperthreading (recommended for GPU nodes)."
@@ -287,6 +296,11 @@ class ClusterConfig(Model):
         default=None,
         description="Adopt an existing EKS cluster (and optionally its HyperPod cluster) instead of creating them.",
     )
+    access_entries: list[AccessEntryConfig] = Field(
+        default_factory=list,
+        description="People's IAM principals with EKS access policies (cluster or namespace scope) and Kubernetes "
+        "groups; prod needs a breakGlass entry (components/config/access.py).",
+    )
     kubernetes_version: str = Field(
         default=DEFAULT_KUBERNETES_VERSION,
         pattern=r"^1\.[0-9]{2}$",
@@ -379,6 +393,12 @@ def _cluster_checks(cfg: StackView) -> Iterable[ConfigIssue]:
                     f"{base}.availabilityZoneId",
                     f"AZ ID {group_az} has no private subnet in this stack; allowed: {', '.join(cfg.network.az_ids)}",
                 )
+        if group.min_instance_count is not None and group.min_instance_count > group.instance_count:
+            yield ConfigIssue(
+                f"{base}.minInstanceCount",
+                f"{group.min_instance_count} is more than instanceCount {group.instance_count}; allowed: 0 to "
+                f"{group.instance_count}",
+            )
         if group.training_plan_arn and f":sagemaker:{region}:" not in group.training_plan_arn:
             yield ConfigIssue(f"{base}.trainingPlanArn", f"the training plan must be in the stack's region {region}")
 
@@ -627,6 +647,7 @@ GROUP_CREATION_KEYS = {
     "ebs_volume_size_gb": "ebsVolumeSizeGb",
     "on_start_deep_health_checks": "onStartDeepHealthChecks",
     "training_plan_arn": "trainingPlanArn",
+    "min_instance_count": "minInstanceCount",
 }
 
 

@@ -178,6 +178,11 @@ class _Endpoint(Model):
         return cache.host_path or DEFAULT_WEIGHTS_HOST_PATH
 
     @property
+    def worker_image(self) -> str | None:
+        """``worker.image`` of an InferenceEndpointConfig (a JumpStartModel's image is chosen by JumpStart)."""
+        return self.spec.worker.image if isinstance(self.spec, InferenceEndpointConfigSpec) else None
+
+    @property
     def env_path(self) -> tuple[str, ...]:
         """Where the container environment lives in the spec (IEC ``worker.environmentVariables``, JSM
         ``environmentVariables``)."""
@@ -391,6 +396,52 @@ def _model_bucket_region(cfg: StackView) -> Iterator[ConfigAdvisory]:
         )
 
 
+LMCACHE_REDIS_COMMANDS_UNKNOWN = "lmcache-redis-commands-unknown"
+
+
+def lmcache_redis_acl(endpoints: Sequence[Endpoint]) -> tuple[tuple[str, ...], list[tuple[int, str]]]:
+    """The commands the stack's LMCache ElastiCache user may run, and the endpoints whose LMCache is not known.
+
+    The union of what the LMCache releases of the endpoints that use the stack's Redis send
+    (``lmcacheRedisCommands`` of policies/compatibility.yaml, by the version the image tag names); an image whose
+    LMCache version is not in that table (a vLLM or DLC image, ``:latest``, a release not read) adds every listed
+    release's commands and is returned as ``(index, image)``: a command outside the ACL would get NOPERM and the L2
+    cache would degrade silently, which only the running worker shows (issue 47 item 6).
+    """
+    commands: dict[str, None] = {}
+    unknown: list[tuple[int, str]] = []
+    for i, ep in enumerate(endpoints):
+        if not ep.wants_stack_redis:
+            continue
+        image = ep.worker_image or ""
+        version = compat.image_lmcache_version(image)
+        known = compat.lmcache_redis_commands(version) if version is not None else None
+        if known is None:
+            unknown.append((i, image))
+            known = compat.all_lmcache_redis_commands()
+        commands.update(dict.fromkeys(known))
+    return tuple(commands) or compat.all_lmcache_redis_commands(), unknown
+
+
+def _lmcache_redis_commands(cfg: StackView) -> Iterator[ConfigAdvisory]:
+    """An endpoint on the stack's ElastiCache whose image does not name an LMCache release the table has read."""
+    if not cfg.kv_cache.creates_redis:
+        return  # an external Redis: its ACL is its owner's
+    commands, unknown = lmcache_redis_acl(cfg.endpoints)
+    for i, image in unknown:
+        yield ConfigAdvisory(
+            join_path("endpoints", i, "spec", "worker", "image"),
+            f"{image or 'the worker image'} does not name an LMCache release whose Redis commands are known "
+            f"(policies/compatibility.yaml lmcacheRedisCommands: "
+            f"{', '.join(r.lmcache for r in compat.load_compatibility().lmcache_redis_commands)}); the cache user "
+            f"may run {', '.join(commands).upper()} only: any other command gets NOPERM and the L2 cache degrades "
+            "silently",
+            LMCACHE_REDIS_COMMANDS_UNKNOWN,
+            "tools.verify check endpoint-pods (NOPERM in the worker's log); pin an lmcache/vllm-openai:<version> "
+            "image the table lists, or add the release's commands to the table",
+        )
+
+
 def _redis_backend_needs_a_url(cfg: StackView) -> Iterator[ConfigIssue]:
     """An endpoint asking for the Redis L2 backend needs a URL: the stack's Redis, or its own ``l2CacheLocalUrl``.
     With the stack's Redis an endpoint may not name another (a second Redis would split the cache)."""
@@ -499,6 +550,7 @@ CHECKS: tuple[Check[StackView], ...] = (
 )
 ADVISORIES: tuple[Advise[StackView], ...] = (
     _endpoint_rule_advisories,
+    _lmcache_redis_commands,
     _env_secrets_advised,
     _model_bucket_region,
 )

@@ -238,6 +238,10 @@ def member_export(cfg: StackConfig) -> dict[str, Any]:
         "region": cfg.region,
         "jwtRequired": bool(cfg.gateway.enabled and isinstance(auth, dict) and auth.get("jwt")),
         "environment": cfg.environment,
+        # The AZ IDs whose private subnets carry kubernetes.io/role/internal-elb (components/network.py tags every
+        # private subnet of a VPC it creates); None with network.existing: the tags are the VPC owner's, so that a
+        # member on an existing VPC has internal-elb subnets in two AZs is UNCONFIRMED [existing-vpc-internal-elb-azs].
+        "internalElbAzIds": None if cfg.network.existing is not None else list(cfg.network.az_ids),
     }
 
 

@@ -20,10 +20,10 @@ import ipaddress
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from pydantic import Field, HttpUrl, SecretStr, ValidationInfo, field_validator
+from pydantic import Field, HttpUrl, SecretStr, StringConstraints, ValidationInfo, field_validator
 
 from policies.baselines import ALB_REQUIRES_AUTHENTICATION, AUTH_ACTIONS, unauthenticated_forward
 from policies.security_baselines import ALB_TLS_POLICY_RECOMMENDED, ELB17_POLICIES, elb17_violation
@@ -312,6 +312,17 @@ class RouteConfig(Model):
 #   AWS WAF inspects is fixed at 8 KB. LLM prompts are routinely larger, so that rule is set to count.
 RATE_WINDOWS: tuple[int, ...] = (60, 120, 300, 600)
 WAF_LOG_PREFIX = "aws-waf-logs-"  # AWS WAF "Sending logs to CloudWatch Logs": the group name must start so
+# Where prompts arrive (OpenAI-compatible servers, vLLM and SGLang: /v1/chat/completions, /v1/completions,
+# /v1/responses, /v1/embeddings; SageMaker's /invocations; SGLang's native /generate): on these paths the body
+# rules of AWS's managed groups count instead of blocking (components/web_acl.py, issue 47 item 3).
+DEFAULT_INFERENCE_PATHS: tuple[str, ...] = (
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/responses",
+    "/v1/embeddings",
+    "/invocations",
+    "/generate",
+)
 # Header names a per-caller budget may key on: HTTP token syntax, lower-case (WAF matches header names
 # case-insensitively; lower-case keeps the rendered rule stable).
 HEADER_NAME = r"^[a-z0-9!#$%&'*+.^_`|~-]{1,64}$"
@@ -370,6 +381,15 @@ class WafConfig(Model):
     )
     ip_reputation: bool = Field(
         default=True, description="Add AWSManagedRulesAmazonIpReputationList (known malicious sources)."
+    )
+    inference_paths: list[Annotated[str, StringConstraints(pattern=r"^/[-a-zA-Z0-9_.~/]{0,255}$")]] = Field(
+        default_factory=lambda: list(DEFAULT_INFERENCE_PATHS),
+        max_length=10,
+        description="URI paths (exact, after path normalization) where prompts arrive. On them the managed rules "
+        "that inspect the body (CrossSiteScripting_BODY, GenericLFI_BODY, GenericRFI_BODY, EC2MetaDataSSRF_BODY, "
+        "Log4JRCE_BODY) count instead of blocking: a prompt may quote <script>, ../, a metadata URL or ${jndi:. "
+        "Elsewhere they block. [] blocks them everywhere. Default: the OpenAI-compatible and SageMaker "
+        "inference paths.",
     )
     log_retention_days: int = Field(
         default=90,

@@ -212,15 +212,20 @@ LOG_LEVEL_ENV = "LMCACHE_LOG_LEVEL"
 QUIET_LOG_LEVEL = "WARNING"
 RESERVED_ENV = (USERNAME_ENV, PASSWORD_ENV, REMOTE_URL_ENV)
 
-# The commands LMCache's RedisConnector sends (v0.4.3 redis_connector.py RedisConnector: exists() -> EXISTS,
-# get() -> GET, put() -> SET, a half-evicted entry -> delete() = DEL; batched calls loop over these). redis-py's
-# connect adds AUTH (always allowed) and CLIENT SETINFO, whose errors it ignores (redis/asyncio/connection.py
-# AbstractConnection.on_connect: `except ResponseError: pass`); SELECT only for a database other than 0, HELLO only
-# with protocol 3, PING only with health_check_interval (neither set by LMCache).
-LMCACHE_REDIS_COMMANDS: tuple[str, ...] = ("get", "set", "exists", "del")
-# ElastiCache RBAC access string (Redis ACL syntax; ElastiCache RBAC: `on`, key patterns, +command; no passwords):
-# every key, only those commands.
-LMCACHE_ACCESS_STRING = "on ~* -@all " + " ".join(f"+{c}" for c in LMCACHE_REDIS_COMMANDS)
+# The commands LMCache sends to its L2 Redis are per release, in policies/compatibility.yaml
+# (``lmcacheRedisCommands``, read from each wheel); the access string is built from the endpoints' images
+# (components/config/endpoints.py ``lmcache_redis_acl``). redis-py's connect adds AUTH (always allowed) and CLIENT
+# SETINFO, whose errors it ignores (redis/asyncio/connection.py AbstractConnection.on_connect: `except
+# ResponseError: pass`); SELECT only for a database other than 0, HELLO only with protocol 3, PING only with
+# health_check_interval (neither set by LMCache).
+
+
+def lmcache_access_string(commands: Iterable[str]) -> str:
+    """ElastiCache RBAC access string (Redis ACL syntax; ElastiCache RBAC: `on`, key patterns, +command; no
+    passwords): every key, only ``commands``."""
+    return "on ~* -@all " + " ".join(f"+{c}" for c in commands)
+
+
 # The user every ElastiCache user group must contain ("A user named default must be included": CloudFormation
 # AWS::ElastiCache::UserGroup UserIds), switched off: a connection that does not AUTH as the LMCache user can do
 # nothing (Redis ACL: with `default` off, new connections start unauthenticated).

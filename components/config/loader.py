@@ -61,8 +61,9 @@ def parse_config(
     """The validated config of a stack from all its config keys (``{"ns:key": value}``, values as the runtime gives
     them), by its role: ``hyperpod-inference:role: global`` is a global stack. Raises :class:`ConfigError`."""
     prefix = f"{PROJECT}:"
-    stray = [*namespace_issues(everything), *aws_chain_issues(everything)]
     values = {k[len(prefix) :]: decode_config_value(v) for k, v in everything.items() if k.startswith(prefix)}
+    kubernetes = values.get("role") != "global"  # a global stack makes no Kubernetes call
+    stray = [*namespace_issues(everything), *aws_chain_issues(everything, kubernetes=kubernetes)]
     region = everything.get("aws:region")
     if values.get("role") == "global":
         return parse_global_config(values, stack=stack, region=region, outside=stray)

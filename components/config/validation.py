@@ -8,6 +8,7 @@ here that the stack provides what each section's checks read (their ``StackView`
 from __future__ import annotations
 
 from . import (
+    access,
     capacity,
     closed_sets,
     cluster,
@@ -42,6 +43,7 @@ CHECKS: tuple[Check[StackConfig], ...] = (
     *ingress.CHECKS,
     *observability.CHECKS,
     *stack.CHECKS,
+    *access.CHECKS,
 )
 ADVISORIES: tuple[Advise[StackConfig], ...] = (
     *operator.ADVISORIES,
@@ -50,6 +52,7 @@ ADVISORIES: tuple[Advise[StackConfig], ...] = (
     *capacity.ADVISORIES,
     *governance.ADVISORIES,
     *ingress.ADVISORIES,
+    *access.ADVISORIES,
 )
 
 

@@ -56,6 +56,7 @@ def run_stack(
     *,
     main: Path = MAIN,
     stack_outputs: dict[str, dict[str, Any]] | None = None,
+    partition: str = "aws",
 ) -> StackRun:
     """Run the program for ``stack``; ``mapping`` overrides the stack file's ``config:`` mapping.
 
@@ -71,7 +72,7 @@ def run_stack(
 
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
-    mocks = RecordingMocks(region=region, stack_outputs=stack_outputs)
+    mocks = RecordingMocks(region=region, stack_outputs=stack_outputs, partition=partition)
     monitor = GraphMonitor(mocks)
     # set_mocks keeps an existing root Stack resource: without this, every run after the first in one process
     # would parent its top-level resources (and read its exports) under the first run's stack URN.

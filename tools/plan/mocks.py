@@ -22,6 +22,7 @@ from pulumi.runtime import rpc, settings
 from pulumi.runtime.mocks import MockMonitor
 
 # One helper for the policy engine, the renderer and the tests; it lives in policies/ (policies never import tools/).
+from components.config.regions import az_id_prefix
 from policies.graph import unwrap_secrets  # noqa: F401 - re-exported for tools.plan.render and the tests
 from policies.physical_names import physical_name
 from policies.resource_types import load_resource_types
@@ -74,6 +75,7 @@ class MockContext:
     name: str
     inputs: dict[str, Any]
     id_prefix: str = ""  # the record's `mock.id_prefix` (EC2-style IDs)
+    partition: str = "aws"
 
     @property
     def physical_name(self) -> str:
@@ -86,7 +88,7 @@ class MockContext:
         return given if isinstance(given, str) and given else f"{self.name}-{_hex(self.typ, self.name, n=7)}"
 
     def arn(self, service: str, resource: str, region: bool = True) -> str:
-        return f"arn:aws:{service}:{self.region if region else ''}:{ACCOUNT_ID}:{resource}"
+        return f"arn:{self.partition}:{service}:{self.region if region else ''}:{ACCOUNT_ID}:{resource}"
 
 
 OutputFn = Callable[[MockContext], dict[str, Any]]
@@ -133,7 +135,7 @@ def _bucket(ctx: MockContext) -> dict[str, Any]:
     return {
         "id": name,
         "bucket": name,
-        "arn": f"arn:aws:s3:::{name}",
+        "arn": f"arn:{ctx.partition}:s3:::{name}",
         "bucketRegionalDomainName": f"{name}.s3.{ctx.region}.amazonaws.com",
     }
 
@@ -187,13 +189,13 @@ def _eks_cluster(ctx: MockContext) -> dict[str, Any]:
     }
 
 
-def hyperpod_cluster_arn(region: str, cluster_name: str) -> str:
+def hyperpod_cluster_arn(region: str, cluster_name: str, partition: str = "aws") -> str:
     """The ARN these mocks give a HyperPod cluster of that name (its id: a hash of the name, like AWS's 12 chars)."""
-    return f"arn:aws:sagemaker:{region}:{ACCOUNT_ID}:cluster/{_hex(cluster_name, n=12)}"
+    return f"arn:{partition}:sagemaker:{region}:{ACCOUNT_ID}:cluster/{_hex(cluster_name, n=12)}"
 
 
 def _sagemaker_cluster(ctx: MockContext) -> dict[str, Any]:
-    arn = hyperpod_cluster_arn(ctx.region, ctx.inputs.get("clusterName") or ctx.physical_name)
+    arn = hyperpod_cluster_arn(ctx.region, ctx.inputs.get("clusterName") or ctx.physical_name, ctx.partition)
     return {"id": arn, "clusterArn": arn, "clusterStatus": "InService"}
 
 
@@ -204,6 +206,11 @@ def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
     issuer = f"oidc.eks.{ctx.region}.amazonaws.com/id/{oidc_id}"
     endpoint = f"https://{_hex(name, n=32).upper()}.gr7.{ctx.region}.eks.amazonaws.com"
     ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
+    # pulumi-eks generateKubeconfig (nodejs/eks/cluster.ts): providerCredentialOpts.roleArn -> `--role <arn>`,
+    # profileName -> `--profile <name>`
+    creds = ctx.inputs.get("providerCredentialOpts") or {}
+    extra = [*(["--role", creds["roleArn"]] if creds.get("roleArn") else [])]
+    extra += ["--profile", creds["profileName"]] if creds.get("profileName") else []
     kubeconfig = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -217,7 +224,7 @@ def _pulumi_eks_cluster(ctx: MockContext) -> dict[str, Any]:
                     "exec": {
                         "apiVersion": "client.authentication.k8s.io/v1beta1",
                         "command": "aws",
-                        "args": ["eks", "get-token", "--cluster-name", name, "--output", "json"],
+                        "args": ["eks", "get-token", "--cluster-name", name, "--output", "json", *extra],
                     }
                 },
             }
@@ -399,6 +406,8 @@ def mock_member_export(member: str, region: str) -> dict[str, Any]:
         "jwtRequired": True,
         "environment": "prod",
         "clusterArn": hyperpod_cluster_arn(region, f"hpi-{stack}-hp"),
+        # the reference prod stack's three AZs, named for ``region``
+        "internalElbAzIds": [f"{az_id_prefix(region)}-az{n}" for n in (2, 4, 6)],
     }
 
 
@@ -443,7 +452,7 @@ def _amp_workspace(ctx: MockContext) -> dict[str, Any]:
     ws = f"ws-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
     return {
         "id": ws,
-        "arn": f"arn:aws:aps:{ctx.region}:{ACCOUNT_ID}:workspace/{ws}",
+        "arn": ctx.arn("aps", f"workspace/{ws}"),
         "prometheusEndpoint": f"https://aps-workspaces.{ctx.region}.amazonaws.com/workspaces/{ws}/",
     }
 
@@ -452,7 +461,7 @@ def _log_group(ctx: MockContext) -> dict[str, Any]:
     """CloudWatch Logs: ``arn:aws:logs:<region>:<account>:log-group:<name>`` (the provider drops ``:*``)."""
     prefix = ctx.inputs.get("namePrefix")
     name = ctx.inputs.get("name") or (f"{prefix}{_hex(ctx.name, n=8)}" if prefix else ctx.physical_name)
-    return {"id": name, "name": name, "arn": f"arn:aws:logs:{ctx.region}:{ACCOUNT_ID}:log-group:{name}"}
+    return {"id": name, "name": name, "arn": ctx.arn("logs", f"log-group:{name}")}
 
 
 def _sns_topic(ctx: MockContext) -> dict[str, Any]:
@@ -507,8 +516,15 @@ MOCK_SHAPES: dict[str, OutputFn] = {
 class RecordingMocks(pulumi.runtime.Mocks):
     """Answers registrations with realistic outputs and records what was registered."""
 
-    def __init__(self, region: str = DEFAULT_REGION, stack_outputs: dict[str, dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        region: str = DEFAULT_REGION,
+        stack_outputs: dict[str, dict[str, Any]] | None = None,
+        partition: str = "aws",
+    ) -> None:
         self.region = region
+        # What aws:getPartition answers and the mocked ARNs carry (a test runs a stack in another partition).
+        self.partition = partition
         # StackReference outputs by stack name (the offline tools' member outputs); None: STACK_OUTPUTS.
         self.stack_outputs = stack_outputs
         # Reads of existing clusters (data sources): name/ARN -> fields that differ from the realistic default.
@@ -525,7 +541,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.inputs_by_key[(args.typ, args.name)] = recorded
         record = load_resource_types().record(args.typ, recorded)
         mock = record.mock if record is not None else None
-        ctx = MockContext(self.region, args.typ, args.name, recorded, (mock and mock.id_prefix) or "")
+        ctx = MockContext(self.region, args.typ, args.name, recorded, (mock and mock.id_prefix) or "", self.partition)
         fn = MOCK_SHAPES[mock.outputs] if mock is not None else None
         if args.typ == "pulumi:pulumi:StackReference":
             extra = _stack_reference(ctx, self.stack_outputs)
@@ -545,11 +561,12 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
         self.calls.append(args)
         if args.token == GET_CALLER_IDENTITY:
-            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/preview", "userId": "AIDAPREVIEW"}
+            arn = f"arn:{self.partition}:iam::{ACCOUNT_ID}:user/preview"
+            return {"accountId": ACCOUNT_ID, "arn": arn, "userId": "AIDAPREVIEW"}
         if args.token == GET_REGION:
             return {"name": self.region, "region": self.region, "id": self.region}
         if args.token == GET_PARTITION:
-            return {"partition": "aws", "dnsSuffix": "amazonaws.com"}
+            return {"partition": self.partition, "dnsSuffix": "amazonaws.com"}
         if args.token == GET_EKS_CLUSTER:  # an adopted EKS cluster
             name = str(args.args["name"])
             return eks_cluster_read(self.region, name, **self.eks_overrides.get(name, {}))

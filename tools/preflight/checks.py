@@ -27,7 +27,7 @@ from components.config import PROJECT, StackConfig
 from components.config import cluster as cluster_config
 from components.config import operator as operator_config
 from components.config.capacity import zone_names
-from components.config.cluster import InstanceGroup
+from components.config.cluster import InstanceGroup, is_accelerated
 from policies import capacity_rules
 from policies.resource_types import load_resource_types
 from policies.resource_types.tokens import EKS_ADDON
@@ -749,6 +749,77 @@ def check_training_plans(clients: Clients, cfg: StackConfig) -> list[CheckResult
             )
         else:
             out.append(CheckResult(name, "PASS", f"{plan.get('Status')} plan reserves {group.instance_type} in {az}"))
+    return out
+
+
+@check("capacity levers")
+def check_capacity_levers(clients: Clients, cfg: StackConfig) -> list[CheckResult]:
+    """What the account has to get the GPUs of each accelerated group that takes none from a training plan.
+
+    On-demand p5/p6 often meet InsufficientCapacity on the first `up` (issue 47 item 10). The levers:
+    ``trainingPlanArn`` (reserved capacity: ListTrainingPlans lists the Active or Scheduled plans of the account
+    that target hyperpod-cluster and reserve the group's type), ``minInstanceCount`` (partial provisioning: InService
+    with fewer) and ``cluster.nodeProvisioningMode: Continuous`` (the cluster keeps retrying while InService).
+    Reported, never refused: a group may well get on-demand capacity."""
+    if adopts_hyperpod(cfg):
+        return [CheckResult("capacity levers", "SKIP", ADOPTED_GROUPS_SKIP)]
+    groups = [
+        (i, g)
+        for i, g in enumerate(cfg.cluster.instance_groups)
+        if g.instance_count > 0 and not g.training_plan_arn and is_accelerated(g.instance_type)
+    ]
+    if not groups:
+        return [CheckResult("capacity levers", "SKIP", "no accelerated group takes on-demand capacity")]
+    plans: list[dict[str, Any]] = []
+    for page in clients("sagemaker").get_paginator("list_training_plans").paginate():
+        plans.extend(page.get("TrainingPlanSummaries") or [])
+    usable = [
+        p
+        for p in plans
+        if p.get("Status") in USABLE_PLAN_STATES and "hyperpod-cluster" in (p.get("TargetResources") or [])
+    ]
+    continuous = cfg.cluster.node_provisioning_mode == "Continuous"
+    out = []
+    for i, group in groups:
+        key = f"cluster.instanceGroups[{i}]"
+        matching = [
+            p
+            for p in usable
+            if any(s.get("InstanceType") == group.instance_type for s in p.get("ReservedCapacitySummaries") or [])
+        ]
+        levers = [
+            *([f"minInstanceCount {group.min_instance_count}"] if group.min_instance_count is not None else []),
+            *(["nodeProvisioningMode Continuous"] if continuous else []),
+        ]
+        uses = f"; the stack uses {', '.join(levers)}" if levers else ""
+        if matching:
+            names = ", ".join(
+                f"{p.get('TrainingPlanName')} ({p.get('Status')}, {p.get('AvailableInstanceCount', '?')} available)"
+                for p in matching
+            )
+            out.append(
+                CheckResult(
+                    f"capacity {group.name}",
+                    "WARN",
+                    f"on demand {group.instance_count} x {group.instance_type}, while the account has training "
+                    f"plan(s) reserving it: {names}{uses}",
+                    f"set {key}.trainingPlanArn to one of them (then `hpi preflight` checks its AZ and count)",
+                )
+            )
+        else:
+            status: Status = "PASS" if levers else "WARN"
+            out.append(
+                CheckResult(
+                    f"capacity {group.name}",
+                    status,
+                    f"on demand {group.instance_count} x {group.instance_type}; no Active or Scheduled training plan "
+                    f"of the account reserves it{uses}",
+                    ""
+                    if levers
+                    else f"for a first `up` that may meet InsufficientCapacity: {key}.minInstanceCount (partial "
+                    "provisioning), cluster.nodeProvisioningMode: Continuous, or a training plan (docs/capacity.md)",
+                )
+            )
     return out
 
 

@@ -174,14 +174,44 @@ def governance_controller(ctx: Context) -> list[Result]:
     ]
 
 
+# add-on build -> the checklist row of its inferred operator release
+INFERRED_OPERATOR_CHECKS = {"v2.1.0-eksbuild.1": "addon-210-operator"}
+
+
 @check(
     "addon-workloads",
     "what the inference add-on installs beyond the operator",
-    settles=("addon-dynamo-operator", "operator-37-fluent-bit-sidecar"),
-    reads=("apps/v1 deployments list", "apiextensions.k8s.io/v1 customresourcedefinitions get", "core/v1 pods list"),
+    settles=("addon-dynamo-operator", "operator-37-fluent-bit-sidecar", "addon-210-operator"),
+    reads=(
+        "apps/v1 deployments list",
+        "apps/v1 deployments get",
+        "apiextensions.k8s.io/v1 customresourcedefinitions get",
+        "core/v1 pods list",
+    ),
 )
 def addon_workloads(ctx: Context) -> list[Result]:
     out = []
+    # Which operator an add-on build whose mapping is inferred carries (policies/compatibility.yaml): its image.
+    if ctx.cfg.operator.addon_version in INFERRED_OPERATOR_CHECKS:
+        manager = ctx.kube.get(
+            ctx.kube.apps.read_namespaced_deployment,
+            "hyperpod-inference-controller-manager",
+            "hyperpod-inference-system",
+        )
+        containers = ((((manager or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")
+        images = sorted({str(c.get("image")) for c in containers or []})
+        ctx.facts["operatorImages"] = images
+        out.append(
+            Result(
+                "addon-workloads",
+                "PASS" if images else "WARN",
+                f"add-on {ctx.cfg.operator.addon_version} runs the operator image(s) {', '.join(images)}"
+                if images
+                else "no hyperpod-inference-controller-manager Deployment in hyperpod-inference-system",
+                "compare the image's version with operatorVersion in policies/compatibility.yaml",
+                (INFERRED_OPERATOR_CHECKS[ctx.cfg.operator.addon_version],),
+            )
+        )
     listed = ctx.kube.items(ctx.kube.apps.list_deployment_for_all_namespaces, label_selector=DYNAMO_SELECTOR)
     key, _, value = DYNAMO_SELECTOR.partition("=")
     dynamo = [d for d in listed if labels(d).get(key) == value]

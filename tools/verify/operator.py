@@ -320,7 +320,12 @@ def _env(pod: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-REDIS_TROUBLE = re.compile(r"(redis|lmcache)[^\n]*(refused|timed? ?out|auth|denied|error|fail)", re.IGNORECASE)
+# NOPERM: the ElastiCache user's ACL (policies/compatibility.yaml lmcacheRedisCommands) lacks a command this LMCache
+# release sends: the L2 cache degrades silently otherwise (issue 47 item 6).
+REDIS_TROUBLE = re.compile(
+    r"(redis|lmcache)[^\n]*(refused|timed? ?out|auth|denied|error|fail|noperm|no permissions)|noperm[^\n]*",
+    re.IGNORECASE,
+)
 
 
 @check(

@@ -323,7 +323,6 @@ def web_acl(ctx: Context) -> list[Result]:
 @check(
     "alb-access-logs",
     "the front door's access logs in their bucket",
-    settles=("alb-log-delivery-source-account",),
     reads=(
         "elasticloadbalancing:DescribeLoadBalancers",
         "elasticloadbalancing:DescribeLoadBalancerAttributes",
@@ -331,8 +330,8 @@ def web_acl(ctx: Context) -> list[Result]:
     ),
 )
 def alb_access_logs(ctx: Context) -> list[Result]:
-    """ELB writes a log object under ``<prefix>/AWSLogs/<account>/`` only if the bucket policy's
-    ``aws:SourceAccount`` condition admits its log delivery (components/ingress.py): one object proves it does."""
+    """ELB writes a log object under ``<prefix>/AWSLogs/<account>/`` only if the bucket policy admits its log writer
+    (the Region's documented one, components/access_logs.py): one object proves it does."""
     if not ctx.cfg.ingress.enabled:
         return [Result("alb-access-logs", "SKIP", "the stack has no front door")]
     alb = _front_door_alb(ctx)
@@ -360,7 +359,6 @@ def alb_access_logs(ctx: Context) -> list[Result]:
                 "PASS",
                 f"ELB delivers {alb['LoadBalancerName']}'s logs to s3://{bucket}/{prefix} (the bucket policy admits it)",
                 "",
-                ("alb-log-delivery-source-account",),
             )
         ]
     return [

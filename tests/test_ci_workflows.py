@@ -110,6 +110,15 @@ def test_the_deploy_job_runs_on_the_protected_branch_behind_the_environment() ->
     assert checkout["uses"].startswith("actions/checkout@") and "with" not in checkout  # no other ref
 
 
+def test_the_deploy_job_verifies_right_after_up() -> None:
+    """`up` means serving: the step after `pulumi up` is `hpi verify` of the same stack, with the tools installed."""
+    steps = _load("deploy.yml")["jobs"]["deploy"]["steps"]
+    up = next(i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@"))
+    assert steps[up + 1]["run"] == "venv/bin/python -m hpi verify --stack ${{ matrix.stack }} --wait 30"
+    install = next(s["run"] for s in steps if "pip install" in str(s.get("run", "")))
+    assert "-r requirements-tools.txt" in install  # verify's kubernetes client is a tool dependency
+
+
 def test_the_trusts_name_one_subject_each() -> None:
     deploy = dp.github_trust("acme/hpi", "environment:prod", account="111122223333")
     preview = dp.github_trust("acme/hpi", "pull_request", account="111122223333")

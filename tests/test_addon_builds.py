@@ -119,10 +119,10 @@ def test_without_a_source_every_installed_prerequisite_is_advised_with_its_key(v
     ]
     assert advised["operator.fsxCsiDriverVersion"] == (
         "hyperpod-inference:operator.fsxCsiDriverVersion: no source lists the aws-fsx-csi-driver builds EKS offers "
-        "for Kubernetes 1.34 (policies/compatibility.yaml prerequisiteBuilds, or a verify run): whether EKS accepts "
+        "for Kubernetes 1.35 (policies/compatibility.yaml prerequisiteBuilds, or a verify run): whether EKS accepts "
         "v1.6.0-eksbuild.1 is not known offline [prerequisite-build-listed-offline; checked by python -m "
         "tools.preflight.regional (check add-on versions: aws eks describe-addon-versions --addon-name aws-fsx-csi-driver "
-        "--kubernetes-version 1.34)]"
+        "--kubernetes-version 1.35)]"
     )
 
 

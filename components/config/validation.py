@@ -18,6 +18,7 @@ from . import (
     ingress,
     kvcache,
     network,
+    node_software,
     observability,
     operator,
     stack,
@@ -33,6 +34,7 @@ CHECKS: tuple[Check[StackConfig], ...] = (
     *vpc_endpoints.CHECKS,
     *network.CHECKS,
     *cluster.CHECKS,
+    *node_software.CHECKS,
     *operator.CHECKS,
     *endpoints.CHECKS,
     *gateway.CHECKS,
@@ -44,6 +46,7 @@ CHECKS: tuple[Check[StackConfig], ...] = (
     *stack.CHECKS,
 )
 ADVISORIES: tuple[Advise[StackConfig], ...] = (
+    *node_software.ADVISORIES,
     *operator.ADVISORIES,
     *endpoints.ADVISORIES,
     *gateway.ADVISORIES,

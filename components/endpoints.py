@@ -261,8 +261,10 @@ class InferenceEndpoints(pulumi.ComponentResource):
                 api_version=API_VERSION,
                 kind=endpoint.kind,
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=endpoint.name, namespace=endpoint.namespace, labels=labels(endpoint), annotations=annotations
-                    or None,
+                    name=endpoint.name,
+                    namespace=endpoint.namespace,
+                    labels=labels(endpoint),
+                    annotations=annotations or None,
                 ),
                 spec=spec,
                 opts=pulumi.ResourceOptions.merge(

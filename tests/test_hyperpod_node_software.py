@@ -18,7 +18,10 @@ from tests.conftest import stack_mapping
 from tools.plan.harness import StackRun
 
 CLUSTER = "arn:aws:sagemaker:us-east-1:123456789012:cluster/k3x9p2m7q1ab"
-ROLLING = {"RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1}}, "WaitIntervalInSeconds": 600}
+ROLLING = {
+    "RollingUpdatePolicy": {"MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": 1}},
+    "WaitIntervalInSeconds": 600,
+}
 PROPS: dict[str, Any] = {
     "resourceKind": "hyperpod:HyperPodNodeSoftware",
     "region": "us-east-1",
@@ -90,7 +93,9 @@ def test_a_version_change_rolls_each_group_in_turn_with_its_deployment_config(ri
 
 
 @pytest.mark.parametrize(
-    "change", [{"timeoutSeconds": 60}, {"awsProfile": "deploy"}, {"groups": {"p5": ROLLING}}], ids=lambda c: next(iter(c))
+    "change",
+    [{"timeoutSeconds": 60}, {"awsProfile": "deploy"}, {"groups": {"p5": ROLLING}}],
+    ids=lambda c: next(iter(c)),
 )
 def test_anything_else_updates_without_a_call(rig: Rig, change: dict[str, Any]) -> None:
     assert HyperPodNodeSoftwareProvider().diff(CLUSTER, dict(PROPS), {**PROPS, **change}).changes is True

@@ -180,7 +180,9 @@ def _workload(replicas: int, gpus: int, itype: str = "ml.p5.48xlarge") -> Worklo
         (5, 8, 4, 1, 3, 4),  # 2,1,1,1 spread: the worst batch takes the node with two
     ],
 )
-def test_capacity_left_during_a_batch(replicas: int, gpus: int, count: int, batch: int, spread: int, packed: int) -> None:
+def test_capacity_left_during_a_batch(
+    replicas: int, gpus: int, count: int, batch: int, spread: int, packed: int
+) -> None:
     group = RollingGroup("g", "ml.p5.48xlarge", count, "INSTANCE_COUNT", batch)
     (impact,) = roll_impacts([group], [_workload(replicas, gpus)])
     assert (impact.left_spread, impact.left_packed) == (spread, packed)

@@ -12,7 +12,8 @@ schema has no property that would, so this dynamic resource makes the call, with
 
 Lifecycle:
 
-- create: nothing to call (new nodes start on the release for the cluster's version); records the inputs.
+- create: nothing to roll (new nodes start on the release for the cluster's version); ``DescribeCluster`` records
+  each group's ``CurrentImageReleaseVersion`` as ``imageReleases`` (what to pin ``imageReleaseVersion`` to).
 - diff: a new cluster ARN or region replaces (a new cluster: nothing to roll); ``kubernetesVersion`` updates and
   rolls; the groups' deployment configs, timeout, poll interval and the credential chain update without a roll.
 - update with a new ``kubernetesVersion``: for each group of ``groups`` in turn (never two groups at once, so the
@@ -117,8 +118,19 @@ class HyperPodNodeSoftwareProvider(DynamicProviderBase):
 
     # CRUD
 
+    def releases(self, props: Mapping[str, Any]) -> dict[str, str]:
+        """Each group's ``CurrentImageReleaseVersion`` (DescribeCluster), where the API reports one."""
+        region, cluster = self._use(props), str(props["clusterArn"])
+        described = self._call(region, "DescribeCluster", ClusterName=cluster)
+        return {
+            str(g["InstanceGroupName"]): str(g["CurrentImageReleaseVersion"])
+            for g in described.get("InstanceGroups") or []
+            if g.get("CurrentImageReleaseVersion")
+        }
+
     def create(self, props: dict[str, Any]) -> dynamic.CreateResult:
-        return dynamic.CreateResult(str(props["clusterArn"]), {**props, "rolledGroups": []})
+        outs = {**props, "rolledGroups": [], "imageReleases": self.releases(props)}
+        return dynamic.CreateResult(str(props["clusterArn"]), outs)
 
     def read(self, id_: str, props: dict[str, Any]) -> dynamic.ReadResult:
         return dynamic.ReadResult(id_, props)
@@ -129,7 +141,8 @@ class HyperPodNodeSoftwareProvider(DynamicProviderBase):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
         if olds.get("kubernetesVersion") == news.get("kubernetesVersion"):
             return dynamic.UpdateResult({**news, "rolledGroups": []})
-        return dynamic.UpdateResult({**news, "rolledGroups": self.roll(news)})
+        rolled = self.roll(news)
+        return dynamic.UpdateResult({**news, "rolledGroups": rolled, "imageReleases": self.releases(news)})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         return None
@@ -141,6 +154,7 @@ class HyperPodNodeSoftware(dynamic.Resource):
     ``pollSeconds``, and the credential chain (:func:`components.dynamic_provider.credential_inputs`)."""
 
     rolledGroups: pulumi.Output[list[str]]
+    imageReleases: pulumi.Output[dict[str, str]]
 
     def __init__(
         self,
@@ -149,5 +163,5 @@ class HyperPodNodeSoftware(dynamic.Resource):
         opts: pulumi.ResourceOptions | None = None,
         provider: HyperPodNodeSoftwareProvider | None = None,
     ) -> None:
-        inputs: dict[str, Any] = {**props, "resourceKind": RESOURCE_KIND, "rolledGroups": None}
+        inputs: dict[str, Any] = {**props, "resourceKind": RESOURCE_KIND, "rolledGroups": None, "imageReleases": None}
         super().__init__(provider or HyperPodNodeSoftwareProvider(), name, inputs, opts)

@@ -85,11 +85,21 @@ def _expect_roll(rig: Rig, group: str, deployment: dict[str, Any], *statuses: tu
         rig.stub.add_response("describe_cluster", described(status, group, update), {"ClusterName": CLUSTER})
 
 
+def _expect_releases(rig: Rig, releases: dict[str, str]) -> None:
+    response = described("InService", "p5", None)
+    response["InstanceGroups"] = [
+        {"InstanceGroupName": g, "CurrentImageReleaseVersion": v} for g, v in releases.items()
+    ] + [{"InstanceGroupName": "new"}]
+    rig.stub.add_response("describe_cluster", response, {"ClusterName": CLUSTER})
+
+
 def test_a_version_change_rolls_each_group_in_turn_with_its_deployment_config(rig: Rig) -> None:
     _expect_roll(rig, "p5", ROLLING, ("Updating", "InProgress"), ("InService", "Succeeded"))
     _expect_roll(rig, "system", PROPS["groups"]["system"], ("InService", "Succeeded"))
+    _expect_releases(rig, {"p5": "1.5.0", "system": "1.5.0"})
     result = rig.provider.update(CLUSTER, dict(PROPS), dict(NEW))
     assert result.outs is not None and result.outs["rolledGroups"] == ["p5", "system"]
+    assert result.outs["imageReleases"] == {"p5": "1.5.0", "system": "1.5.0"}
 
 
 @pytest.mark.parametrize(
@@ -103,9 +113,11 @@ def test_anything_else_updates_without_a_call(rig: Rig, change: dict[str, Any]) 
     assert result.outs is not None and result.outs["rolledGroups"] == []
 
 
-def test_create_calls_nothing(rig: Rig) -> None:
+def test_create_rolls_nothing_and_records_each_groups_release(rig: Rig) -> None:
+    _expect_releases(rig, {"p5": "1.4.2", "system": "1.4.2"})
     result = rig.provider.create(dict(PROPS))
     assert (result.id, result.outs["rolledGroups"]) == (CLUSTER, [])
+    assert result.outs["imageReleases"] == {"p5": "1.4.2", "system": "1.4.2"}
 
 
 @pytest.mark.parametrize("update", ["Failed", "RollbackInProgress", "RollbackComplete"])

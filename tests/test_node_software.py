@@ -262,3 +262,42 @@ def test_a_pin_and_auto_patching_render(run: Any) -> None:
             "autoRollbackConfiguration": [{"alarmName": "hpi-prod-front-door-5xx"}],
         },
     }
+
+
+# --- deep health checks by role (item 3) ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stack", "role", "expected"),
+    [
+        ("prod", None, ["InstanceStress"]),  # a GPU group defaults to inference
+        ("prod", "inference", ["InstanceStress"]),
+        ("prod", "training", ["InstanceStress", "InstanceConnectivity"]),
+        ("dev", "training", ["InstanceStress"]),  # one instance: nobody to test connectivity with
+        ("prod", "system", []),
+    ],
+)
+def test_the_default_checks_follow_the_role(stack: str, role: str | None, expected: list[str]) -> None:
+    m = copy.deepcopy(stack_mapping(stack))
+    if role is not None:
+        _groups(m)[1]["role"] = role
+    cfg = parse_stack_mapping(stack, m)
+    assert cfg.cluster.instance_groups[1].deep_health_checks == expected  # type: ignore[union-attr]
+
+
+def test_listed_checks_win_over_the_role() -> None:
+    m = copy.deepcopy(stack_mapping("prod"))
+    _groups(m)[1]["onStartDeepHealthChecks"] = ["InstanceStress", "InstanceConnectivity"]
+    cfg = parse_stack_mapping("prod", m)
+    assert cfg.cluster.instance_groups[1].deep_health_checks == ["InstanceStress", "InstanceConnectivity"]  # type: ignore[union-attr]
+    assert cfg.cluster.instance_groups[0].deep_health_checks == []  # type: ignore[union-attr]
+
+
+def test_the_cluster_timeouts_are_the_handlers(stack_runs: Any) -> None:
+    """120 min was too short for a first create with deep health checks; the handler allows 720 (cfn-lint schema)."""
+    schema = resource_schema("AWS::SageMaker::Cluster", "us-east-1")
+    assert schema is not None
+    handler = {k: schema["handlers"][k]["timeoutInMinutes"] for k in ("create", "update", "delete")}
+    assert handler == {"create": 720, "update": 720, "delete": 720}
+    (cluster,) = [r for r in stack_runs["prod"].registrations if r.type == "aws-native:sagemaker:Cluster"]
+    assert cluster.custom_timeouts == {"create": "720m", "update": "720m", "delete": "720m"}

@@ -374,6 +374,7 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
                 "pollSeconds",
                 *CREDENTIAL_KEYS,
                 "rolledGroups",
+                "imageReleases",
             ],
             {"groups": ({"g": {}}, {"g": {"WaitIntervalInSeconds": 1}})},
         ),

@@ -496,3 +496,9 @@ def rehearse_change(
     result.judgements = judge(plan, registrations)
     result.upgrade = upgrade_walk(plan, impacts)
     return result
+
+
+if __name__ == "__main__":
+    from tools.report.cli import not_a_command
+
+    not_a_command("tools.rehearse.change", "python -m tools.rehearse --stack <name> --diff BASE.json")

@@ -325,7 +325,7 @@ def test_prod_waits_for_every_groups_target_count(stack_runs) -> None:
     wait = _node_wait(run)
     hp = _one(run, "aws-native:sagemaker:Cluster")
     assert wait.name == "hyperpod-nodes"
-    assert wait.inputs["groups"] == {"system": 3, "p5-inference": 4, "p6-inference": 2}
+    assert wait.inputs["groups"] == {"system": 3, "p5-inference": 4, "p6-inference": 4}
     assert (wait.inputs["region"], wait.inputs["timeoutSeconds"], wait.inputs["pollSeconds"]) == ("us-east-1", 5400, 30)
     assert wait.inputs["clusterArn"] == hp.outputs["clusterArn"]
     assert hp.urn in wait.dependencies

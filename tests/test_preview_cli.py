@@ -210,17 +210,14 @@ def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
     assert "aws:ec2/routeTableAssociation:RouteTableAssociation network-public-use1-az2-rta" in out
     assert (
         "aws-native:sagemaker:Cluster hyperpod-cluster  [system: ml.m5.2xlarge x3, p5-inference: ml.p5.48xlarge x4, "
-        "p6-inference: ml.p6-b200.48xlarge x2] (protected)" in out
+        "p6-inference: ml.p6-b200.48xlarge x4] (protected)" in out
     )
     assert "endpoints-inference-llama-70b-kvaware  [vllm, routing: kvaware, replicas 2, ml.p5.48xlarge]" in out
     assert (
-        "endpoints-inference-llama-70b-dpd  [vllm, routing: prefixaware, prefill x1 + decode x1, ml.p6-b200.48xlarge]"
+        "endpoints-inference-llama-70b-dpd  [vllm, routing: prefixaware, prefill x2 + decode x2, ml.p6-b200.48xlarge]"
         in out
     )
-    assert (
-        "endpoints-inference-qwen-sglang  [sglang, routing: inference gateway, replicas: CRD default, ml.p5.48xlarge]"
-        in out
-    )
+    assert "endpoints-inference-qwen-sglang  [sglang, routing: inference gateway, replicas 2, ml.p5.48xlarge]" in out
     assert "inference-operator-addon  [amazon-sagemaker-hyperpod-inference v2.0.0-eksbuild.2]" in out
     assert "front-door-alb  [internet-facing]" in out
     assert "kv-cache-rg  [valkey 8.0, cache.r7g.xlarge x3 (1 primary + 2 replicas)] (protected)" in out

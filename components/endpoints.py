@@ -254,8 +254,9 @@ class InferenceEndpoints(pulumi.ComponentResource):
             # `up` returns once the operator reports the model deployed (pulumi.com/waitFor on status.state, and on
             # status.inferenceGateway.state for a gateway endpoint), within the readiness data's timeout.
             typ = f"kubernetes:{API_VERSION}:{endpoint.kind}"
-            annotations = await_annotations(typ, {"spec": spec})
-            timeout = custom_timeouts(typ, {"spec": spec}) if annotations else None
+            known = {"spec": endpoint.spec_dict()}  # the configured spec (the rendered one may be an Output)
+            annotations = await_annotations(typ, known)
+            timeout = custom_timeouts(typ, known) if annotations else None
             self.resources[endpoint.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{endpoint.namespace}-{endpoint.name}",
                 api_version=API_VERSION,

@@ -21,7 +21,7 @@ Rules (each with its source):
 * ``eks-version-step`` — the control plane moves one minor version per update and never back (EKS user guide
   "Update existing cluster to new Kubernetes version": "one minor version at a time"; no downgrade).
 * ``fixed-name-replacement`` — a replacement is create-before-delete unless the resource says
-  ``deleteBeforeReplace``; with a name fixed by an input (``policies/physical_names.yaml``) the new one collides with
+  ``deleteBeforeReplace``; with a name fixed by an input (its record's ``physical_name``, ``policies/resource_types``) the new one collides with
   the old (e.g. CreateCluster with a ClusterName in use). Refused unless the name differs between old and new, or
   the resource deletes first.
 * ``deep-health-checks-during-update`` — SageMaker says UpdateCluster does not work as expected while deep health
@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from policies.node_roll import batch_nodes
-from policies.physical_names import load_physical_names
+from policies.physical_names import name_rule
 from tools.plan.diff import logical_name
 from tools.plan.writer import extension
 
@@ -261,7 +261,7 @@ def _fixed_name(  # noqa: PLR0917 - one rule of judge(), the step's parts
     delete_first: bool,
     config_changes: Sequence[str],
 ) -> Judgement | None:
-    found = load_physical_names().rule(typ)
+    found = name_rule(typ)
     if found is None or found[1].name is None:
         return None
     key = found[1].name

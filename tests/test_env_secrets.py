@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components.config.validation import run_advisories
 from components.config.env_secrets import env_secret_reason, secret_reason, shannon_bits
 from components.config.loader import parse_stack_mapping
+from components.config.validation import run_advisories
 from tests.conftest import stack_mapping
 from tools.plan.harness import run_stack
 

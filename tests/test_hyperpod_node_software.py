@@ -58,7 +58,7 @@ def rig() -> Iterator[Rig]:
     stub = Stubber(client)
     fake = FakeTime()
     provider = HyperPodNodeSoftwareProvider(
-        client_factory=lambda region: client, sleep=fake.sleep, clock=fake.clock, log=lambda m: None
+        client_factory=lambda _s, region: client, sleep=fake.sleep, clock=fake.clock, log=lambda m: None
     )
     with stub:
         yield Rig(provider, stub)

@@ -59,7 +59,7 @@ def test_inference_gateway_config_has_no_public_crd_in_the_data() -> None:
     assert len(webhook) == 1 and webhook[0].detail.startswith("NO PUBLIC CRD: whether InferenceGatewayConfig uses")
     # The endpoint kinds keep the conversion webhook their public CRDs declare.
     iec = r.entry_for(IEC, {})
-    assert iec.label == "inference endpoint (InferenceEndpointConfig / JumpStartModel)"
+    assert iec.label == "inference operator custom resource"
     assert any(w.kind == "webhook" and "conversion strategy Webhook" in w.detail for w in iec.waits_for)
     # ... and a sourced status to wait for (issue 45 item 4); the gateway config has none of its own
     assert [w.expression for w in iec.ready_when] == [

@@ -80,11 +80,17 @@ def test_every_front_door_route_waits_for_a_healthy_target(stack_runs: Any) -> N
         if r.type == DYNAMIC and r.inputs.get("resourceKind") == "hyperpod:TargetHealthWait"
     ]
     bindings = {r.urn: r for r in run.registrations if r.type == TGB}
+    listeners = {r.urn for r in run.registrations if r.type == "aws:lb/listener:Listener"}
+    [https] = [u for u in listeners if u.endswith("front-door-https")]
+    rules = {r.urn for r in run.registrations if r.type == "aws:lb/listenerRule:ListenerRule"}
     assert sorted(w.inputs["endpoint"] for w in waits) == ["llama-70b-dpd", "llama-70b-kvaware"]
     for w in waits:
         assert w.inputs["timeoutSeconds"] == 20 * 60
         own = [u for u in w.dependencies if u in bindings]
         assert len(own) == 1 and w.inputs["endpoint"] in own[0], w.name
+        # After the HTTPS listener and its route rules: a target group no listener uses reports `unused`.
+        assert [u for u in w.dependencies if u in listeners] == [https], w.name
+        assert {u for u in w.dependencies if u in rules} == set(rules), w.name
 
 
 def test_dev_without_a_front_door_has_no_target_wait(stack_runs: Any) -> None:

@@ -44,17 +44,18 @@ from typing import Any, Literal
 
 from policies.node_roll import batch_nodes
 from policies.physical_names import name_rule
+from policies.resource_types.tokens import (
+    EKS_ADDON,
+    EKS_CLUSTER,
+    EKS_COMPONENT,
+    HYPERPOD_CLUSTER,
+    REPLICATION_GROUP,
+)
 from tools.plan.diff import logical_name
 from tools.plan.writer import extension
 
 Outcome = Literal["holds", "refused", "advisory"]
-REPLICATION_GROUP = "aws:elasticache/replicationGroup:ReplicationGroup"
-EKS_ADDON = "aws:eks/addon:Addon"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-EKS_COMPONENT = "eks:index:Cluster"  # pulumi-eks: version, kubeProxyAddonOptions
-EKS_CLUSTERS = (EKS_CLUSTER, EKS_COMPONENT)
-HYPERPOD_CLUSTER = "aws-native:sagemaker:Cluster"
-DYNAMIC = "pulumi-python:dynamic:Resource"
+EKS_CLUSTERS = (EKS_CLUSTER, EKS_COMPONENT)  # pulumi-eks's component carries version, kubeProxyAddonOptions
 NODE_WAIT = "hyperpod:HyperPodNodeWait"
 NODE_SOFTWARE = "hyperpod:HyperPodNodeSoftware"
 OPERATOR_ADDON = "amazon-sagemaker-hyperpod-inference"

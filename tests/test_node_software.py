@@ -10,10 +10,10 @@ import botocore.session
 import pytest
 from botocore.stub import Stubber
 
-from components.config.checks import run_advisories
 from components.config.errors import ConfigError
 from components.config.loader import parse_stack_mapping
 from components.config.node_software import SCHEDULE_PATTERN, SoftwareUpdates
+from components.config.validation import run_advisories
 from policies.capacity_rules import PodTemplate, Workload
 from policies.node_roll import RollingGroup, batch_nodes, roll_impacts
 from tests.conftest import stack_mapping

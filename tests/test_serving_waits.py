@@ -134,7 +134,7 @@ def rig() -> Iterator[Rig]:
     stub = Stubber(client)
     fake = FakeTime()
     provider = TargetHealthWaitProvider(
-        client_factory=lambda r: client, sleep=fake.sleep, clock=fake.clock, log=lambda m: None
+        client_factory=lambda _s, _r: client, sleep=fake.sleep, clock=fake.clock, log=lambda m: None
     )
     with stub:
         yield Rig(provider, stub)

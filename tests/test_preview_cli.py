@@ -222,7 +222,7 @@ def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
     assert "front-door-alb  [internet-facing]" in out
     assert "kv-cache-rg  [valkey 8.0, cache.r7g.xlarge x3 (1 primary + 2 replicas)] (protected)" in out
     assert (
-        "eks-cluster  [Kubernetes 1.34, API endpoint private; vpc-cni v1.20.0-eksbuild.1, kube-proxy v1.34.0-eksbuild.2]"
+        "eks-cluster  [Kubernetes 1.35, API endpoint private; vpc-cni v1.20.0-eksbuild.1, kube-proxy v1.35.0-eksbuild.2]"
         in out
     )
 

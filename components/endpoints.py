@@ -40,6 +40,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from policies.readiness import await_annotations, custom_timeouts
+
 from .config.endpoints import EndpointConfig
 from .config.governance import kueue_labels
 from .config.kvcache import CREDENTIALS_SECRET, credential_env, credential_url
@@ -249,15 +251,26 @@ class InferenceEndpoints(pulumi.ComponentResource):
                 depends.append(self.secrets[endpoint.namespace])
             if gateway is not None and endpoint.opts_into_gateway:
                 depends.append(gateway)
+            # `up` returns once the operator reports the model deployed (pulumi.com/waitFor on status.state, and on
+            # status.inferenceGateway.state for a gateway endpoint), within the readiness data's timeout.
+            typ = f"kubernetes:{API_VERSION}:{endpoint.kind}"
+            known = {"spec": endpoint.spec_dict()}  # the configured spec (the rendered one may be an Output)
+            annotations = await_annotations(typ, known)
+            timeout = custom_timeouts(typ, known) if annotations else None
             self.resources[endpoint.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{endpoint.namespace}-{endpoint.name}",
                 api_version=API_VERSION,
                 kind=endpoint.kind,
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=endpoint.name, namespace=endpoint.namespace, labels=labels(endpoint)
+                    name=endpoint.name,
+                    namespace=endpoint.namespace,
+                    labels=labels(endpoint),
+                    annotations=annotations or None,
                 ),
                 spec=spec,
-                opts=pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=depends)),
+                opts=pulumi.ResourceOptions.merge(
+                    base, pulumi.ResourceOptions(depends_on=depends, custom_timeouts=timeout)
+                ),
             )
         self.names = {e.name: f"{e.namespace}/{e.name}" for e in args.endpoints}
         self.register_outputs({"endpoints": self.names})

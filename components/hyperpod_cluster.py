@@ -35,7 +35,10 @@ from components.role_boundary import role_boundary_arn
 from policies.readiness import program_create_timeout
 
 from .config.cluster import ClusterConfig, InstanceGroup
+from .config.node_software import LATEST, BatchSize, SoftwareUpdates
 from .dynamic_provider import credential_inputs
+from .hyperpod_node_software import RESOURCE_KIND as NODE_SOFTWARE_KIND
+from .hyperpod_node_software import HyperPodNodeSoftware
 from .hyperpod_node_wait import RESOURCE_KIND as NODE_WAIT_KIND
 from .hyperpod_node_wait import HyperPodNodeWait
 from .private_bucket import PrivateBucket, PrivateBucketArgs
@@ -44,6 +47,8 @@ LIFECYCLE_DIR = Path(__file__).resolve().parent / "lifecycle"
 LIFECYCLE_PREFIX = "lifecycle"
 ON_CREATE = "on_create.sh"
 MANAGED_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+CLUSTER_TYPE = "aws-native:sagemaker:Cluster"
+DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
 
 
 def lifecycle_scripts() -> dict[str, str]:
@@ -191,6 +196,25 @@ def execution_role_policy(
     }
 
 
+def _batch(size: BatchSize) -> sagemaker.ClusterCapacitySizeConfigArgs:
+    return sagemaker.ClusterCapacitySizeConfigArgs(type=size.type, value=size.value)
+
+
+def _deployment_config(updates: SoftwareUpdates) -> sagemaker.ClusterDeploymentConfigArgs:
+    """The group's rolling ``DeploymentConfig`` (the same one the Kubernetes-upgrade roll sends, node_software.py)."""
+    return sagemaker.ClusterDeploymentConfigArgs(
+        rolling_update_policy=sagemaker.ClusterRollingUpdatePolicyArgs(
+            maximum_batch_size=_batch(updates.maximum_batch_size),
+            rollback_maximum_batch_size=(
+                _batch(updates.rollback_maximum_batch_size) if updates.rollback_maximum_batch_size else None
+            ),
+        ),
+        wait_interval_in_seconds=updates.wait_interval_seconds,
+        auto_rollback_configuration=[sagemaker.ClusterAlarmDetailsArgs(alarm_name=a) for a in updates.rollback_alarms]
+        or None,
+    )
+
+
 @dataclass(frozen=True)
 class HyperPodClusterArgs:
     cluster: ClusterConfig
@@ -213,6 +237,7 @@ class HyperPodCluster(pulumi.ComponentResource):
     execution_role_arn: pulumi.Output[str]
     lifecycle_bucket: pulumi.Output[str]
     nodes_ready: HyperPodNodeWait
+    node_software: HyperPodNodeSoftware
 
     def __init__(self, name: str, args: HyperPodClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("hyperpod:hyperpod_cluster:HyperPodCluster", name, None, opts)
@@ -231,7 +256,7 @@ class HyperPodCluster(pulumi.ComponentResource):
         # rehearsal reads.
         deep_checked = sorted(g.name for g in cfg.instance_groups if g.deep_health_checks)
         timeout_minutes = program_create_timeout(
-            "pulumi-python:dynamic:Resource", {"resourceKind": NODE_WAIT_KIND, "deepHealthChecks": deep_checked}
+            DYNAMIC_TYPE, {"resourceKind": NODE_WAIT_KIND, "deepHealthChecks": deep_checked}
         )
         self.nodes_ready = HyperPodNodeWait(
             f"{name}-nodes",
@@ -249,6 +274,27 @@ class HyperPodCluster(pulumi.ComponentResource):
                 **credential_inputs(),  # the aws provider's profile / assume-role chain (dynamic_provider.py)
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
+        )
+
+        # A Kubernetes version change rolls the groups on `latest` to the new version's software, group by group, with
+        # each group's rolling DeploymentConfig; after the node wait (and so after the control plane and kube-proxy,
+        # which the EKS component updates first), before the operator add-on (hyperpod_node_software.py).
+        self.node_software = HyperPodNodeSoftware(
+            f"{name}-node-software",
+            {
+                "region": region,
+                "clusterArn": cluster.cluster_arn,
+                "kubernetesVersion": cfg.kubernetes_version,
+                "groups": {
+                    g.name: g.software_updates.deployment_config()
+                    for g in cfg.instance_groups
+                    if g.image_release_version in (None, LATEST)
+                },
+                "timeoutSeconds": int(program_create_timeout(DYNAMIC_TYPE, {"resourceKind": NODE_SOFTWARE_KIND}) * 60),
+                "pollSeconds": 60,
+                **credential_inputs(),
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.nodes_ready]),
         )
 
         self.cluster_arn = cluster.cluster_arn
@@ -369,6 +415,7 @@ class HyperPodCluster(pulumi.ComponentResource):
         # names the default AZ's subnet only and every group carries its own AZ's subnet: adding an AZ (and a
         # group in it) updates the cluster instead of replacing it and every GPU node (docs/cluster.md).
         cluster_subnets = [args.private_subnet_ids[args.default_az_id]]
+        timeout = f"{program_create_timeout(CLUSTER_TYPE, {}):g}m"
         return sagemaker.Cluster(
             f"{name}-cluster",
             cluster_name=args.cluster_name,
@@ -396,7 +443,8 @@ class HyperPodCluster(pulumi.ComponentResource):
                 parent=self,
                 protect=args.is_prod,
                 depends_on=waits_for,
-                custom_timeouts=pulumi.CustomTimeouts(create="120m", update="120m", delete="60m"),
+                # The handler's timeoutInMinutes, from policies/readiness.yaml (where a test holds it to the schema).
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout, delete=timeout),
             ),
         )
 
@@ -405,6 +453,7 @@ class HyperPodCluster(pulumi.ComponentResource):
         group: InstanceGroup, args: HyperPodClusterArgs, role_arn: pulumi.Input[str], source_uri: pulumi.Input[str]
     ) -> sagemaker.ClusterInstanceGroupArgs:
         az = group.availability_zone_id or args.default_az_id
+        updates = group.software_updates
         checks = [sagemaker.ClusterDeepHealthCheckType(c) for c in group.deep_health_checks]
         return sagemaker.ClusterInstanceGroupArgs(
             instance_group_name=group.name,
@@ -438,4 +487,24 @@ class HyperPodCluster(pulumi.ComponentResource):
             ),
             training_plan_arn=group.training_plan_arn,
             min_instance_count=group.min_instance_count,
+            # A pinned release moves the group's nodes through UpdateClusterSoftware when it changes (schema text
+            # of ImageReleaseVersion); `latest` leaves it unset (config/node_software.py).
+            image_release_version=(
+                group.image_release_version if group.image_release_version not in (None, LATEST) else None
+            ),
+            scheduled_update_config=(
+                sagemaker.ClusterScheduledUpdateConfigArgs(
+                    schedule_expression=updates.schedule, deployment_config=_deployment_config(updates)
+                )
+                if updates.schedule
+                else None
+            ),
+            auto_patch_config=(
+                sagemaker.ClusterAutoPatchConfigArgs(
+                    patching_strategy=sagemaker.ClusterAutoPatchConfigPatchingStrategy(updates.auto_patch),
+                    deployment_config=_deployment_config(updates),
+                )
+                if updates.auto_patch
+                else None
+            ),
         )

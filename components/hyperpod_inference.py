@@ -67,7 +67,10 @@ class _ClusterLayer:
     def nodes(self) -> list[pulumi.Resource]:
         """What anything that needs running pods waits on: the wait for the created cluster's nodes (an adopted
         cluster's nodes already run: preflight compares them with the declared groups)."""
-        return [self.hyperpod.nodes_ready] if isinstance(self.hyperpod, HyperPodCluster) else []
+        if not isinstance(self.hyperpod, HyperPodCluster):
+            return []
+        # The node software roll too: on a Kubernetes upgrade the operator add-on and the rest come after it.
+        return [self.hyperpod.nodes_ready, self.hyperpod.node_software]
 
 
 @dataclass(frozen=True)

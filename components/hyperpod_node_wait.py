@@ -23,8 +23,11 @@ Lifecycle:
 - create / update: the wait above, bounded by ``timeoutSeconds`` (its default is the ``create_timeout_minutes`` of
   this resource's entry in ``policies/readiness.yaml``). On timeout it fails with each group that is short, its
   count and the statuses its nodes are in. The failed create is not saved, so ``pulumi up`` again waits again.
-- diff: a new cluster ARN or region replaces; target counts, timeout and poll interval update (the wait runs
-  again, e.g. after an instance group is resized).
+- diff: a new cluster ARN or region replaces (a new wait); target counts, timeout, poll interval and the credential
+  chain update (the state must hold the inputs ``read``/``delete`` run with). **The wait runs again only when the
+  instance groups or their counts change** (:data:`NODE_KEYS`):
+  a new credential source or a new readiness timeout is an update that records the inputs and returns at once,
+  keeping the ``runningNodes`` of the last wait (issue 45 item 4: a 90-minute wait for nothing).
 - read: the inputs (it owns nothing in AWS); delete: nothing to delete.
 
 Errors: AccessDenied names ``sagemaker:ListClusterNodes``; throttling is retried by botocore (adaptive mode); an
@@ -56,6 +59,9 @@ RESOURCE_KIND = "hyperpod:HyperPodNodeWait"
 RUNNING = "Running"
 POLL_SECONDS = 30.0  # as AWS's wait-for-hyperpod-nodes.sh (sleep 30)
 PAGE_SIZE = 100  # ListClusterNodes MaxResults maximum (botocore sagemaker model)
+# The inputs that say what the nodes are: a change of one of them makes an update wait again (the others — timeout,
+# poll interval, the credential chain — are recorded without waiting).
+NODE_KEYS: tuple[str, ...] = ("groups",)
 
 
 # --- API shapes (botocore sagemaker model, 2017-07-24; checked in tests) -------------------------------
@@ -131,6 +137,17 @@ def describe_short(short: Mapping[str, tuple[int, int]], statuses: Mapping[str, 
     return "; ".join(parts)
 
 
+def nodes_changed(olds: Mapping[str, Any], news: Mapping[str, Any]) -> bool:
+    """Whether an update changes what the nodes are (:data:`NODE_KEYS`; an empty value and a missing one are the
+    same), so the wait must run again."""
+    return any((olds.get(k) or None) != (news.get(k) or None) for k in NODE_KEYS)
+
+
+def changed_keys(olds: Mapping[str, Any], news: Mapping[str, Any]) -> str:
+    keys = sorted(k for k in set(olds) | set(news) if k != "runningNodes" and olds.get(k) != news.get(k))
+    return ", ".join(keys) or "nothing"
+
+
 class HyperPodNodeWaitProvider(DynamicProviderBase):
     """Waits for a HyperPod cluster's nodes; ``client_factory``/``sleep``/``clock``/``log`` are for tests.
 
@@ -201,7 +218,12 @@ class HyperPodNodeWaitProvider(DynamicProviderBase):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.DiffResult:
         return self.diff_keys(olds, news)
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> dynamic.UpdateResult:
+        if not nodes_changed(olds, news):
+            self._info(
+                f"{news.get('clusterArn')}: instance groups unchanged; no wait (only {changed_keys(olds, news)})"
+            )
+            return dynamic.UpdateResult({**news, "runningNodes": olds.get("runningNodes")})
         return dynamic.UpdateResult({**news, "runningNodes": self.wait(news)})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from policies.readiness import program_create_timeout
 from policies.replacement_rules import replace_paths
 
 from .access_logs import alb_log_delivery_statement
@@ -51,9 +52,13 @@ from .config.ingress import (
     service_target,
     target_port_range,
 )
+from .dynamic_provider import credential_inputs
 from .private_bucket import PrivateBucket, PrivateBucketArgs
+from .target_health_wait import RESOURCE_KIND as HEALTH_KIND
+from .target_health_wait import TargetHealthWait
 
 TARGET_GROUP_BINDING = "kubernetes:elbv2.k8s.aws/v1beta1:TargetGroupBinding"
+DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
 
 
 # Rule priorities leave gaps so a hand-made rule can be slotted in during an incident.
@@ -151,9 +156,25 @@ class IngressAlb(pulumi.ComponentResource):
         target_groups = {t.endpoint.name: self._target_group(name, args, t, tags) for t in targets}
         self.target_group_arns = {ep: tg.arn for ep, tg in target_groups.items()}
         https = self._listeners(name, cfg, alb, certificate_arn=certificate_arn, target_groups=target_groups, tags=tags)
-        self._route_rules(name, cfg, https, target_groups, tags)
+        rules = self._route_rules(name, cfg, https, target_groups, tags)
+        region = aws.get_region_output(opts=pulumi.InvokeOutputOptions(parent=self)).region
         for t in targets:
-            self._binding(name, args, t, target_groups[t.endpoint.name], sg)
+            binding = self._binding(name, args, t, target_groups[t.endpoint.name], sg)
+            # `up` is done when the front door reaches the endpoint: a healthy target in its target group (the
+            # binding's CRD has no status to wait on). After the listener and its rules: a target group no
+            # listener uses reports its targets `unused`.
+            TargetHealthWait(
+                f"{name}-healthy-{t.endpoint.name}",
+                {
+                    "region": region,
+                    "targetGroupArn": target_groups[t.endpoint.name].arn,
+                    "endpoint": t.endpoint.name,
+                    "timeoutSeconds": int(program_create_timeout(DYNAMIC_TYPE, {"resourceKind": HEALTH_KIND}) * 60),
+                    "pollSeconds": 15,
+                    **credential_inputs(),
+                },
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[binding, https, *rules]),
+            )
         self._dns_and_waf(name, args, alb)
 
         self.dns_name = alb.dns_name
@@ -263,8 +284,9 @@ class IngressAlb(pulumi.ComponentResource):
         https: aws.lb.Listener,
         target_groups: dict[str, aws.lb.TargetGroup],
         tags: dict[str, str],
-    ) -> None:
+    ) -> list[aws.lb.ListenerRule]:
         """One listener rule per route but the catch-all: host/path conditions, its authentication, forward."""
+        rules: list[aws.lb.ListenerRule] = []
         priority = 0
         for index, route in enumerate(cfg.routes):
             if route.is_catch_all:
@@ -284,7 +306,7 @@ class IngressAlb(pulumi.ComponentResource):
                     )
                 )
             auth = route_authentication(cfg, route)
-            aws.lb.ListenerRule(
+            rule = aws.lb.ListenerRule(
                 f"{name}-route-{index}",
                 listener_arn=https.arn,
                 priority=priority,
@@ -298,6 +320,8 @@ class IngressAlb(pulumi.ComponentResource):
                 tags={**tags, "hyperpod-inference:endpoint": route.endpoint},
                 opts=self._child(),
             )
+            rules.append(rule)
+        return rules
 
     def _dns_and_waf(self, name: str, args: IngressAlbArgs, alb: aws.lb.LoadBalancer) -> None:
         """Route 53 aliases for the domain and every route host; the WAF association."""
@@ -364,7 +388,7 @@ class IngressAlb(pulumi.ComponentResource):
 
     def _binding(
         self, name: str, args: IngressAlbArgs, t: _Target, tg: aws.lb.TargetGroup, sg: aws.ec2.SecurityGroup
-    ) -> None:
+    ) -> k8s.apiextensions.CustomResource:
         """The LB controller registers the Service's pod IPs in the target group and opens their SG to the ALB.
 
         The networking rule's ports are :func:`binding_ports`: the pod port (worker targets: the container port;
@@ -383,7 +407,7 @@ class IngressAlb(pulumi.ComponentResource):
         if ep.name in args.endpoint_resources:
             depends.append(args.endpoint_resources[ep.name])
         rule: dict[str, Any] = {"from": [{"securityGroup": {"groupID": sg.id}}], "ports": binding_ports(svc)}
-        k8s.apiextensions.CustomResource(
+        return k8s.apiextensions.CustomResource(
             f"{name}-tgb-{ep.name}",
             api_version="elbv2.k8s.aws/v1beta1",
             kind="TargetGroupBinding",

@@ -386,6 +386,26 @@ def custom_timeouts(typ: str, inputs: dict[str, Any]) -> pulumi.CustomTimeouts:
     return pulumi.CustomTimeouts(create=minutes, update=minutes)
 
 
+WAIT_FOR = "pulumi.com/waitFor"
+TIMEOUT_SECONDS = "pulumi.com/timeoutSeconds"
+
+
+def await_annotations(typ: str, inputs: dict[str, Any]) -> dict[str, str]:
+    """The Kubernetes provider's await annotations for an object of ``typ`` with ``inputs`` (its spec as rendered):
+    ``pulumi.com/waitFor`` (a JSON list of the entry's ``ready_when`` that apply) and ``pulumi.com/timeoutSeconds``
+    (the entry's program timeout). Empty when the entry sets no ``ready_when``: the provider's own await applies."""
+    import json
+
+    entry = load_readiness().entry_for(typ, inputs)
+    expressions = [r.expression for r in entry.ready_when if all_hold(r.when, inputs)]
+    if not expressions:
+        return {}
+    return {
+        WAIT_FOR: json.dumps(expressions),
+        TIMEOUT_SECONDS: str(int(program_create_timeout(typ, inputs) * 60)),
+    }
+
+
 @cache
 def load_readiness(path: Path = READINESS_FILE) -> Readiness:
     """Parse and validate ``policies/readiness.yaml`` (cached per path) and join the readiness entries of the

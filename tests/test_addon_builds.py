@@ -28,7 +28,7 @@ from tools.plan.harness import StackRun
 from tools.verify import operator, report
 
 FSX = "aws-fsx-csi-driver"
-ROW = Listing(FSX, "1.34", ("v1.7.0-eksbuild.1", "v1.8.0-eksbuild.2"), "a DescribeAddonVersions answer (us-west-2)")
+ROW = Listing(FSX, "1.35", ("v1.7.0-eksbuild.1", "v1.8.0-eksbuild.2"), "a DescribeAddonVersions answer (us-west-2)")
 
 
 def test_the_pack_and_the_config_name_the_same_four_prerequisites() -> None:
@@ -42,19 +42,19 @@ def test_the_pack_and_the_config_name_the_same_four_prerequisites() -> None:
 
 
 def test_a_listed_build_holds() -> None:
-    found = verdict(FSX, "v1.7.0-eksbuild.1", "1.34", [ROW])
+    found = verdict(FSX, "v1.7.0-eksbuild.1", "1.35", [ROW])
     assert found.outcome == "holds"
     assert found.text == (
-        "aws-fsx-csi-driver v1.7.0-eksbuild.1 is listed for Kubernetes 1.34 (a DescribeAddonVersions answer (us-west-2))"
+        "aws-fsx-csi-driver v1.7.0-eksbuild.1 is listed for Kubernetes 1.35 (a DescribeAddonVersions answer (us-west-2))"
     )
 
 
 def test_an_unlisted_build_is_refused_naming_the_listed_ones_newest_first() -> None:
-    found = verdict(FSX, "v1.6.0-eksbuild.1", "1.34", [ROW])
+    found = verdict(FSX, "v1.6.0-eksbuild.1", "1.35", [ROW])
     assert found.outcome == "refused"
     assert found.allowed == ("v1.8.0-eksbuild.2", "v1.7.0-eksbuild.1")
     assert found.text == (
-        "EKS does not list aws-fsx-csi-driver v1.6.0-eksbuild.1 for Kubernetes 1.34 (a DescribeAddonVersions answer "
+        "EKS does not list aws-fsx-csi-driver v1.6.0-eksbuild.1 for Kubernetes 1.35 (a DescribeAddonVersions answer "
         "(us-west-2)); pin one it lists: v1.8.0-eksbuild.2, v1.7.0-eksbuild.1"
     )
 
@@ -64,18 +64,18 @@ def test_an_unlisted_build_is_refused_naming_the_listed_ones_newest_first() -> N
     [
         [],
         [Listing(FSX, "1.33", ("v1.6.0-eksbuild.1",), "s")],  # another Kubernetes version
-        [Listing("metrics-server", "1.34", ("v1.6.0-eksbuild.1",), "s")],  # another add-on
+        [Listing("metrics-server", "1.35", ("v1.6.0-eksbuild.1",), "s")],  # another add-on
     ],
 )
 def test_no_row_for_the_add_on_and_version_is_unknown_not_a_pass(listings: list[Listing]) -> None:
-    found = verdict(FSX, "v1.6.0-eksbuild.1", "1.34", listings)
+    found = verdict(FSX, "v1.6.0-eksbuild.1", "1.35", listings)
     assert found.outcome == "unknown"
     assert "not known offline" in found.text
 
 
 def test_a_build_any_source_lists_holds() -> None:
-    other = Listing(FSX, "1.34", ("v1.6.0-eksbuild.1",), "observed 2026-12-04 by verify (dev, us-west-2)")
-    assert verdict(FSX, "v1.6.0-eksbuild.1", "1.34", [ROW, other]).outcome == "holds"
+    other = Listing(FSX, "1.35", ("v1.6.0-eksbuild.1",), "observed 2026-12-04 by verify (dev, us-west-2)")
+    assert verdict(FSX, "v1.6.0-eksbuild.1", "1.35", [ROW, other]).outcome == "holds"
 
 
 def test_the_stored_table_has_no_row_without_a_source() -> None:
@@ -92,7 +92,7 @@ def _verified(folder: Path, stack: str, region: str, builds: dict[str, list[str]
         "schema": "hyperpod-inference/verified/v1",
         "stack": stack,
         "observedOn": "2026-12-04",
-        "addonBuilds": {"region": region, "kubernetesVersion": "1.34", "builds": builds},
+        "addonBuilds": {"region": region, "kubernetesVersion": "1.35", "builds": builds},
     }
     (folder / f"{stack}.json").write_text(json.dumps(doc), encoding="utf-8")
 
@@ -119,10 +119,10 @@ def test_without_a_source_every_installed_prerequisite_is_advised_with_its_key(v
     ]
     assert advised["operator.fsxCsiDriverVersion"] == (
         "hyperpod-inference:operator.fsxCsiDriverVersion: no source lists the aws-fsx-csi-driver builds EKS offers "
-        "for Kubernetes 1.34 (policies/compatibility.yaml prerequisiteBuilds, or a verify run): whether EKS accepts "
+        "for Kubernetes 1.35 (policies/compatibility.yaml prerequisiteBuilds, or a verify run): whether EKS accepts "
         "v1.6.0-eksbuild.1 is not known offline [prerequisite-build-listed-offline; checked by python -m "
         "tools.preflight.regional (check add-on versions: aws eks describe-addon-versions --addon-name aws-fsx-csi-driver "
-        "--kubernetes-version 1.34)]"
+        "--kubernetes-version 1.35)]"
     )
 
 
@@ -140,7 +140,7 @@ def test_an_observed_listing_refuses_an_unlisted_pin_naming_the_key_and_the_buil
         parse_stack_mapping("dev", stack_mapping("dev"))
     assert [i.render() for i in err.value.issues] == [
         "hyperpod-inference:operator.fsxCsiDriverVersion: EKS does not list aws-fsx-csi-driver v1.6.0-eksbuild.1 "
-        "for Kubernetes 1.34 (observed 2026-12-04 by verify (staging, us-west-2)); pin one it lists: "
+        "for Kubernetes 1.35 (observed 2026-12-04 by verify (staging, us-west-2)); pin one it lists: "
         "v1.8.0-eksbuild.2, v1.7.0-eksbuild.1"
     ]
 
@@ -208,14 +208,14 @@ def test_the_pack_says_nothing_where_the_cluster_is_adopted(stack_runs: dict[str
 STAGING_PINS = STAGING_PREREQUISITE_PINS  # staging's pins (stacks/Pulumi.staging.yaml, the defaults)
 
 
-def _verify(listed: dict[str, list[str]], k8s: str | None = "1.34") -> tuple[list[Any], Any]:
+def _verify(listed: dict[str, list[str]], k8s: str | None = "1.35") -> tuple[list[Any], Any]:
     clients = StubbedClients()
     for addon, builds in listed.items():
         clients.queue(
             "eks",
             "describe_addon_versions",
             {"addons": [{"addonName": addon, "addonVersions": [{"addonVersion": b} for b in builds]}]},
-            {"addonName": addon, "kubernetesVersion": "1.34"},
+            {"addonName": addon, "kubernetesVersion": "1.35"},
         )
     ctx = context(staging(), None, clients)  # type: ignore[arg-type]  # the check reads no Kubernetes API
     if k8s:
@@ -227,12 +227,12 @@ def _verify(listed: dict[str, list[str]], k8s: str | None = "1.34") -> tuple[lis
 
 def test_verify_passes_listed_pins_and_records_the_listing() -> None:
     listed = {a: [b, "v9.9.9-eksbuild.1"] for a, b in STAGING_PINS.items()}
-    results, ctx = _verify(listed, k8s="v1.34.2-eks-3025e55")  # the API server's gitVersion, as verify reads it
+    results, ctx = _verify(listed, k8s="v1.35.2-eks-3025e55")  # the API server's gitVersion, as verify reads it
     assert [(r.check, r.status) for r in results] == [("prerequisite-builds", "PASS")] * 4
     assert results[1].detail == (
-        "aws-fsx-csi-driver v1.6.0-eksbuild.1 is listed for Kubernetes 1.34 (DescribeAddonVersions in eu-west-2)"
+        "aws-fsx-csi-driver v1.6.0-eksbuild.1 is listed for Kubernetes 1.35 (DescribeAddonVersions in eu-west-2)"
     )
-    assert ctx.addon_builds == {"region": "eu-west-2", "kubernetesVersion": "1.34", "builds": listed}
+    assert ctx.addon_builds == {"region": "eu-west-2", "kubernetesVersion": "1.35", "builds": listed}
 
 
 def test_verify_fails_an_unlisted_pin_naming_the_key_and_a_version_with_no_build() -> None:
@@ -246,7 +246,7 @@ def test_verify_fails_an_unlisted_pin_naming_the_key_and_a_version_with_no_build
         ("PASS", ""),
         ("FAIL", "install it another way and list it in operator.existingPrerequisites"),
     ]
-    assert results[3].detail == "EKS lists no cert-manager build for Kubernetes 1.34 in eu-west-2"
+    assert results[3].detail == "EKS lists no cert-manager build for Kubernetes 1.35 in eu-west-2"
 
 
 def test_verify_skips_without_the_clusters_version() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from components.config.cluster import GROUP_CREATION_KEYS
 from policies.engine import evaluate
 from policies.pack import POLICIES
 from tests.conftest import cached_scope, stack_mapping
@@ -56,8 +57,8 @@ def adopt_cluster(mapping: dict[str, Any], stack: str) -> None:
     }
     if mapping.get(P + "kvCache", {}).get("l2Backend") == "redis":
         existing["nodeSecurityGroupId"] = "sg-0123456789abcdef0"
-    # a declared group keeps what an adopted group may declare (minInstanceCount is a create's)
-    groups = [{k: v for k, v in g.items() if k != "minInstanceCount"} for g in cluster["instanceGroups"]]
+    # an adopted cluster's groups are its owner's to create and roll: they keep only what the stack reads of them
+    groups = [{k: v for k, v in g.items() if k not in GROUP_CREATION_KEYS.values()} for g in cluster["instanceGroups"]]
     mapping[P + "cluster"] = {"existing": existing, "instanceGroups": groups}
 
 

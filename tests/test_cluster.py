@@ -410,19 +410,20 @@ def test_one_private_subnet_per_configured_az_id(stack: str, stack_runs) -> None
 EXPECTED_GROUPS = {
     "dev": [
         ("system", "ml.m5.2xlarge", 2, "usw2-az1", []),
-        # One instance: InstanceConnectivity (between instances) is not run (components/config/health_checks.py).
         ("gpu-p5", "ml.p5.4xlarge", 1, "usw2-az2", ["InstanceStress"]),
     ],
+    # GPU groups default to role inference: InstanceStress only; InstanceConnectivity (NCCL between instances) is
+    # what multi-node training uses (components/config/health_checks.py).
     "prod": [
         ("system", "ml.m5.2xlarge", 2, "use1-az2", []),
-        ("p5-inference", "ml.p5.48xlarge", 4, "use1-az4", ["InstanceStress", "InstanceConnectivity"]),
-        ("p6-inference", "ml.p6-b200.48xlarge", 2, "use1-az6", ["InstanceStress", "InstanceConnectivity"]),
+        ("p5-inference", "ml.p5.48xlarge", 4, "use1-az4", ["InstanceStress"]),
+        ("p6-inference", "ml.p6-b200.48xlarge", 4, "use1-az6", ["InstanceStress"]),
         # the controllers' second AZ (capacity rule controllers-span-zones)
         ("system-b", "ml.m5.2xlarge", 1, "use1-az4", []),
     ],
     "staging": [
         ("system", "ml.m5.2xlarge", 2, "euw2-az1", []),
-        ("gpu-p5", "ml.p5.4xlarge", 3, "euw2-az2", ["InstanceStress", "InstanceConnectivity"]),
+        ("gpu-p5", "ml.p5.4xlarge", 3, "euw2-az2", ["InstanceStress"]),
     ],
 }
 
@@ -498,7 +499,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     key = _one(run, "aws:kms/key:Key", "eks-secrets-key")
     assert key.inputs["enableKeyRotation"] is True
     assert i["name"] == f"hpi-{stack}-eks"
-    assert i["version"] == "1.34"
+    assert i["version"] == "1.35"
     assert i["authenticationMode"] == "API_AND_CONFIG_MAP"
     assert i["createOidcProvider"] is True
     assert i["skipDefaultNodeGroup"] is True
@@ -507,7 +508,7 @@ def test_eks_cluster_inputs(stack: str, stack_runs) -> None:
     assert i["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     assert i["kubernetesServiceIpAddressRange"] == "172.20.0.0/16"
     assert i["vpcCniOptions"]["addonVersion"] == "v1.20.0-eksbuild.1"
-    assert i["kubeProxyAddonOptions"]["version"] == "v1.34.0-eksbuild.2"
+    assert i["kubeProxyAddonOptions"]["version"] == "v1.35.0-eksbuild.2"
     subnet_az = _subnet_az(run)
     assert sorted(subnet_az[s] for s in i["privateSubnetIds"]) == sorted(
         stack_mapping(stack)["hyperpod-inference:network"]["availabilityZoneIds"]

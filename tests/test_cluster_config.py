@@ -91,7 +91,7 @@ CASES: list[tuple[str, str, Callable[[dict[str, Any]], None], str]] = [
         "dev",
         lambda m: m[CLUSTER].__setitem__("addons", {"kubeProxy": "v1.32.6-eksbuild.2"}),
         "hyperpod-inference:cluster.addons.kubeProxy: kube-proxy v1.32.6-eksbuild.2 does not match "
-        "kubernetesVersion 1.34",
+        "kubernetesVersion 1.35",
     ),
     # --- how `pulumi up` reaches the API (cluster.deployerAccess) ---
     (
@@ -338,8 +338,12 @@ def test_extended_support_is_allowed_with_an_advisory(run, monkeypatch: pytest.M
         "oldest version still in extended support; Security Hub FSBP EKS.2 fails meanwhile. Versions HyperPod "
         "supports that are in standard support: 1.34"
     )
-    # the reference stacks (1.34) get no such result on 2026-12-01, and get it from 2026-12-02
-    reference = run("prod")
+    # a 1.34 stack gets no such result on 2026-12-01, and gets it from 2026-12-02 (the reference stacks run 1.35)
+    on_134 = stack_mapping("prod")
+    on_134[CLUSTER]["kubernetesVersion"] = "1.34"
+    on_134[CLUSTER]["addons"] = {"kubeProxy": "v1.34.0-eksbuild.2"}
+    del on_134[CLUSTER]["acceptUnlistedKubernetesVersion"]
+    reference = run("prod", on_134)
     assert not [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
     monkeypatch.setattr(cluster_versions, "today", lambda: dt.date(2026, 12, 2))
     later = [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
@@ -406,8 +410,8 @@ def test_unlisted_kubernetes_version_needs_the_explicit_key(run) -> None:
     from policies.pack import POLICIES
 
     mapping = stack_mapping("prod")
-    mapping[CLUSTER]["kubernetesVersion"] = "1.35"
-    mapping[CLUSTER]["addons"] = {"kubeProxy": "v1.35.0-eksbuild.2"}
+    assert mapping[CLUSTER]["kubernetesVersion"] == "1.35"
+    del mapping[CLUSTER]["acceptUnlistedKubernetesVersion"]
     refused = run("prod", mapping)
     assert refused.config_error is not None and not refused.registrations
     assert [i.render() for i in refused.config_error.issues] == [
@@ -430,8 +434,12 @@ def test_unlisted_kubernetes_version_needs_the_explicit_key(run) -> None:
         "allowed by cluster.acceptUnlistedKubernetesVersion. Confirm with AWS that HyperPod supports it before relying "
         "on it"
     )
-    reference = run("prod")
-    assert not [r for r in evaluate(POLICIES, reference.registrations, "prod") if r.policy == found[0].policy]
+    on_134 = stack_mapping("prod")
+    on_134[CLUSTER]["kubernetesVersion"] = "1.34"
+    on_134[CLUSTER]["addons"] = {"kubeProxy": "v1.34.0-eksbuild.2"}
+    del on_134[CLUSTER]["acceptUnlistedKubernetesVersion"]
+    listed = run("prod", on_134)
+    assert not [r for r in evaluate(POLICIES, listed.registrations, "prod") if r.policy == found[0].policy]
 
 
 def test_adopted_unlisted_version_follows_the_same_key() -> None:
@@ -462,12 +470,13 @@ def test_hpi_as_of_sets_the_evaluation_day_and_a_malformed_one_is_refused(monkey
 
 
 def test_the_config_check_uses_the_pinned_day(run, monkeypatch: pytest.MonkeyPatch) -> None:
-    """1.34 passes the config check on 2027-12-01 (extended support) and is a config error from 2027-12-02."""
-    monkeypatch.setenv("HPI_AS_OF", "2027-12-01")
+    """The reference stacks' 1.35 passes the config check on 2028-03-26 (extended support) and is a config error from
+    2028-03-27."""
+    monkeypatch.setenv("HPI_AS_OF", "2028-03-26")
     assert run("prod").config_error is None
-    monkeypatch.setenv("HPI_AS_OF", "2027-12-02")
+    monkeypatch.setenv("HPI_AS_OF", "2028-03-27")
     error = run("prod").config_error
-    assert error is not None and "Kubernetes 1.34 left EKS extended support on 2027-12-02" in str(error)
+    assert error is not None and "Kubernetes 1.35 left EKS extended support on 2028-03-27" in str(error)
 
 
 def test_a_malformed_hpi_as_of_is_a_config_error_not_a_traceback(run, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,6 +46,14 @@ UNCHECKED_BY_DESIGN: dict[tuple[str, str], str] = {
         "prevent a failed create"
     ),
 }
+WAIT_AFTER_FRONT_DOOR = (
+    "the front door's target health wait (components/target_health_wait.py) follows the HTTPS listener, its route "
+    "rules and the endpoint's TargetGroupBinding so that its clock starts when the ALB can use the targets (ELBv2 "
+    "DescribeTargetHealth reports the targets of a target group no listener uses as `unused`); without the edge "
+    "no create fails, the wait polls until healthy within its timeout: pinned by tests/test_serving_waits.py"
+)
+for _kind in ("aws:lb/listener:Listener", "aws:lb/listenerRule:ListenerRule", TGB):
+    UNCHECKED_BY_DESIGN[("pulumi-python:dynamic:Resource", _kind)] = WAIT_AFTER_FRONT_DOOR
 COARSE_KINDS = {
     (IEC, "aws-native:sagemaker:ComputeQuota"),
     (IEC, "aws:eks/addon:Addon"),

@@ -59,6 +59,29 @@ AGREEMENTS: dict[tuple[str, str], str] = {
     ("staging", "hyperpod-inference:endpoints.0.spec.loadBalancer.idleTimeoutSeconds"): (
         "hyperpod-inference:endpoints[0].expectedMaxResponseSeconds"
     ),
+    # the stacks run Kubernetes 1.35, which HyperPod's prerequisites page does not list yet: the version is
+    # refused unless the stack acknowledges it (the flag's default, false, is the safe one)
+    **{
+        (
+            stack,
+            "hyperpod-inference:cluster.acceptUnlistedKubernetesVersion",
+        ): "hyperpod-inference:cluster.kubernetesVersion"
+        for stack in ("dev", "staging", "prod")
+    },
+    # prod: a software update of the group takes one node at a time; one replica (the CRD default) would leave the
+    # endpoint with none serving during the roll (policies/node_roll.py), so the group's batch is refused
+    ("prod", "hyperpod-inference:endpoints.0.spec.replicas"): (
+        "hyperpod-inference:cluster.instanceGroups[1].softwareUpdates.maximumBatchSize"
+    ),
+    ("prod", "hyperpod-inference:endpoints.2.spec.replicas"): (
+        "hyperpod-inference:cluster.instanceGroups[1].softwareUpdates.maximumBatchSize"
+    ),
+    ("prod", "hyperpod-inference:endpoints.1.spec.pdSpec.prefillSpec.replicas"): (
+        "hyperpod-inference:cluster.instanceGroups[2].softwareUpdates.maximumBatchSize"
+    ),
+    ("prod", "hyperpod-inference:endpoints.1.spec.pdSpec.decodingSpec.replicas"): (
+        "hyperpod-inference:cluster.instanceGroups[2].softwareUpdates.maximumBatchSize"
+    ),
 }
 
 

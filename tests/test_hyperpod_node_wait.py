@@ -238,6 +238,46 @@ def test_update_waits_again_for_the_new_targets(rig: Rig) -> None:
     assert result.outs is not None and result.outs["runningNodes"] == {"p5": 3, "system": 1}
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"timeoutSeconds": 5400},
+        {"pollSeconds": 10},
+        {"awsProfile": "deploy"},
+        {"awsAssumeRoles": [{"roleArn": "arn:aws:iam::123456789012:role/deployer"}]},
+        {"awsStsRegion": "us-west-2"},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_a_credential_or_timeout_change_records_without_waiting(rig: Rig, change: dict[str, Any]) -> None:
+    """No ListClusterNodes call at all (the Stubber has no response queued, so one would fail), and the last wait's
+    runningNodes are kept; the diff still reports the update, so the state records the new inputs."""
+    olds = {**PROPS, "runningNodes": {"p5": 2, "system": 2}}
+    assert HyperPodNodeWaitProvider().diff(CLUSTER, dict(PROPS), {**PROPS, **change}).changes is True
+    result = rig.provider.update(CLUSTER, olds, {**PROPS, **change})
+    assert result.outs is not None and result.outs["runningNodes"] == {"p5": 2, "system": 2}
+    assert result.outs[next(iter(change))] == next(iter(change.values()))
+    assert any("no wait" in line for line in rig.logs)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"groups": {"system": 2, "p5": 3, "empty": 0}}, {"groups": {"system": 2, "p5": 2}}],
+    ids=["count", "group-removed"],
+)
+def test_a_group_or_count_change_waits_again(rig: Rig, change: dict[str, Any]) -> None:
+    targets = {**PROPS, **change}["groups"]
+    rig.stub.add_response(
+        "list_cluster_nodes",
+        page(
+            *(node("p5", "Running", i) for i in range(targets["p5"])), *(node("system", "Running", i) for i in (1, 2))
+        ),
+        LIST_PARAMS,
+    )
+    result = rig.provider.update(CLUSTER, {**PROPS, "runningNodes": {"p5": 2, "system": 2}}, {**PROPS, **change})
+    assert result.outs is not None and result.outs["runningNodes"] == {g: n for g, n in targets.items()}
+
+
 def test_diff_read_delete() -> None:
     provider = HyperPodNodeWaitProvider()
     assert provider.diff(CLUSTER, dict(PROPS), copy.deepcopy(PROPS)).changes is False
@@ -286,7 +326,7 @@ def test_prod_waits_for_every_groups_target_count(stack_runs) -> None:
     hp = _one(run, "aws-native:sagemaker:Cluster")
     assert wait.name == "hyperpod-nodes"
     # p5/p6 set minInstanceCount (partial provisioning): `up` is serving with that many
-    assert wait.inputs["groups"] == {"system": 2, "p5-inference": 2, "p6-inference": 1, "system-b": 1}
+    assert wait.inputs["groups"] == {"system": 2, "p5-inference": 2, "p6-inference": 2, "system-b": 1}
     assert (wait.inputs["region"], wait.inputs["timeoutSeconds"], wait.inputs["pollSeconds"]) == ("us-east-1", 5400, 30)
     assert wait.inputs["clusterArn"] == hp.outputs["clusterArn"]
     assert hp.urn in wait.dependencies

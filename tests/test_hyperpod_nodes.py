@@ -188,7 +188,7 @@ def test_rendered_groups_run_only_supported_checks(stack_runs) -> None:
         g["instanceGroupName"]: g for g in stack_runs["prod"].named(HP, "hyperpod-cluster").inputs["instanceGroups"]
     }
     assert "onStartDeepHealthChecks" not in groups["system"]
-    assert groups["p5-inference"]["onStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert groups["p5-inference"]["onStartDeepHealthChecks"] == ["InstanceStress"]  # role inference (health_checks.py)
     dev = {g["instanceGroupName"]: g for g in stack_runs["dev"].named(HP, "hyperpod-cluster").inputs["instanceGroups"]}
     assert dev["gpu-p5"]["onStartDeepHealthChecks"] == ["InstanceStress"]  # one ml.p5.4xlarge
 

@@ -375,7 +375,12 @@ def test_a_version_error_adds_no_error_about_kube_proxy(version: str) -> None:
 
 
 def test_a_supported_version_with_the_default_kube_proxy_is_reported_at_the_version() -> None:
-    found = _issues("dev", lambda m: m[CLUSTER].__setitem__("kubernetesVersion", "1.33"))
+    def to_133(m: dict[str, Any]) -> None:
+        m[CLUSTER].pop("addons", None)  # dev writes the 1.35 build; the default is what this test is about
+        m[CLUSTER].pop("acceptUnlistedKubernetesVersion", None)
+        m[CLUSTER]["kubernetesVersion"] = "1.33"
+
+    found = _issues("dev", to_133)
     assert found == [
         "hyperpod-inference:cluster.kubernetesVersion: Kubernetes 1.33 needs a kube-proxy v1.33.x-eksbuild.N; the "
         "default (v1.34.0-eksbuild.2) is for 1.34: set cluster.addons.kubeProxy (and coredns) to builds for 1.33 "

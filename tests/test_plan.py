@@ -111,11 +111,13 @@ def test_one_create_step_with_inputs_per_registration(prod_plan, stack_runs) -> 
     ext = prod_plan[EXTENSION]
     assert ext["stack"] == "prod" and ext["region"] == "us-east-1" and ext["environment"] == "prod"
     assert ext["configErrors"] == []
-    # prod's only policy results: no offline source lists the prerequisite builds for 1.34 (policies/addon_builds.py)
+    # prod's only policy results: 1.35 is accepted though no retrievable HyperPod page lists it, and no offline
+    # source lists the prerequisite builds for it (policies/addon_builds.py)
     assert {(r["policyName"], r["enforcementLevel"]) for r in ext["policyResults"]} == {
-        ("prerequisite-build-listed-offline", "advisory")
+        ("eks-kubernetes-version-listed", "advisory"),
+        ("prerequisite-build-listed-offline", "advisory"),
     }
-    assert len(ext["policyResults"]) == 4
+    assert len(ext["policyResults"]) == 5
 
 
 @pytest.fixture(scope=cached_scope("module"))
@@ -521,7 +523,11 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
         "vpcConfig.subnets[0] (update-replace)",
         "     instanceGroups[0].instanceCount: 2 -> 4",
         "     vpcConfig.subnets[0]: subnet-0aaaaaaaaaaaaaaa0 -> (unknown until deploy)",
-        # the node wait's own diff replaces it on a new cluster ARN (components/hyperpod_node_wait.py)
+        # the node roll and the node wait: their own diffs replace them on a new cluster ARN
+        # (components/hyperpod_node_software.py, components/hyperpod_node_wait.py)
+        "+- replace     pulumi-python:dynamic:Resource hyperpod-node-software: clusterArn (update-replace)",
+        "     replaced because HyperPod cluster hyperpod-cluster is replaced (its clusterArn)",
+        "     clusterArn: takes a new value computed by hyperpod-cluster",
         "+- replace     pulumi-python:dynamic:Resource hyperpod-nodes: clusterArn (update-replace), groups.system",
         "     replaced because HyperPod cluster hyperpod-cluster is replaced (its clusterArn)",
         "     clusterArn: takes a new value computed by hyperpod-cluster",
@@ -535,7 +541,7 @@ def test_human_diff_lists_only_changes(tmp_path, prod_plan, capsys) -> None:
     ]
     assert "config cluster.instanceGroups[0].instanceCount: 2 -> 4" in out.splitlines()
     summary = (
-        f"0 to create, 1 to update, 2 to replace, 0 may replace, 0 to delete, {len(prod_plan['steps']) - 3} unchanged"
+        f"0 to create, 1 to update, 3 to replace, 0 may replace, 0 to delete, {len(prod_plan['steps']) - 4} unchanged"
     )
     assert summary in out
     assert f"MANDATORY {POLICY} aws-native:sagemaker:Cluster::hyperpod-cluster" in out

@@ -232,7 +232,7 @@ def test_addon_versions_pass_and_report_iam(aws: None) -> None:
     inference = rows[f"add-on {pc.INFERENCE_ADDON}"]
     assert inference.status == "PASS"
     assert inference.detail == (
-        "v1.3.0-eksbuild.1 exists for Kubernetes 1.34; IAM: pod identity for hyperpod-inference-controller-manager "
+        "v1.3.0-eksbuild.1 exists for Kubernetes 1.35; IAM: pod identity for hyperpod-inference-controller-manager "
         "(arn:aws:iam::aws:policy/AmazonSageMakerHyperPodInferenceAccess)"
     )
     assert rows["add-on cert-manager"].detail.endswith("IAM: none required")
@@ -248,7 +248,7 @@ def test_addon_versions_pass_and_report_iam(aws: None) -> None:
             "eks-pod-identity-agent",
         )
     } <= set(rows)
-    assert rows["add-on kube-proxy"].detail.startswith(f"{cfg.cluster.addons.kube_proxy} exists for Kubernetes 1.34")
+    assert rows["add-on kube-proxy"].detail.startswith(f"{cfg.cluster.addons.kube_proxy} exists for Kubernetes 1.35")
     assert [r.status for r in results] == ["PASS"] * len(results)
 
 
@@ -262,7 +262,7 @@ def test_addon_versions_fail_lists_available_versions(aws: None) -> None:
     assert [r.check for r in fail] == [f"add-on {pc.INFERENCE_ADDON}"]
     assert (
         fail[0].detail
-        == "v1.3.0-eksbuild.1 is not available for Kubernetes 1.34 in us-west-2; available: v9.9.9-eksbuild.1"
+        == "v1.3.0-eksbuild.1 is not available for Kubernetes 1.35 in us-west-2; available: v9.9.9-eksbuild.1"
     )
 
 
@@ -275,7 +275,7 @@ def test_addon_unknown_for_kubernetes_version_fails(aws: None) -> None:
         stub.assert_no_pending_responses()
     fail = by_status(results, "FAIL")
     assert [(r.check, r.detail) for r in fail] == [
-        ("add-on cert-manager", "cert-manager has no version for Kubernetes 1.34 in us-west-2")
+        ("add-on cert-manager", "cert-manager has no version for Kubernetes 1.35 in us-west-2")
     ]
 
 

@@ -202,29 +202,27 @@ def test_piped_output_is_not_truncated_and_shows_key_properties() -> None:
     # A long line wraps onto a continuation line (the tree's guides, then the rest): never cut off.
     # A policy finding stays one line (tools/cli/preview.py: grep finds it whole); it starts with its level.
     findings = [line for line in result.stdout.splitlines() if line.startswith(("ADVISORY ", "MANDATORY "))]
-    assert len(findings) == 4  # prod: the prerequisite builds no offline source lists (policies/addon_builds.py)
+    # prod: the prerequisite builds no offline source lists (policies/addon_builds.py), and 1.35 is unlisted
+    assert len(findings) == 5
     assert all(len(line) <= 170 for line in result.stdout.splitlines() if line not in findings)
     out = _unwrap_tree(result.stdout)
     # Long names that used to be cut at 80 columns when piped.
     assert "aws:ec2/routeTableAssociation:RouteTableAssociation network-public-use1-az2-rta" in out
     assert (
         "aws-native:sagemaker:Cluster hyperpod-cluster  [system: ml.m5.2xlarge x2, p5-inference: ml.p5.48xlarge x4, "
-        "p6-inference: ml.p6-b200.48xlarge x2, system-b: ml.m5.2xlarge x1] (protected)" in out
+        "p6-inference: ml.p6-b200.48xlarge x4, system-b: ml.m5.2xlarge x1] (protected)" in out
     )
     assert "endpoints-inference-llama-70b-kvaware  [vllm, routing: kvaware, replicas 2, ml.p5.48xlarge]" in out
     assert (
-        "endpoints-inference-llama-70b-dpd  [vllm, routing: prefixaware, prefill x1 + decode x1, ml.p6-b200.48xlarge]"
+        "endpoints-inference-llama-70b-dpd  [vllm, routing: prefixaware, prefill x2 + decode x2, ml.p6-b200.48xlarge]"
         in out
     )
-    assert (
-        "endpoints-inference-qwen-sglang  [sglang, routing: inference gateway, replicas: CRD default, ml.p5.48xlarge]"
-        in out
-    )
+    assert "endpoints-inference-qwen-sglang  [sglang, routing: inference gateway, replicas 2, ml.p5.48xlarge]" in out
     assert "inference-operator-addon  [amazon-sagemaker-hyperpod-inference v2.0.0-eksbuild.2]" in out
     assert "front-door-alb  [internet-facing]" in out
     assert "kv-cache-rg  [valkey 8.0, cache.r7g.xlarge x3 (1 primary + 2 replicas)] (protected)" in out
     assert (
-        "eks-cluster  [Kubernetes 1.34, API endpoint private; vpc-cni v1.20.0-eksbuild.1, kube-proxy v1.34.0-eksbuild.2]"
+        "eks-cluster  [Kubernetes 1.35, API endpoint private; vpc-cni v1.20.0-eksbuild.1, kube-proxy v1.35.0-eksbuild.2]"
         in out
     )
 

@@ -61,3 +61,9 @@ def test_inference_gateway_config_has_no_public_crd_in_the_data() -> None:
     iec = r.entry_for(IEC, {})
     assert iec.label == "inference operator custom resource"
     assert any(w.kind == "webhook" and "conversion strategy Webhook" in w.detail for w in iec.waits_for)
+    # ... and a sourced status to wait for (issue 45 item 4); the gateway config has none of its own
+    assert [w.expression for w in iec.ready_when] == [
+        "jsonpath={.status.state}=DeploymentComplete",
+        "jsonpath={.status.inferenceGateway.state}=Ready",
+    ]
+    assert igwc.ready_when == []

@@ -223,7 +223,7 @@ def test_critical_path_runs_eks_hyperpod_addon_endpoint(stack_runs, stack) -> No
         assert later.start == earlier.finish
     timeouts = {s.name: s.timeout for s in steps}
     assert timeouts["inference-operator-addon"] == 45  # the program's customTimeouts
-    assert timeouts["hyperpod-cluster"] == 120
+    assert timeouts["hyperpod-cluster"] == 720  # the handler's timeoutInMinutes (policies/readiness.yaml)
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

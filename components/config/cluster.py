@@ -26,9 +26,10 @@ from .api_bounds import API_BOUNDS
 from .base import ConfigIssue, Model
 from .checks import Check
 from .context import ValidationContext
-from .health_checks import supported_checks
+from .health_checks import default_checks
 from .kvcache import KvCacheConfig
 from .network import NetworkConfig, plan_subnets
+from .node_software import IMAGE_RELEASE_PATTERN, SoftwareUpdates
 from .regions import az_id_in_region, az_id_prefix, hyperpod_instance_types, hyperpod_regions
 
 
@@ -133,15 +134,30 @@ class InstanceGroup(Model):
         **API_BOUNDS["cluster.instanceGroups[].ebsVolumeSizeGb"].field(),
         description="Extra EBS volume per instance, GiB.",
     )
+    role: Literal["inference", "training", "system"] | None = Field(
+        default=None,
+        description="What the group runs: sets its default deep health checks (health_checks.py); default: "
+        "inference for GPU/Trainium/Inferentia types, system otherwise.",
+    )
     on_start_deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] | None = Field(
         default=None,
-        description="Deep health checks on start; default: every check the group supports "
-        "(GPU/Trainium types only; InstanceConnectivity also needs EFA and >= 2 instances).",
+        description="Deep health checks on start; default: by role, of the checks the group supports (inference: "
+        "InstanceStress; training: both; GPU/Trainium types only; InstanceConnectivity also needs EFA and >= 2).",
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Kubernetes labels on the group's nodes.")
     taints: list[Taint] = Field(default_factory=list, description="Kubernetes taints on the group's nodes.")
     training_plan_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/[a-zA-Z0-9-]+$"
+    )
+    image_release_version: str | None = Field(
+        default=None,
+        pattern=IMAGE_RELEASE_PATTERN,
+        max_length=64,
+        description="HyperPod AMI release (MAJOR.MINOR.PATCH) or `latest`; required in prod (node_software.py).",
+    )
+    software_updates: SoftwareUpdates = Field(
+        default_factory=SoftwareUpdates,
+        description="Rolling DeploymentConfig of the group's software updates, schedule and auto-patching.",
     )
 
     @property
@@ -149,11 +165,16 @@ class InstanceGroup(Model):
         return is_accelerated(self.instance_type)
 
     @property
+    def effective_role(self) -> str:
+        """``role`` as written, else ``inference`` for an accelerated type and ``system`` otherwise."""
+        return self.role or ("inference" if self.accelerated else "system")
+
+    @property
     def deep_health_checks(self) -> list[str]:
-        """The checks to run on start: as configured, else every check the group supports (health_checks.py)."""
+        """The checks to run on start: as configured, else the role's default of those the group supports."""
         if self.on_start_deep_health_checks is not None:
             return list(self.on_start_deep_health_checks)
-        return supported_checks(self.instance_type, self.instance_count)
+        return default_checks(self.effective_role, self.instance_type, self.instance_count)
 
 
 class AddonVersions(Model):
@@ -648,6 +669,9 @@ GROUP_CREATION_KEYS = {
     "on_start_deep_health_checks": "onStartDeepHealthChecks",
     "training_plan_arn": "trainingPlanArn",
     "min_instance_count": "minInstanceCount",
+    "role": "role",
+    "image_release_version": "imageReleaseVersion",
+    "software_updates": "softwareUpdates",
 }
 
 

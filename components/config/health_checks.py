@@ -12,7 +12,18 @@ AWS documents (docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-re
 
 Which types have GPUs, Trainium chips and EFA comes from the HyperPod CLI's own table
 (``data/hyperpod_instance_accelerators.json``, source named inside). An explicitly configured check that the
-group cannot run is a config error naming the key; the default is every check the group supports.
+group cannot run is a config error naming the key.
+
+**The default depends on the group's role** (``cluster.instanceGroups[].role``, issue 45 item 3). The checks run
+while a node starts, before it takes pods, and SageMaker's UpdateCluster "does not work as expected" while they run
+(same page), so each check is paid for in create time and in updates blocked:
+
+* ``inference`` (the default of a GPU/Trainium group): ``InstanceStress`` only. An inference replica runs on one
+  node (tensor parallel over the node's own GPUs and NVLink); what it needs on start is exactly the instance-level
+  check: GPUs, NVLink, DCGM, the node's EFA. ``InstanceConnectivity`` tests NCCL/NCCOM collectives *between*
+  instances, the path multi-node training uses and a single-node replica does not: opt in by listing it.
+* ``training``: every check the group supports (the multi-node collectives are what it runs).
+* ``system`` (the default of a CPU group): none (none exists for its types).
 """
 
 from __future__ import annotations
@@ -79,6 +90,18 @@ def unsupported_reason(check: str, instance_type: str, instance_count: int) -> s
         if instance_count < 2:
             return f"InstanceConnectivity tests communication between instances; the group has {instance_count}"
     return None
+
+
+ROLE_DEFAULT_CHECKS: dict[str, tuple[str, ...]] = {
+    "inference": (INSTANCE_STRESS,),
+    "training": (INSTANCE_STRESS, INSTANCE_CONNECTIVITY),
+    "system": (),
+}
+
+
+def default_checks(role: str, instance_type: str, instance_count: int) -> list[str]:
+    """The checks a group of ``role`` runs on start when it lists none: the role's, of those the group supports."""
+    return [c for c in supported_checks(instance_type, instance_count) if c in ROLE_DEFAULT_CHECKS[role]]
 
 
 def supported_checks(instance_type: str, instance_count: int) -> list[str]:

@@ -19,6 +19,7 @@ from . import (
     ingress,
     kvcache,
     network,
+    node_software,
     observability,
     operator,
     stack,
@@ -34,6 +35,7 @@ CHECKS: tuple[Check[StackConfig], ...] = (
     *vpc_endpoints.CHECKS,
     *network.CHECKS,
     *cluster.CHECKS,
+    *node_software.CHECKS,
     *operator.CHECKS,
     *endpoints.CHECKS,
     *gateway.CHECKS,
@@ -46,6 +48,7 @@ CHECKS: tuple[Check[StackConfig], ...] = (
     *access.CHECKS,
 )
 ADVISORIES: tuple[Advise[StackConfig], ...] = (
+    *node_software.ADVISORIES,
     *operator.ADVISORIES,
     *endpoints.ADVISORIES,
     *gateway.ADVISORIES,

@@ -143,6 +143,15 @@ class TimeoutInput(_Model):
     unit: Literal["s", "min"] = "s"
 
 
+class ReadyWhen(_Model):
+    """One condition the Kubernetes provider waits for after the object is accepted (``pulumi.com/waitFor``:
+    ``jsonpath={.status.x}=Value`` or ``condition=Type``; pulumi-kubernetes >= 4.18, every listed one must hold)."""
+
+    expression: str = Field(pattern=r"^(jsonpath=\{\.status\.[^}]+\}=.+|condition=[A-Za-z]+)$")
+    when: list[Condition] = Field(default_factory=list)
+    source: str = Field(min_length=1)
+
+
 class ReadinessEntry(_Model):
     """Readiness facts of one resource type, as its record writes them (optionally narrowed by ``match``)."""
 
@@ -169,6 +178,10 @@ class ReadinessEntry(_Model):
         default_factory=list, description="system pods whose controller must run to remove this object's finalizer"
     )
     stateful: bool = Field(default=False, description="holds data: must be protected in prod")
+    ready_when: list[ReadyWhen] = Field(
+        default_factory=list,
+        description="Kubernetes objects: the status the program makes the provider wait for (pulumi.com/waitFor)",
+    )
     source: str = Field(min_length=1)
 
 

@@ -299,7 +299,9 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
     from components import cluster_scheduler_config as scheduler
     from components import destroy_waits
     from components import global_inference_gateway as gateway
+    from components import hyperpod_node_software as node_software
     from components import hyperpod_node_wait as node_wait
+    from components import target_health_wait as health_wait
     from components.dynamic_provider import CREDENTIAL_KEYS
 
     member = {"stack": "a", "name": "g", "namespace": "n", "region": "r"}
@@ -357,6 +359,40 @@ def _dynamic_rules() -> dict[str, dict[str, Any]]:
                 "runningNodes",
             ],
             {"groups": ({"g": 1}, {"g": 2})},
+        ),
+        (
+            node_software.RESOURCE_KIND,
+            node_software.HyperPodNodeSoftwareProvider,
+            "components/hyperpod_node_software.py HyperPodNodeSoftwareProvider.diff (probed key by key by the "
+            "generator; it owns nothing in AWS: a kubernetesVersion update rolls the nodes, a replacement does not)",
+            [
+                "clusterArn",
+                "region",
+                "kubernetesVersion",
+                "groups",
+                "timeoutSeconds",
+                "pollSeconds",
+                *CREDENTIAL_KEYS,
+                "rolledGroups",
+                "imageReleases",
+            ],
+            {"groups": ({"g": {}}, {"g": {"WaitIntervalInSeconds": 1}})},
+        ),
+        (
+            health_wait.RESOURCE_KIND,
+            health_wait.TargetHealthWaitProvider,
+            "components/target_health_wait.py TargetHealthWaitProvider.diff (probed key by key by the generator; "
+            "it owns nothing in AWS, so a replacement only waits again)",
+            [
+                "targetGroupArn",
+                "region",
+                "endpoint",
+                "timeoutSeconds",
+                "pollSeconds",
+                *CREDENTIAL_KEYS,
+                "targetStates",
+            ],
+            {},
         ),
         (
             destroy_waits.DRAIN_KIND,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import pickle
 import runpy
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -87,7 +88,7 @@ def run_stack(
     outputs: dict[str, Any] = {}
     secrets: set[str] = set()
     try:
-        with _without_source_positions():
+        with _without_source_positions(), _pickler_restored():
             pulumi.runtime.test(program)()
         root = settings.get_root_resource()
         for key, value in dict(getattr(root, "outputs", None) or {}).items():
@@ -100,6 +101,23 @@ def run_stack(
         loop.close()
         asyncio.set_event_loop(None)
     return StackRun(stack, monitor, mocks, outputs, frozenset(secrets), error)
+
+
+@contextlib.contextmanager
+def _pickler_restored() -> Iterator[None]:
+    """Undo what the SDK's dynamic-provider serialization leaves behind in :mod:`pickle`.
+
+    ``pulumi.dynamic.serialize_provider`` (pulumi 3.x, sdk/python/lib/pulumi/dynamic/dynamic.py) wraps
+    ``pickle._Pickler._batch_setitems`` in a sorting wrapper on every call and restores only ``pickle.Pickler``:
+    each dynamic resource adds one more wrapper around the last. In ``pulumi up`` the program runs once per process;
+    here one process runs many stacks, and after about a thousand dynamic resources every pickled dict nests past
+    Python's recursion limit (RecursionError in ``batch_set_items_sorted_before_py14``). Restored after each run.
+    """
+    original = pickle._Pickler._batch_setitems  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        pickle._Pickler._batch_setitems = original  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager

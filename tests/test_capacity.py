@@ -405,7 +405,7 @@ def test_three_5_gpu_pods_do_not_pack_onto_two_8_gpu_nodes() -> None:
 
 def test_two_5_gpu_pods_on_one_8_gpu_node() -> None:
     def one_node(m: dict[str, Any], n: str) -> None:
-        grp(m, 2)["instanceCount"] = 1
+        grp(m, 2).update(instanceCount=1, minInstanceCount=1)  # prod provisions p6 partially: keep min <= count
         ep(m, 1)["pdSpec"]["prefillSpec"]["resources"] = gpus(n)
         ep(m, 1)["pdSpec"]["decodingSpec"]["resources"] = gpus(n)
 

@@ -110,8 +110,11 @@ def test_appending_an_az_does_not_replace_the_cluster(prod: dict[str, Any]) -> N
 
 
 def test_an_instance_count_change_converges_and_reruns_only_the_nodes(prod: dict[str, Any]) -> None:
+    # prod's GPU groups provision partially (minInstanceCount): the node wait waits for the minimum, so growing a
+    # group is the count and its minimum together (below: the count alone is refused)
     head = copy.deepcopy(prod)
     head[CLUSTER]["instanceGroups"][1]["instanceCount"] = 5
+    head[CLUSTER]["instanceGroups"][1]["minInstanceCount"] = 3
     result = _change("prod", prod, head)
     assert result.converges, result.lines()
     changed = {j.resource for j in result.judgements}
@@ -119,6 +122,18 @@ def test_an_instance_count_change_converges_and_reruns_only_the_nodes(prod: dict
     (dhc,) = _by_rule(result, "deep-health-checks-during-update")
     assert dhc.outcome == "holds" and "p5-inference" in dhc.message
     assert result.upgrade == []
+
+
+def test_growing_a_partially_provisioned_group_alone_is_refused(prod: dict[str, Any]) -> None:
+    """The count without its minimum: the node wait (which waits for the minimum) does not run again, so the new
+    nodes' deep health checks are waited for by nothing and a later update could land while they run."""
+    head = copy.deepcopy(prod)
+    assert head[CLUSTER]["instanceGroups"][1]["minInstanceCount"] == 2
+    head[CLUSTER]["instanceGroups"][1]["instanceCount"] = 5
+    result = _change("prod", prod, head)
+    (dhc,) = _by_rule(result, "deep-health-checks-during-update")
+    assert dhc.outcome == "refused" and "p5-inference" in dhc.message
+    assert "keep the node wait" in dhc.fix
 
 
 # --- add-ons and the control plane ---------------------------------------------------------------------------------
@@ -155,7 +170,7 @@ def test_the_134_to_135_upgrade_walks_the_documented_order(prod: dict[str, Any])
     versions = {j.rule: j.outcome for j in result.judgements if j.resource == "eks-cluster"}
     assert versions == {"eks-version-step": "holds", "eks-addon-downgrade": "holds"}
     timeouts = _by_rule(result, "update-timeout")
-    assert {j.outcome for j in timeouts} == {"advisory"} and len(timeouts) == 3
+    assert {j.outcome for j in timeouts} == {"advisory"} and len(timeouts) == 4  # system, system-b, p5, p6
 
 
 def test_a_two_minor_jump_is_refused(prod: dict[str, Any]) -> None:

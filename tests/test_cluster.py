@@ -778,7 +778,7 @@ def test_prod_asks_for_partial_and_continuous_provisioning_and_up_waits_for_the_
         if r.inputs.get("resourceKind") == "hyperpod:HyperPodNodeWait"
     ]
     # `up` is serving once each group has its minimum (the rest keep coming under Continuous provisioning)
-    assert wait.inputs["groups"] == {"system": 2, "p5-inference": 2, "p6-inference": 1, "system-b": 1}
+    assert wait.inputs["groups"] == {"system": 2, "p5-inference": 2, "p6-inference": 2, "system-b": 1}
 
 
 def test_min_instance_count_above_instance_count_is_refused(run) -> None:

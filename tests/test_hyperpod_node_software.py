@@ -160,7 +160,7 @@ def test_prod_rolls_its_latest_groups_with_their_deployment_configs(stack_runs: 
     reg = _software(stack_runs["prod"])
     assert reg.inputs["kubernetesVersion"] == "1.35"
     assert reg.inputs["groups"]["p5-inference"] == ROLLING
-    assert set(reg.inputs["groups"]) == {"system", "p5-inference", "p6-inference"}
+    assert set(reg.inputs["groups"]) == {"system", "p5-inference", "p6-inference", "system-b"}
     assert reg.inputs["timeoutSeconds"] == 720 * 60
 
 

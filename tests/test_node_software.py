@@ -60,7 +60,7 @@ def test_outside_prod_an_omitted_release_is_latest_without_advisory() -> None:
 def test_latest_is_an_advisory_in_prod_and_a_pin_is_not() -> None:
     m = copy.deepcopy(stack_mapping("prod"))
     assert set(_advisories("prod", m, "image-release-pinned")) == {
-        f"cluster.instanceGroups[{i}].imageReleaseVersion" for i in range(3)
+        f"cluster.instanceGroups[{i}].imageReleaseVersion" for i in range(4)
     }
     _groups(m)[1]["imageReleaseVersion"] = "1.2.3"
     assert "cluster.instanceGroups[1].imageReleaseVersion" not in _advisories("prod", m, "image-release-pinned")

@@ -15,6 +15,7 @@ from botocore.stub import Stubber
 
 from components.hyperpod_node_software import HyperPodNodeSoftwareProvider, NodeSoftwareError, update_request
 from tests.conftest import stack_mapping
+from tests.fake_time import FakeTime
 from tools.plan.harness import StackRun
 
 CLUSTER = "arn:aws:sagemaker:us-east-1:123456789012:cluster/k3x9p2m7q1ab"
@@ -33,17 +34,6 @@ PROPS: dict[str, Any] = {
     "awsProfile": None,
 }
 NEW = {**PROPS, "kubernetesVersion": "1.35"}
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-    def clock(self) -> float:
-        return self.now
 
 
 @dataclasses.dataclass

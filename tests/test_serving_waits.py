@@ -16,6 +16,7 @@ from botocore.stub import Stubber
 
 from components.target_health_wait import TargetHealthError, TargetHealthWaitProvider
 from policies.readiness import TIMEOUT_SECONDS, WAIT_FOR, await_annotations, load_readiness, program_create_timeout
+from tests.fake_time import FakeTime
 from tools.plan.harness import StackRun
 
 ENDPOINT_KINDS = ("InferenceEndpointConfig", "JumpStartModel")
@@ -109,17 +110,6 @@ PROPS: dict[str, Any] = {
     "timeoutSeconds": 60,
     "pollSeconds": 15,
 }
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-    def clock(self) -> float:
-        return self.now
 
 
 @dataclasses.dataclass
